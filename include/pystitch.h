@@ -1,0 +1,138 @@
+/* pystitch.h: public API of libpystitch, the library behind the pystitch CLI.
+ *
+ * A struct pst_target is one attached CPython process. Opening it analyses the
+ * interpreter (version, structure layout, where the thread-state key lives)
+ * and the libc (thread-specific-data layout) once; pst_target_snapshot() then
+ * reads every OS thread's current Python stack without stopping the process.
+ *
+ * Errors: every function returns 0 (or a count) on success and a negative
+ * errno or PST_E* code on failure; pst_strerror() names either.
+ *
+ * Ownership: objects from pst_*_new()/pst_target_open() are freed by the
+ * matching free function. Strings inside a struct pst_snapshot are owned by
+ * the target (its code-object cache) and stay valid until pst_target_close().
+ */
+#ifndef PYSTITCH_H
+#define PYSTITCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define PST_API __attribute__((visibility("default")))
+#else
+#define PST_API
+#endif
+
+/* pystitch's own error codes sit below -4000 (like libuv's UV__EOF), beside
+ * negative errnos. X(name, value, message). */
+#define PST_ERRNO_MAP(X)                                                       \
+  X(ENOTPY, -4001, "not a Python process (no libpython or python binary)")    \
+  X(EPYVERSION, -4002, "unsupported CPython version")                          \
+  X(ENOSYM, -4003, "symbol not found")                                         \
+  X(ETORN, -4004, "stack changed while it was read (torn read)")               \
+  X(EBADDATA, -4005, "target memory does not look like what was expected")     \
+  X(ENOTSD, -4006, "libc thread-specific-data layout not found")               \
+  X(ENOKEY, -4007, "CPython thread-state key not found")                       \
+  X(ENOTHREADSTATE, -4008, "thread has no Python thread state")                \
+  X(ESELF, -4009, "refusing to profile pystitch itself")                       \
+  X(EZOMBIE, -4010, "process is a zombie")
+
+enum {
+#define PST_ERRNO_ENUM(name, val, msg) PST_##name = val,
+  PST_ERRNO_MAP(PST_ERRNO_ENUM)
+#undef PST_ERRNO_ENUM
+};
+
+/* Message for a negative errno or PST_E* code. Never NULL; static storage. */
+PST_API const char *pst_strerror(int err);
+/* Symbolic name ("ESRCH", "PST_ENOTPY"). Never NULL; static storage. */
+PST_API const char *pst_errname(int err);
+
+/* Log verbosity for the library's stderr messages: 0 errors/warnings only,
+ * 1 info, 2 debug. */
+PST_API void pst_log_set_level(int level);
+
+struct pst_target;
+
+/* How a thread was mapped to its PyThreadState. */
+enum pst_map_method {
+  PST_MAP_NONE = 0,   /* no Python thread state for this thread */
+  PST_MAP_TSD,        /* pthread_getspecific(key) emulated on its fsbase */
+  PST_MAP_LIST,       /* thread-states list: thread_id == fsbase */
+  PST_MAP_LIST_TID,   /* thread-states list: native_thread_id == tid */
+};
+
+/* One Python frame, innermost first in a stack. */
+struct pst_frame {
+  const char *name;     /* qualified name where the version has one */
+  const char *filename;
+  int line;             /* 0 when unknown */
+};
+
+/* One OS thread of the target as last seen. */
+struct pst_thread {
+  pid_t tid;
+  char name[64];        /* threading.Thread.name, else /proc comm */
+  int name_from_python; /* 1 when name came from threading */
+  uint64_t fsbase;      /* thread pointer, 0 when it could not be read */
+  uint64_t tstate;      /* PyThreadState address, 0 when none */
+  enum pst_map_method method;
+  int holds_gil;        /* 1, 0, or -1 when unknown */
+  int idle;             /* 1 when the kernel says it sleeps, 0 running */
+  char state;           /* kernel state letter from /proc (R, S, D, ...) */
+  int error;            /* 0, or why its stack could not be read */
+  size_t nframes;
+  struct pst_frame *frames; /* owned by the target, valid until next snapshot */
+  int truncated;        /* 1 when the frame cap was hit */
+};
+
+/* What pystitch found when it analysed the target (for `pystitch info`). */
+struct pst_target_info {
+  pid_t pid;
+  pid_t nspid;               /* pid inside its own pid namespace */
+  char exe[512];             /* interpreter executable, as the target sees it */
+  char libpython[512];       /* shared libpython, "" when static */
+  char libc[512];            /* libc the TSD layout was read from */
+  char version[32];          /* "3.12.1" or "3.12" */
+  int version_hex;           /* 0xMMmm */
+  uint64_t runtime_addr;     /* _PyRuntime, 0 before 3.7 */
+  uint64_t interp_addr;      /* main interpreter */
+  uint64_t key_addr;         /* address of the pthread key (int), 0 if none */
+  int key;                   /* its value, -1 when none */
+  char key_method[160];      /* disassembly shape or fallback used */
+  int64_t tsd_offset, tsd_multiplier;
+  int tsd_indirect;
+  int tsd_has_l2;
+  int64_t tsd_l2_offset;
+  char tsd_method[160];      /* disassembly, _thread_db, or default */
+  char layout_method[96];    /* builtin table, or _Py_DebugOffsets */
+  double analysis_ms;        /* time spent analysing the binaries */
+};
+
+/* Opens and analyses process pid. Needs ptrace permission over it (fsbase).
+ * Returns 0 and *out (free with pst_target_close), or -ESRCH (no such
+ * process), -EPERM (not allowed), PST_ENOTPY, PST_EPYVERSION, PST_ESELF,
+ * PST_EZOMBIE, ... */
+PST_API int pst_target_open(pid_t pid, struct pst_target **out);
+PST_API void pst_target_close(struct pst_target *t);
+PST_API const struct pst_target_info *pst_target_info(const struct pst_target *t);
+
+/* Re-lists the target's threads, reads the fsbase of new ones (one ptrace
+ * stop each, then detached), maps each to its PyThreadState and reads its
+ * Python stack. Per-thread failures are recorded in pst_thread.error and
+ * never fail the call. Returns the number of threads, or a negative error
+ * when the process itself is gone (-ESRCH). The array is owned by the target
+ * and valid until the next call. */
+PST_API int pst_target_snapshot(struct pst_target *t,
+                                const struct pst_thread **threads);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,41 @@
+/* cli.h: the pystitch command line: options, subcommands, exit codes.
+ *
+ * Only this layer prints to stdout and turns errors into messages and exit
+ * codes; the library underneath never exits.
+ */
+#ifndef PST_CLI_H
+#define PST_CLI_H
+
+#include <stdio.h>
+#include <sys/types.h>
+
+/* Documented exit codes (README, man page). */
+enum pst_exit {
+  PST_EXIT_OK = 0,
+  PST_EXIT_ERROR = 1,        /* any other runtime error */
+  PST_EXIT_USAGE = 2,        /* bad command line */
+  PST_EXIT_NO_PROCESS = 3,   /* no such process, or a zombie */
+  PST_EXIT_PERMISSION = 4,   /* may not trace it (CAP_SYS_PTRACE) */
+  PST_EXIT_NOT_PYTHON = 5,   /* not a Python process */
+  PST_EXIT_PY_VERSION = 6,   /* unsupported CPython version */
+  PST_EXIT_SELF = 7,         /* asked to profile pystitch itself */
+};
+
+struct pst_opts {
+  pid_t pid;
+  int json;      /* --json */
+  int verbose;   /* -v count */
+};
+
+int pst_cmd_dump(const struct pst_opts *o);
+int pst_cmd_info(const struct pst_opts *o);
+
+/* Opens the target named by o->pid, printing a one-line error that says
+ * what to do on failure. Returns 0 or the exit code. */
+struct pst_target;
+int pst_cli_open(const struct pst_opts *o, struct pst_target **t);
+
+/* Writes s as a JSON string literal (with quotes). */
+void pst_json_str(FILE *f, const char *s);
+
+#endif

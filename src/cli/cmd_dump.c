@@ -1,0 +1,99 @@
+/* cmd_dump.c: `pystitch dump`: every thread's current Python stack, once. */
+#include <stdio.h>
+
+#include "cli/cli.h"
+#include "pystitch.h"
+
+static const char *method_name(enum pst_map_method m) {
+  switch (m) {
+  case PST_MAP_TSD:
+    return "tsd";
+  case PST_MAP_LIST:
+    return "list";
+  case PST_MAP_LIST_TID:
+    return "list-tid";
+  default:
+    return "none";
+  }
+}
+
+static void print_text(const struct pst_target_info *info,
+                       const struct pst_thread *th, int n) {
+  printf("Process %d: %s\n", (int)info->pid, info->exe);
+  printf("Python %s%s%s\n\n", info->version,
+         info->libpython[0] ? " " : "", info->libpython);
+  for (int i = 0; i < n; i++) {
+    const struct pst_thread *x = &th[i];
+    printf("Thread %d \"%s\" (%s%s)\n", (int)x->tid, x->name,
+           x->idle ? "idle" : "active",
+           x->holds_gil == 1 ? ", holds GIL" : "");
+    if (!x->tstate) {
+      printf("    (no Python thread state)\n");
+      continue;
+    }
+    if (x->error)
+      printf("    (stack unreadable: %s)\n", pst_strerror(x->error));
+    for (size_t k = 0; k < x->nframes; k++)
+      printf("    %s (%s:%d)\n", x->frames[k].name, x->frames[k].filename,
+             x->frames[k].line);
+    if (x->truncated)
+      printf("    ... (truncated)\n");
+  }
+}
+
+static void print_json(const struct pst_target_info *info,
+                       const struct pst_thread *th, int n) {
+  printf("{\"pid\": %d, \"version\": ", (int)info->pid);
+  pst_json_str(stdout, info->version);
+  printf(", \"threads\": [");
+  for (int i = 0; i < n; i++) {
+    const struct pst_thread *x = &th[i];
+    printf("%s\n  {\"tid\": %d, \"name\": ", i ? "," : "", (int)x->tid);
+    pst_json_str(stdout, x->name);
+    printf(", \"state\": \"%c\", \"idle\": %s, \"gil\": %s, "
+           "\"python\": %s, \"method\": \"%s\", \"tstate\": \"0x%llx\", "
+           "\"fsbase\": \"0x%llx\", \"error\": ",
+           x->state, x->idle ? "true" : "false",
+           x->holds_gil == 1 ? "true" : x->holds_gil == 0 ? "false" : "null",
+           x->tstate ? "true" : "false", method_name(x->method),
+           (unsigned long long)x->tstate, (unsigned long long)x->fsbase);
+    if (x->error && x->tstate)
+      pst_json_str(stdout, pst_errname(x->error));
+    else
+      printf("null");
+    printf(", \"truncated\": %s, \"frames\": [",
+           x->truncated ? "true" : "false");
+    for (size_t k = 0; k < x->nframes; k++) {
+      printf("%s{\"name\": ", k ? ", " : "");
+      pst_json_str(stdout, x->frames[k].name);
+      printf(", \"file\": ");
+      pst_json_str(stdout, x->frames[k].filename);
+      printf(", \"line\": %d}", x->frames[k].line);
+    }
+    printf("]}");
+  }
+  printf("\n]}\n");
+}
+
+int pst_cmd_dump(const struct pst_opts *o) {
+  const struct pst_thread *th;
+  struct pst_target *t;
+  int n, rc;
+
+  rc = pst_cli_open(o, &t);
+  if (rc)
+    return rc;
+  n = pst_target_snapshot(t, &th);
+  if (n < 0) {
+    fprintf(stderr, "pystitch: error: cannot read process %d: %s\n",
+            (int)o->pid, pst_strerror(n));
+    pst_target_close(t);
+    return PST_EXIT_ERROR;
+  }
+  if (o->json)
+    print_json(pst_target_info(t), th, n);
+  else
+    print_text(pst_target_info(t), th, n);
+  pst_target_close(t);
+  return PST_EXIT_OK;
+}

@@ -1,0 +1,69 @@
+/* cmd_info.c: `pystitch info`: how pystitch sees a process, for bug reports. */
+#include <stdio.h>
+
+#include "cli/cli.h"
+#include "pystitch.h"
+
+static const char *method_text(enum pst_map_method m) {
+  switch (m) {
+  case PST_MAP_TSD:
+    return "pthread_getspecific(key) on fsbase";
+  case PST_MAP_LIST:
+    return "thread-state list: thread_id == fsbase";
+  case PST_MAP_LIST_TID:
+    return "thread-state list: native_thread_id == tid";
+  default:
+    return "no Python thread state";
+  }
+}
+
+int pst_cmd_info(const struct pst_opts *o) {
+  const struct pst_target_info *i;
+  const struct pst_thread *th;
+  struct pst_target *t;
+  int n, rc;
+
+  rc = pst_cli_open(o, &t);
+  if (rc)
+    return rc;
+  i = pst_target_info(t);
+  n = pst_target_snapshot(t, &th);
+  printf("pid:            %d (in its namespace: %d)\n", (int)i->pid,
+         (int)i->nspid);
+  printf("executable:     %s\n", i->exe);
+  printf("libpython:      %s\n", i->libpython[0] ? i->libpython
+                                                  : "(none: static)");
+  printf("version:        %s\n", i->version);
+  printf("layout:         %s\n", i->layout_method);
+  printf("_PyRuntime:     0x%llx\n", (unsigned long long)i->runtime_addr);
+  printf("interpreter:    0x%llx\n", (unsigned long long)i->interp_addr);
+  if (i->key >= 0)
+    printf("tss key:        %d at 0x%llx\n", i->key,
+           (unsigned long long)i->key_addr);
+  else
+    printf("tss key:        none\n");
+  printf("  found by:     %s\n", i->key_method);
+  printf("libc:           %s\n", i->libc);
+  printf("tsd layout:     {offset %lld, multiplier %lld, indirect %d}",
+         (long long)i->tsd_offset, (long long)i->tsd_multiplier,
+         i->tsd_indirect);
+  if (i->tsd_has_l2)
+    printf(" + level 2 at 0x%llx", (unsigned long long)i->tsd_l2_offset);
+  printf("\n  found by:     %s\n", i->tsd_method);
+  printf("analysis:       %.2f ms\n", i->analysis_ms);
+  if (n < 0) {
+    fprintf(stderr, "pystitch: error: cannot list threads: %s\n",
+            pst_strerror(n));
+    pst_target_close(t);
+    return PST_EXIT_ERROR;
+  }
+  printf("threads:        %d\n", n);
+  printf("  %-8s %-16s %-18s %-16s %s\n", "tid", "name", "fsbase",
+         "PyThreadState", "mapped by");
+  for (int k = 0; k < n; k++)
+    printf("  %-8d %-16s 0x%-16llx 0x%-14llx %s\n", (int)th[k].tid,
+           th[k].name, (unsigned long long)th[k].fsbase,
+           (unsigned long long)th[k].tstate, method_text(th[k].method));
+  pst_target_close(t);
+  return PST_EXIT_OK;
+}

@@ -1,0 +1,108 @@
+/* main.c: pystitch's entry point: parses the command line and dispatches. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "pystitch.h"
+
+static const char usage_text[] =
+    "usage: pystitch <command> [options]\n"
+    "\n"
+    "Commands:\n"
+    "  dump -p PID [--json]   print every thread's current Python stack\n"
+    "  info -p PID            show how pystitch sees the process\n"
+    "\n"
+    "Options:\n"
+    "  -p, --pid PID          the target process\n"
+    "      --json             machine-readable output\n"
+    "  -v, --verbose          more diagnostics on stderr (repeatable)\n"
+    "  -h, --help             this help\n"
+    "  -V, --version          print the version\n"
+    "\n"
+    "Examples:\n"
+    "  pystitch dump -p 1234\n"
+    "  pystitch info -p $(pgrep -f myapp.py)\n"
+    "\n"
+    "Exit codes: 0 ok, 1 error, 2 usage, 3 no such process, 4 permission\n"
+    "denied, 5 not a Python process, 6 unsupported CPython version,\n"
+    "7 target is pystitch itself.\n";
+
+static int usage_error(const char *fmt, const char *arg) {
+  fprintf(stderr, "pystitch: error: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\nTry 'pystitch --help'.\n");
+  return PST_EXIT_USAGE;
+}
+
+static int parse_pid(const char *s, pid_t *pid) {
+  char *end;
+  long v;
+
+  errno = 0;
+  v = strtol(s, &end, 10);
+  if (errno || end == s || *end || v <= 0 || v > INT_MAX)
+    return -1;
+  *pid = (pid_t)v;
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  static const struct option longopts[] = {
+      {"pid", required_argument, NULL, 'p'},
+      {"json", no_argument, NULL, 'j'},
+      {"verbose", no_argument, NULL, 'v'},
+      {"help", no_argument, NULL, 'h'},
+      {"version", no_argument, NULL, 'V'},
+      {NULL, 0, NULL, 0}};
+  struct pst_opts o = {.pid = 0};
+  const char *cmd;
+  int c;
+
+  if (argc < 2)
+    return usage_error("%s", "missing command (dump, info)");
+  cmd = argv[1];
+  if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help")) {
+    fputs(usage_text, stdout);
+    return PST_EXIT_OK;
+  }
+  if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version")) {
+    printf("pystitch %s\n", PACKAGE_VERSION);
+    return PST_EXIT_OK;
+  }
+  if (strcmp(cmd, "dump") && strcmp(cmd, "info"))
+    return usage_error("unknown command '%s' (expected dump or info)", cmd);
+  optind = 2;
+  while ((c = getopt_long(argc, argv, "p:vhV", longopts, NULL)) != -1) {
+    switch (c) {
+    case 'p':
+      if (parse_pid(optarg, &o.pid))
+        return usage_error("--pid: '%s' is not a process id", optarg);
+      break;
+    case 'j':
+      o.json = 1;
+      break;
+    case 'v':
+      o.verbose++;
+      break;
+    case 'h':
+      fputs(usage_text, stdout);
+      return PST_EXIT_OK;
+    case 'V':
+      printf("pystitch %s\n", PACKAGE_VERSION);
+      return PST_EXIT_OK;
+    default:
+      fprintf(stderr, "Try 'pystitch --help'.\n");
+      return PST_EXIT_USAGE;
+    }
+  }
+  if (optind < argc)
+    return usage_error("unexpected argument '%s'", argv[optind]);
+  if (!o.pid)
+    return usage_error("%s", "missing --pid PID");
+  pst_log_set_level(o.verbose);
+  return !strcmp(cmd, "dump") ? pst_cmd_dump(&o) : pst_cmd_info(&o);
+}

@@ -1,0 +1,67 @@
+/* open.c: attaching to the target with one-line, actionable error messages. */
+#include <errno.h>
+#include <stdio.h>
+
+#include "cli/cli.h"
+#include "pystitch.h"
+
+static int explain(pid_t pid, int err) {
+  switch (err) {
+  case -ESRCH:
+    fprintf(stderr, "pystitch: error: no such process: %d (check the pid "
+                    "with 'ps -p %d')\n", (int)pid, (int)pid);
+    return PST_EXIT_NO_PROCESS;
+  case PST_EZOMBIE:
+    fprintf(stderr, "pystitch: error: process %d is a zombie (it has exited "
+                    "and waits for its parent to reap it)\n", (int)pid);
+    return PST_EXIT_NO_PROCESS;
+  case -EPERM:
+  case -EACCES:
+    fprintf(stderr,
+            "pystitch: error: permission denied to trace process %d: run "
+            "as root or as its user with CAP_SYS_PTRACE (sudo setcap "
+            "cap_sys_ptrace+ep $(which pystitch)); in a container add "
+            "--cap-add SYS_PTRACE; check kernel.yama.ptrace_scope\n",
+            (int)pid);
+    return PST_EXIT_PERMISSION;
+  case PST_ENOTPY:
+    fprintf(stderr, "pystitch: error: process %d is not a Python process "
+                    "(no libpython and no Python symbols in its "
+                    "executable); give the pid of a python process\n",
+            (int)pid);
+    return PST_EXIT_NOT_PYTHON;
+  case PST_EPYVERSION:
+    fprintf(stderr, "pystitch: error: process %d runs a CPython version "
+                    "pystitch does not support (supported: 2.7, 3.6-3.14 "
+                    "and later versions with _Py_DebugOffsets)\n", (int)pid);
+    return PST_EXIT_PY_VERSION;
+  case PST_ESELF:
+    fprintf(stderr, "pystitch: error: %d is pystitch's own pid; give the "
+                    "pid of the Python process to profile\n", (int)pid);
+    return PST_EXIT_SELF;
+  }
+  fprintf(stderr, "pystitch: error: cannot attach to process %d: %s\n",
+          (int)pid, pst_strerror(err));
+  return PST_EXIT_ERROR;
+}
+
+int pst_cli_open(const struct pst_opts *o, struct pst_target **t) {
+  int err = pst_target_open(o->pid, t);
+  return err ? explain(o->pid, err) : 0;
+}
+
+void pst_json_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; s && *s; s++) {
+    unsigned char ch = (unsigned char)*s;
+    if (ch == '"' || ch == '\\')
+      fprintf(f, "\\%c", ch);
+    else if (ch == '\n')
+      fputs("\\n", f);
+    else if (ch < 0x20)
+      fprintf(f, "\\u%04x", ch);
+    else
+      fputc(ch, f);
+  }
+  fputc('"', f);
+}

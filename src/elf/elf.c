@@ -1,0 +1,186 @@
+/* elf.c: libelf-backed access to the target's ELF files (symbols, sections, bytes). */
+#include <errno.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "elf/elf.h"
+#include "pystitch.h"
+
+struct pst_elf {
+  int fd;
+  void *map;
+  size_t size;
+  Elf *elf;
+  GElf_Ehdr ehdr;
+};
+
+int pst_elf_open(int fd, struct pst_elf **out) {
+  struct pst_elf *e;
+  struct stat st;
+  int err;
+
+  if (elf_version(EV_CURRENT) == EV_NONE) {
+    close(fd);
+    return -ENOSYS;
+  }
+  e = calloc(1, sizeof(*e));
+  if (!e) {
+    close(fd);
+    return -ENOMEM;
+  }
+  e->fd = fd;
+  e->map = MAP_FAILED;
+  if (fstat(fd, &st) < 0) {
+    err = -errno;
+    goto err;
+  }
+  e->size = (size_t)st.st_size;
+  e->map = mmap(NULL, e->size, PROT_READ, MAP_PRIVATE, fd, 0);
+  if (e->map == MAP_FAILED) {
+    err = -errno;
+    goto err;
+  }
+  e->elf = elf_memory(e->map, e->size);
+  if (!e->elf || elf_kind(e->elf) != ELF_K_ELF || !gelf_getehdr(e->elf,
+                                                                 &e->ehdr)) {
+    err = -ENOEXEC;
+    goto err;
+  }
+  *out = e;
+  return 0;
+err:
+  pst_elf_close(e);
+  return err;
+}
+
+void pst_elf_close(struct pst_elf *e) {
+  if (!e)
+    return;
+  if (e->elf)
+    elf_end(e->elf);
+  if (e->map != MAP_FAILED)
+    munmap(e->map, e->size);
+  close(e->fd);
+  free(e);
+}
+
+int pst_elf_machine(const struct pst_elf *e) { return e->ehdr.e_machine; }
+int pst_elf_type(const struct pst_elf *e) { return e->ehdr.e_type; }
+
+static int find_in_symtab(const struct pst_elf *e, Elf_Scn *scn,
+                          const GElf_Shdr *sh, const char *name,
+                          uint64_t *value, uint64_t *size) {
+  Elf_Data *data = elf_getdata(scn, NULL);
+  size_t n, i;
+
+  if (!data || !sh->sh_entsize)
+    return PST_ENOSYM;
+  n = sh->sh_size / sh->sh_entsize;
+  for (i = 1; i < n; i++) {
+    GElf_Sym sym;
+    const char *s;
+    if (!gelf_getsym(data, (int)i, &sym) || sym.st_shndx == SHN_UNDEF)
+      continue;
+    s = elf_strptr(e->elf, sh->sh_link, sym.st_name);
+    if (s && !strcmp(s, name)) {
+      *value = sym.st_value;
+      if (size)
+        *size = sym.st_size;
+      return 0;
+    }
+  }
+  return PST_ENOSYM;
+}
+
+int pst_elf_symbol(const struct pst_elf *e, const char *name,
+                   uint64_t *value, uint64_t *size) {
+  static const unsigned types[] = {SHT_DYNSYM, SHT_SYMTAB};
+
+  for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+    Elf_Scn *scn = NULL;
+    while ((scn = elf_nextscn(e->elf, scn)) != NULL) {
+      GElf_Shdr sh;
+      if (!gelf_getshdr(scn, &sh) || sh.sh_type != types[t])
+        continue;
+      if (find_in_symtab(e, scn, &sh, name, value, size) == 0)
+        return 0;
+    }
+  }
+  return PST_ENOSYM;
+}
+
+int pst_elf_section(const struct pst_elf *e, const char *name,
+                    uint64_t *addr, uint64_t *size) {
+  Elf_Scn *scn = NULL;
+  size_t shstrndx;
+
+  if (elf_getshdrstrndx(e->elf, &shstrndx) != 0)
+    return PST_ENOSYM;
+  while ((scn = elf_nextscn(e->elf, scn)) != NULL) {
+    GElf_Shdr sh;
+    const char *s;
+    if (!gelf_getshdr(scn, &sh))
+      continue;
+    s = elf_strptr(e->elf, shstrndx, sh.sh_name);
+    if (s && !strcmp(s, name)) {
+      *addr = sh.sh_addr;
+      *size = sh.sh_size;
+      return 0;
+    }
+  }
+  return PST_ENOSYM;
+}
+
+int pst_elf_read(const struct pst_elf *e, uint64_t vaddr, void *buf,
+                 size_t len) {
+  size_t n;
+
+  if (elf_getphdrnum(e->elf, &n) != 0)
+    return -EFAULT;
+  for (size_t i = 0; i < n; i++) {
+    GElf_Phdr ph;
+    uint64_t off, avail;
+    if (!gelf_getphdr(e->elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+      continue;
+    if (vaddr < ph.p_vaddr || vaddr + len > ph.p_vaddr + ph.p_memsz)
+      continue;
+    off = vaddr - ph.p_vaddr;
+    avail = off < ph.p_filesz ? ph.p_filesz - off : 0;
+    if (avail > len)
+      avail = len;
+    if (ph.p_offset + off + avail > e->size)
+      return -EFAULT;
+    memcpy(buf, (const char *)e->map + ph.p_offset + off, avail);
+    memset((char *)buf + avail, 0, len - avail);
+    return 0;
+  }
+  return -EFAULT;
+}
+
+int pst_elf_bias(const struct pst_elf *e, uint64_t map_start,
+                 uint64_t map_offset, uint64_t *bias) {
+  size_t n;
+
+  if (elf_getphdrnum(e->elf, &n) != 0)
+    return -EINVAL;
+  for (size_t i = 0; i < n; i++) {
+    GElf_Phdr ph;
+    if (!gelf_getphdr(e->elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+      continue;
+    /* The segment that holds map_offset: the kernel maps it page-granular,
+     * so page(p_offset) lands at page(p_vaddr) + bias. */
+    if (map_offset >= (ph.p_offset & ~(uint64_t)4095) &&
+        map_offset < ph.p_offset + ph.p_filesz) {
+      uint64_t seg_page_vaddr = (ph.p_vaddr & ~(uint64_t)4095) +
+                                (map_offset - (ph.p_offset & ~(uint64_t)4095));
+      *bias = map_start - seg_page_vaddr;
+      return 0;
+    }
+  }
+  return -EINVAL;
+}

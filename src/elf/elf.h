@@ -1,0 +1,42 @@
+/* elf.h: reading ELF files of the target with libelf: symbols, sections,
+ * bytes at a virtual address, and the load bias of a mapping.
+ *
+ * pst_elf_open() takes ownership of the fd and maps the file read-only;
+ * pst_elf_close() unmaps and closes it. Lookups return file-relative virtual
+ * addresses (add the load bias for a runtime address).
+ */
+#ifndef PST_ELF_H
+#define PST_ELF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct pst_elf;
+
+int pst_elf_open(int fd, struct pst_elf **out);
+void pst_elf_close(struct pst_elf *e);
+
+/* ELF e_machine (EM_X86_64, EM_AARCH64) and e_type (ET_EXEC, ET_DYN). */
+int pst_elf_machine(const struct pst_elf *e);
+int pst_elf_type(const struct pst_elf *e);
+
+/* Looks name up in .dynsym, then .symtab (local symbols included). Returns
+ * 0 with *value (and *size if non-NULL), or PST_ENOSYM. */
+int pst_elf_symbol(const struct pst_elf *e, const char *name,
+                   uint64_t *value, uint64_t *size);
+
+/* Address and size of section name, or PST_ENOSYM. */
+int pst_elf_section(const struct pst_elf *e, const char *name,
+                    uint64_t *addr, uint64_t *size);
+
+/* Copies len bytes at virtual address vaddr from the file's PT_LOAD segments.
+ * Bytes past a segment's file size (bss) read as zero. 0 or -EFAULT. */
+int pst_elf_read(const struct pst_elf *e, uint64_t vaddr, void *buf,
+                 size_t len);
+
+/* Load bias: runtime address = vaddr + bias, given the runtime start of the
+ * mapping that maps file offset map_offset. 0 or -EINVAL. */
+int pst_elf_bias(const struct pst_elf *e, uint64_t map_start,
+                 uint64_t map_offset, uint64_t *bias);
+
+#endif

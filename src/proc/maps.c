@@ -1,0 +1,149 @@
+/* maps.c: /proc/PID/maps parsed into a sorted array; files opened by mapping. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "proc/maps.h"
+
+static int parse_line(char *line, struct pst_map *mp) {
+  char perms[8];
+  int pathpos = 0;
+  unsigned long long start, end, off, ino;
+
+  if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms,
+             &off, &mp->dev_major, &mp->dev_minor, &ino, &pathpos) < 7)
+    return -EINVAL;
+  mp->start = start;
+  mp->end = end;
+  mp->offset = off;
+  mp->inode = ino;
+  mp->perms = (perms[0] == 'r' ? PST_MAP_R : 0) |
+              (perms[1] == 'w' ? PST_MAP_W : 0) |
+              (perms[2] == 'x' ? PST_MAP_X : 0);
+  mp->path = strdup(pathpos > 0 ? line + pathpos : "");
+  return mp->path ? 0 : -ENOMEM;
+}
+
+int pst_maps_load(pid_t pid, struct pst_maps *m) {
+  char path[64], *line = NULL;
+  size_t cap = 0, lcap = 0;
+  ssize_t len;
+  FILE *f;
+  int err = 0;
+
+  m->v = NULL;
+  m->n = 0;
+  snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+  f = fopen(path, "re");
+  if (!f)
+    return errno == ENOENT ? -ESRCH : -errno;
+  while ((len = getline(&line, &lcap, f)) > 0) {
+    if (line[len - 1] == '\n')
+      line[len - 1] = '\0';
+    if (m->n == cap) {
+      struct pst_map *nv;
+      cap = cap ? cap * 2 : 64;
+      nv = realloc(m->v, cap * sizeof(*nv));
+      if (!nv) {
+        err = -ENOMEM;
+        goto out;
+      }
+      m->v = nv;
+    }
+    err = parse_line(line, &m->v[m->n]);
+    if (err)
+      goto out;
+    m->n++;
+  }
+out:
+  free(line);
+  fclose(f);
+  if (err)
+    pst_maps_exit(m);
+  return err;
+}
+
+void pst_maps_exit(struct pst_maps *m) {
+  for (size_t i = 0; i < m->n; i++)
+    free(m->v[i].path);
+  free(m->v);
+  m->v = NULL;
+  m->n = 0;
+}
+
+static int cmp_addr(const void *key, const void *elt) {
+  uint64_t a = *(const uint64_t *)key;
+  const struct pst_map *mp = elt;
+  if (a < mp->start)
+    return -1;
+  return a >= mp->end ? 1 : 0;
+}
+
+const struct pst_map *pst_maps_find(const struct pst_maps *m, uint64_t addr) {
+  return bsearch(&addr, m->v, m->n, sizeof(*m->v), cmp_addr);
+}
+
+const struct pst_map *pst_maps_find_file(const struct pst_maps *m,
+                                         int (*match)(const char *base)) {
+  for (size_t i = 0; i < m->n; i++) {
+    const char *p = m->v[i].path, *base;
+    if (p[0] != '/')
+      continue;
+    base = strrchr(p, '/') + 1;
+    if (match(base))
+      return &m->v[i];
+  }
+  return NULL;
+}
+
+static int same_file(const struct pst_map *a, const struct pst_map *b) {
+  return a->inode == b->inode && a->dev_major == b->dev_major &&
+         a->dev_minor == b->dev_minor && !strcmp(a->path, b->path);
+}
+
+const struct pst_map *pst_maps_file_base(const struct pst_maps *m,
+                                         const struct pst_map *mp) {
+  for (size_t i = 0; i < m->n; i++)
+    if (same_file(&m->v[i], mp))
+      return &m->v[i];
+  return mp;
+}
+
+static int open_checked(const char *path, const struct pst_map *mp) {
+  struct stat st;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+  if (fd < 0)
+    return -errno;
+  if (fstat(fd, &st) < 0 || st.st_ino != mp->inode ||
+      major(st.st_dev) != mp->dev_major || minor(st.st_dev) != mp->dev_minor) {
+    close(fd);
+    return -ESTALE;
+  }
+  return fd;
+}
+
+int pst_maps_open(pid_t pid, const struct pst_map *mp) {
+  char path[4200];
+  int fd;
+
+  /* map_files needs CAP_SYS_ADMIN in older kernels, and the mapping may be
+   * gone; the root link works across mount namespaces; the plain path is
+   * the last resort for a target in our own namespace. */
+  snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
+           (int)pid, mp->start, mp->end);
+  fd = open_checked(path, mp);
+  if (fd >= 0)
+    return fd;
+  snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, mp->path);
+  fd = open_checked(path, mp);
+  if (fd >= 0)
+    return fd;
+  return open_checked(mp->path, mp);
+}

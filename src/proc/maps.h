@@ -1,0 +1,54 @@
+/* maps.h: a process's memory mappings (/proc/PID/maps) and opening the files
+ * behind them from outside the target's mount namespace.
+ *
+ * struct pst_maps owns its array and the path strings; entries are sorted by
+ * address (the kernel lists them so) and found with bsearch.
+ */
+#ifndef PST_MAPS_H
+#define PST_MAPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define PST_MAP_R 1
+#define PST_MAP_W 2
+#define PST_MAP_X 4
+
+struct pst_map {
+  uint64_t start, end;  /* [start, end) */
+  uint64_t offset;      /* file offset of start */
+  unsigned perms;       /* PST_MAP_* */
+  unsigned dev_major, dev_minor;
+  uint64_t inode;
+  char *path;           /* "" for anonymous mappings */
+};
+
+struct pst_maps {
+  struct pst_map *v;
+  size_t n;
+};
+
+/* Reads /proc/pid/maps into *m (initialised here). 0 or -errno. */
+int pst_maps_load(pid_t pid, struct pst_maps *m);
+void pst_maps_exit(struct pst_maps *m);
+
+/* The mapping containing addr, or NULL. Borrowed. */
+const struct pst_map *pst_maps_find(const struct pst_maps *m, uint64_t addr);
+
+/* The first file mapping whose base name satisfies match(basename), or NULL.
+ * Borrowed. */
+const struct pst_map *pst_maps_find_file(const struct pst_maps *m,
+                                         int (*match)(const char *base));
+
+/* The lowest mapping of the same file as mp (its load base), borrowed. */
+const struct pst_map *pst_maps_file_base(const struct pst_maps *m,
+                                         const struct pst_map *mp);
+
+/* Opens the file behind mapping mp of process pid read-only: through
+ * /proc/pid/map_files/START-END, else /proc/pid/root/PATH, else PATH, and
+ * checks that its device and inode match the maps line. Returns an fd the
+ * caller closes, or -errno. */
+int pst_maps_open(pid_t pid, const struct pst_map *mp);
+
+#endif

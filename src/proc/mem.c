@@ -1,0 +1,120 @@
+/* mem.c: process_vm_readv reader of target memory, /proc/PID/mem fallback. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <signal.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "proc/mem.h"
+#include "util/log.h"
+
+/* process_vm_readv takes at most IOV_MAX (1024) iovecs per side. */
+#define BATCH_MAX 1024
+
+void pst_mem_init(struct pst_mem *m, pid_t pid) {
+  m->pid = pid;
+  m->memfd = -1;
+  m->reads = 0;
+}
+
+void pst_mem_exit(struct pst_mem *m) {
+  if (m->memfd >= 0)
+    close(m->memfd);
+  m->memfd = -1;
+}
+
+/* Switches to /proc/pid/mem after process_vm_readv failed with EPERM or
+ * ENOSYS although the process exists (seccomp filters answer so). */
+static int enter_fallback(struct pst_mem *m, int why) {
+  char path[64];
+
+  snprintf(path, sizeof(path), "/proc/%d/mem", (int)m->pid);
+  m->memfd = open(path, O_RDONLY | O_CLOEXEC);
+  if (m->memfd < 0)
+    return errno == ENOENT ? -ESRCH : -errno;
+  pst_warn_once("process_vm_readv is not allowed (%s); reading target "
+                "memory through /proc/%d/mem instead (slower)",
+                why == ENOSYS ? "ENOSYS" : "EPERM", (int)m->pid);
+  return 0;
+}
+
+static int pread_all(struct pst_mem *m, uint64_t addr, void *buf,
+                     size_t len) {
+  ssize_t n;
+
+  m->reads++;
+  do
+    n = pread(m->memfd, buf, len, (off_t)addr);
+  while (n < 0 && errno == EINTR);
+  if (n < 0)
+    return errno == EIO ? -EFAULT : -errno;
+  return (size_t)n == len ? 0 : -EFAULT;
+}
+
+int pst_mem_readv(struct pst_mem *m, const struct pst_mem_iov *iov,
+                  size_t n) {
+  struct iovec local[BATCH_MAX], remote[BATCH_MAX];
+  size_t done = 0;
+
+  while (done < n) {
+    size_t k = n - done < BATCH_MAX ? n - done : BATCH_MAX, i;
+    size_t want = 0;
+    ssize_t got;
+
+    if (m->memfd >= 0) {
+      for (i = 0; i < k; i++)
+        if (pread_all(m, iov[done + i].addr, iov[done + i].buf,
+                      iov[done + i].len))
+          return (int)(done + i);
+      done += k;
+      continue;
+    }
+    for (i = 0; i < k; i++) {
+      local[i].iov_base = iov[done + i].buf;
+      local[i].iov_len = iov[done + i].len;
+      remote[i].iov_base = (void *)(uintptr_t)iov[done + i].addr;
+      remote[i].iov_len = iov[done + i].len;
+      want += iov[done + i].len;
+    }
+    m->reads++;
+    got = process_vm_readv(m->pid, local, k, remote, k, 0);
+    if (got < 0) {
+      int e = errno;
+      if (e == EINTR)
+        continue;
+      if (e == ESRCH)
+        return -ESRCH;
+      if ((e == EPERM || e == ENOSYS) && kill(m->pid, 0) == 0 &&
+          enter_fallback(m, e) == 0)
+        continue;
+      return (int)done;
+    }
+    if ((size_t)got < want) {
+      /* The kernel stops at the first piece it cannot read. */
+      size_t sum = 0;
+      for (i = 0; i < k; i++) {
+        sum += iov[done + i].len;
+        if (sum > (size_t)got)
+          break;
+      }
+      return (int)(done + i);
+    }
+    done += k;
+  }
+  return (int)n;
+}
+
+int pst_mem_read(struct pst_mem *m, uint64_t addr, void *buf, size_t len) {
+  struct pst_mem_iov iov = {addr, buf, len};
+  int r;
+
+  if (len == 0)
+    return 0;
+  r = pst_mem_readv(m, &iov, 1);
+  return r == 1 ? 0 : r < 0 ? r : -EFAULT;
+}
+
+int pst_mem_read_u64(struct pst_mem *m, uint64_t addr, uint64_t *out) {
+  return pst_mem_read(m, addr, out, sizeof(*out));
+}

@@ -1,0 +1,44 @@
+/* mem.h: the one reader of target memory.
+ *
+ * Every read of the target goes through pst_mem_read()/pst_mem_readv():
+ * process_vm_readv, or /proc/PID/mem when process_vm_readv is forbidden
+ * (seccomp, some container runtimes), announced once. Never writes.
+ *
+ * A struct pst_mem is embedded by its owner: pst_mem_init()/pst_mem_exit().
+ * Not thread-safe; one per target.
+ */
+#ifndef PST_MEM_H
+#define PST_MEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct pst_mem {
+  pid_t pid;
+  int memfd;         /* /proc/pid/mem when in fallback mode, else -1 */
+  uint64_t reads;    /* syscalls made, for the benchmarks */
+};
+
+/* One piece of a batched read: len bytes at addr into buf. */
+struct pst_mem_iov {
+  uint64_t addr;
+  void *buf;
+  size_t len;
+};
+
+void pst_mem_init(struct pst_mem *m, pid_t pid);
+void pst_mem_exit(struct pst_mem *m);
+
+/* Reads exactly len bytes. 0, -EFAULT (unmapped or short), -ESRCH. */
+int pst_mem_read(struct pst_mem *m, uint64_t addr, void *buf, size_t len);
+
+/* Reads n pieces (n <= INT_MAX) in one syscall where possible. Returns the
+ * number of leading pieces fully read (n when all were: pieces from the
+ * first unreadable one on are not valid), or -ESRCH. */
+int pst_mem_readv(struct pst_mem *m, const struct pst_mem_iov *iov, size_t n);
+
+/* Convenience: one 8-byte little-endian word. */
+int pst_mem_read_u64(struct pst_mem *m, uint64_t addr, uint64_t *out);
+
+#endif

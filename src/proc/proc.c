@@ -1,0 +1,156 @@
+/* proc.c: parsers for /proc/PID/{status,stat,comm,exe,task}. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "proc/proc.h"
+
+ssize_t pst_proc_read(const char *path, char *buf, size_t len) {
+  ssize_t n, total = 0;
+  int fd, err;
+
+  fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return errno == ENOENT ? -ESRCH : -errno;
+  while ((size_t)total + 1 < len) {
+    n = read(fd, buf + total, len - 1 - (size_t)total);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      err = errno == ENOENT ? -ESRCH : -errno;
+      close(fd);
+      return err;
+    }
+    if (n == 0)
+      break;
+    total += n;
+  }
+  buf[total] = '\0';
+  close(fd);
+  return total;
+}
+
+int pst_proc_status(pid_t pid, struct pst_proc_status *st) {
+  char path[64], buf[4096], *line, *save = NULL;
+  ssize_t n;
+
+  snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+  n = pst_proc_read(path, buf, sizeof(buf));
+  if (n < 0)
+    return (int)n;
+  memset(st, 0, sizeof(*st));
+  st->nspid = pid;
+  for (line = strtok_r(buf, "\n", &save); line;
+       line = strtok_r(NULL, "\n", &save)) {
+    if (!strncmp(line, "Name:\t", 6)) {
+      snprintf(st->name, sizeof(st->name), "%s", line + 6);
+    } else if (!strncmp(line, "State:\t", 7)) {
+      st->state = line[7];
+    } else if (!strncmp(line, "Tgid:\t", 6)) {
+      st->tgid = (pid_t)atoi(line + 6);
+    } else if (!strncmp(line, "Uid:\t", 5)) {
+      st->uid = (uid_t)strtoul(line + 5, NULL, 10);
+    } else if (!strncmp(line, "NSpid:\t", 7)) {
+      /* The last field is the pid in the innermost namespace. */
+      char *last = strrchr(line, '\t');
+      st->nspid = (pid_t)atoi(last + 1);
+    }
+  }
+  return 0;
+}
+
+int pst_proc_tasks(pid_t pid, pid_t **tids) {
+  char path[64];
+  struct dirent *de;
+  pid_t *v = NULL, *nv;
+  size_t n = 0, cap = 0;
+  DIR *d;
+  int err = 0;
+
+  snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+  d = opendir(path);
+  if (!d)
+    return errno == ENOENT ? -ESRCH : -errno;
+  while ((de = readdir(d)) != NULL) {
+    if (de->d_name[0] < '0' || de->d_name[0] > '9')
+      continue;
+    if (n == cap) {
+      cap = cap ? cap * 2 : 32;
+      nv = realloc(v, cap * sizeof(*v));
+      if (!nv) {
+        err = -ENOMEM;
+        goto out;
+      }
+      v = nv;
+    }
+    v[n++] = (pid_t)atoi(de->d_name);
+  }
+out:
+  closedir(d);
+  if (err) {
+    free(v);
+    return err;
+  }
+  *tids = v;
+  return (int)n;
+}
+
+int pst_proc_task_stat(pid_t pid, pid_t tid, char *state,
+                       uint64_t *starttime) {
+  char path[80], buf[1024], *p;
+  unsigned long long start = 0;
+  ssize_t n;
+  int field;
+
+  snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+  n = pst_proc_read(path, buf, sizeof(buf));
+  if (n < 0)
+    return (int)n;
+  /* comm may contain spaces and parentheses: fields start after the last
+   * ')'. Field 3 is the state, field 22 the start time. */
+  p = strrchr(buf, ')');
+  if (!p || p[1] != ' ')
+    return -EINVAL;
+  p += 2;
+  if (state)
+    *state = *p;
+  for (field = 3; field < 22 && p; field++) {
+    p = strchr(p, ' ');
+    if (p)
+      p++;
+  }
+  if (!p || sscanf(p, "%llu", &start) != 1)
+    return -EINVAL;
+  if (starttime)
+    *starttime = start;
+  return 0;
+}
+
+int pst_proc_task_comm(pid_t pid, pid_t tid, char *buf, size_t len) {
+  char path[80];
+  ssize_t n;
+
+  snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
+  n = pst_proc_read(path, buf, len);
+  if (n < 0)
+    return (int)n;
+  if (n > 0 && buf[n - 1] == '\n')
+    buf[n - 1] = '\0';
+  return 0;
+}
+
+int pst_proc_exe(pid_t pid, char *buf, size_t len) {
+  char path[64];
+  ssize_t n;
+
+  snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+  n = readlink(path, buf, len - 1);
+  if (n < 0)
+    return errno == ENOENT ? -ESRCH : -errno;
+  buf[n] = '\0';
+  return 0;
+}

@@ -1,0 +1,42 @@
+/* proc.h: what /proc says about a process and its threads.
+ *
+ * All functions read /proc afresh (no caching) and return 0 or -errno:
+ * -ESRCH when the process or thread is gone.
+ */
+#ifndef PST_PROC_H
+#define PST_PROC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct pst_proc_status {
+  char state;        /* R, S, D, T, t, Z, X, ... */
+  pid_t tgid;
+  pid_t nspid;       /* innermost NSpid (== pid outside namespaces) */
+  uid_t uid;         /* real uid */
+  char name[64];     /* comm */
+};
+
+/* Reads up to len-1 bytes of a /proc file into buf (NUL-terminated).
+ * Returns the length read or -errno (ENOENT of a pid dir becomes -ESRCH). */
+ssize_t pst_proc_read(const char *path, char *buf, size_t len);
+
+int pst_proc_status(pid_t pid, struct pst_proc_status *st);
+
+/* Lists /proc/pid/task. *tids is malloc'ed, the caller frees it. Returns the
+ * count or -errno. */
+int pst_proc_tasks(pid_t pid, pid_t **tids);
+
+/* Kernel state letter and start time (clock ticks since boot) of one thread;
+ * the pair (tid, starttime) identifies a thread across tid reuse. */
+int pst_proc_task_stat(pid_t pid, pid_t tid, char *state,
+                       uint64_t *starttime);
+
+/* Thread name from /proc/pid/task/tid/comm, without the newline. */
+int pst_proc_task_comm(pid_t pid, pid_t tid, char *buf, size_t len);
+
+/* Target of /proc/pid/exe, as a path in the target's mount namespace. */
+int pst_proc_exe(pid_t pid, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,89 @@
+/* ptrace.c: seize-interrupt-read-detach of one thread to get its thread pointer. */
+#include <elf.h>
+#include <errno.h>
+#include <signal.h>
+#include <stddef.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+
+#include "proc/ptrace.h"
+#include "util/log.h"
+
+#ifndef NT_ARM_TLS
+#define NT_ARM_TLS 0x401 /* aarch64 tpidr_el0, <elf.h> may lack it */
+#endif
+
+static int read_tp(pid_t tid, uint64_t *tp) {
+#if defined(__x86_64__)
+  struct user_regs_struct regs;
+  if (ptrace(PTRACE_GETREGS, tid, NULL, &regs) < 0)
+    return -errno;
+  *tp = regs.fs_base;
+  return 0;
+#elif defined(__aarch64__)
+  uint64_t v;
+  struct iovec iov = {&v, sizeof(v)};
+  if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_ARM_TLS, &iov) < 0)
+    return -errno;
+  *tp = v;
+  return 0;
+#else
+  (void)tid;
+  (void)tp;
+  return -ENOSYS;
+#endif
+}
+
+/* Waits for the interrupt stop of tid. Other stops (a signal arriving in
+ * between) are passed on with PTRACE_CONT and waited for again, so the
+ * thread does not lose the signal. */
+static int wait_stop(pid_t tid) {
+  int status, tries;
+
+  for (tries = 0; tries < 16; tries++) {
+    pid_t r = waitpid(tid, &status, __WALL);
+    if (r < 0) {
+      if (errno == EINTR)
+        continue;
+      return -errno;
+    }
+    if (WIFEXITED(status) || WIFSIGNALED(status))
+      return -ESRCH;
+    if (!WIFSTOPPED(status))
+      continue;
+    /* PTRACE_INTERRUPT stops with SIGTRAP | PTRACE_EVENT_STOP << 8; a
+     * group-stop (the process got SIGSTOP) reports the stopping signal with
+     * the same event: either way the thread is in a ptrace-stop we can read
+     * and then leave as it was. */
+    if ((status >> 16) == PTRACE_EVENT_STOP)
+      return 0;
+    /* A signal-delivery stop: re-inject it and wait for our interrupt. */
+    if (ptrace(PTRACE_CONT, tid, NULL, (void *)(long)WSTOPSIG(status)) < 0)
+      return -errno;
+  }
+  return -EAGAIN;
+}
+
+int pst_ptrace_thread_pointer(pid_t tid, uint64_t *tp) {
+  int err;
+
+  if (ptrace(PTRACE_SEIZE, tid, NULL, NULL) < 0)
+    return -errno;
+  if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) < 0) {
+    err = -errno;
+    goto detach;
+  }
+  err = wait_stop(tid);
+  if (err)
+    goto detach;
+  err = read_tp(tid, tp);
+detach:
+  /* PTRACE_DETACH from a ptrace-stop resumes the thread; if the thread is
+   * not stopped (interrupt failed) the kernel still drops the attachment
+   * when it exits or we exit. ESRCH here means it already went away. */
+  if (ptrace(PTRACE_DETACH, tid, NULL, NULL) < 0 && errno != ESRCH)
+    pst_debug("ptrace detach of %d: errno %d", (int)tid, errno);
+  return err;
+}

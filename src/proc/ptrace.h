@@ -1,0 +1,20 @@
+/* ptrace.h: the only ptrace user: reads a thread's thread pointer.
+ *
+ * A thread is stopped only for the few microseconds needed: PTRACE_SEIZE,
+ * PTRACE_INTERRUPT, waitpid, read the register, PTRACE_DETACH (which resumes
+ * it). Nothing stays attached between calls, so a profiler that dies leaves no
+ * stopped thread behind. Must be called from one thread (ptrace's rule: only
+ * the attaching thread may operate on the tracee).
+ */
+#ifndef PST_PTRACE_H
+#define PST_PTRACE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Reads the thread pointer of thread tid (fsbase on x86_64, tpidr_el0 on
+ * aarch64). Returns 0, -ESRCH (thread gone), -EPERM (no permission: the
+ * caller explains CAP_SYS_PTRACE), or another -errno. */
+int pst_ptrace_thread_pointer(pid_t tid, uint64_t *tp);
+
+#endif

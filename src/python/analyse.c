@@ -1,0 +1,343 @@
+/* analyse.c: attach-time analysis of a target's CPython: binary, version,
+ * layout, _PyRuntime, main interpreter and the thread-state key. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "elf/elf.h"
+#include "python/python.h"
+#include "util/log.h"
+
+/* PyGILState_GetThisThreadState is short; the key is loaded before the
+ * first call or jmp within its first few dozen bytes. */
+#define STUB_BYTES 128
+/* _PyRuntimeState is a few hundred KiB at most (3.14: 0x4d4c8). */
+#define RUNTIME_SIZE_CAP (1u << 20)
+
+void pst_py_init(struct pst_py *py) {
+  memset(py, 0, sizeof(*py));
+  py->key = -1;
+}
+
+void pst_py_exit(struct pst_py *py) {
+  pst_code_cache_free(py->codes);
+  py->codes = NULL;
+}
+
+static int is_libpython(const char *base) {
+  return !strncmp(base, "libpython2.", 11) || !strncmp(base, "libpython3.", 11);
+}
+
+/* "libpython3.12.so.1.0", "libpython3.6m.so", "python3.11", "python2.7":
+ * the X.Y after the given prefix, as 0xMMmm, or 0. */
+static int version_from_name(const char *base) {
+  const char *p = strstr(base, "python");
+  int major, minor;
+
+  if (!p || sscanf(p + 6, "%d.%d", &major, &minor) != 2)
+    return 0;
+  if ((major == 2 && minor == 7) || (major == 3 && minor >= 6 && minor < 100))
+    return major << 8 | minor;
+  return 0;
+}
+
+struct read_ctx {
+  struct pst_mem *mem;
+};
+
+static int read64_cb(void *arg, uint64_t addr, uint64_t *out) {
+  struct read_ctx *c = arg;
+  return pst_mem_read_u64(c->mem, addr, out);
+}
+
+/* The full version string ("3.10.13") for versions without Py_Version: the
+ * PY_VERSION literal sits NUL-delimited in .rodata. */
+static void version_string(const struct pst_elf *e, int hex, char *out,
+                           size_t len) {
+  uint64_t addr, size;
+  char prefix[16], *buf = NULL;
+  size_t plen;
+
+  snprintf(out, len, "%d.%d", hex >> 8, hex & 0xff);
+  if (pst_elf_section(e, ".rodata", &addr, &size) || size > (64u << 20))
+    return;
+  buf = malloc(size);
+  if (!buf || pst_elf_read(e, addr, buf, size))
+    goto out;
+  plen = (size_t)snprintf(prefix, sizeof(prefix), "%c%d.%d.", 0, hex >> 8,
+                          hex & 0xff);
+  for (char *p = buf; (p = memmem(p, size - (size_t)(p - buf), prefix,
+                                  plen)) != NULL;
+       p++) {
+    char *s = p + 1, *q = p + plen;
+    while (q < buf + size && ((*q >= '0' && *q <= '9') || *q == '+' ||
+                              (*q >= 'a' && *q <= 'z')))
+      q++;
+    if (q < buf + size && *q == '\0' && q > p + plen && q - s < 20 &&
+        p[plen] >= '0' && p[plen] <= '9') {
+      snprintf(out, len, "%s", s);
+      break;
+    }
+  }
+out:
+  free(buf);
+}
+
+static int read_stub(const struct pst_elf *e, const char *sym, uint8_t *code,
+                     size_t *len, uint64_t *vaddr) {
+  uint64_t size = 0;
+  int err = pst_elf_symbol(e, sym, vaddr, &size);
+
+  if (err)
+    return err;
+  if (size == 0 || size > STUB_BYTES)
+    size = STUB_BYTES;
+  memset(code, 0, STUB_BYTES);
+  *len = size;
+  return pst_elf_read(e, *vaddr, code, size);
+}
+
+/* Where the thread-state key lives: decoded from PyGILState_GetThisThreadState
+ * (facts.md section 2), checked for plausibility, else the layout table. */
+static void find_key(struct pst_py *py, const struct pst_elf *e, uint64_t bias,
+                     struct pst_mem *mem, enum pst_arch arch,
+                     struct pst_target_info *info) {
+  uint8_t code[STUB_BYTES];
+  struct read_ctx rc = {mem};
+  char shape[96] = "", why[96] = "";
+  uint64_t vaddr, addr = 0, key_addr = 0;
+  int32_t key = -1, inited;
+  size_t len;
+  int is_load = 0, err;
+
+  if (py->version_hex < 0x0306) {
+    snprintf(info->key_method, sizeof(info->key_method),
+             "none: CPython 2.7 keeps no pthread key on Linux; threads "
+             "mapped by the thread-state list");
+    return;
+  }
+  err = read_stub(e, "PyGILState_GetThisThreadState", code, &len, &vaddr);
+  if (err == 0)
+    err = pst_disasm_tss_key(arch, code, len, vaddr + bias, read64_cb, &rc,
+                             &addr, &is_load, shape, sizeof(shape), why,
+                             sizeof(why));
+  else
+    snprintf(why, sizeof(why), "PyGILState_GetThisThreadState not readable");
+  if (err == 0) {
+    /* 3.7+: the argument is &Py_tss_t {int _is_initialized; int _key} or
+     * the key loaded from &Py_tss_t._key; 3.6: the int autoTLSkey. */
+    key_addr = (py->version_hex >= 0x0307 && !is_load) ? addr + 4 : addr;
+    if (py->runtime &&
+        (key_addr < py->runtime + 4 ||
+         key_addr >= py->runtime + (py->runtime_size ? py->runtime_size
+                                                      : RUNTIME_SIZE_CAP))) {
+      snprintf(why, sizeof(why), "decoded 0x%llx is outside _PyRuntime",
+               (unsigned long long)key_addr);
+      err = -EINVAL;
+    } else if (py->runtime &&
+               (pst_mem_read(mem, key_addr - 4, &inited, 4) || inited != 1)) {
+      snprintf(why, sizeof(why), "Py_tss_t at 0x%llx is not initialised",
+               (unsigned long long)(key_addr - 4));
+      err = -EINVAL;
+    }
+  }
+  if (err == 0) {
+    snprintf(info->key_method, sizeof(info->key_method),
+             "disassembly of PyGILState_GetThisThreadState: %s", shape);
+    if (py->lay.rt_tss != PST_NOFF &&
+        key_addr != py->runtime + (uint64_t)py->lay.rt_tss + 4)
+      pst_warn("TSS key: disassembly gives _PyRuntime+0x%llx, the layout "
+               "table +0x%x; using the disassembly",
+               (unsigned long long)(key_addr - py->runtime),
+               py->lay.rt_tss + 4);
+  } else if (py->runtime && py->lay.rt_tss != PST_NOFF) {
+    key_addr = py->runtime + (uint64_t)py->lay.rt_tss + 4;
+    snprintf(info->key_method, sizeof(info->key_method),
+             "layout table _PyRuntime+0x%x (disassembly failed: %s)",
+             py->lay.rt_tss + 4, why);
+    pst_warn("TSS key: %s", info->key_method);
+  } else {
+    snprintf(info->key_method, sizeof(info->key_method),
+             "none (disassembly failed: %s); threads mapped by the "
+             "thread-state list", why);
+    pst_warn("TSS key: %s", info->key_method);
+    return;
+  }
+  if (pst_mem_read(mem, key_addr, &key, 4) || key < 0 || key >= 1024) {
+    pst_warn("TSS key at 0x%llx unreadable or out of range (%d); threads "
+             "mapped by the thread-state list",
+             (unsigned long long)key_addr, (int)key);
+    snprintf(info->key_method + strlen(info->key_method),
+             sizeof(info->key_method) - strlen(info->key_method),
+             "; key value invalid, list used");
+    return;
+  }
+  py->key_addr = key_addr;
+  py->key = key;
+}
+
+/* 2.7 and 3.6 keep the interpreter list in a static `interp_head`, which
+ * PyInterpreterState_Head() returns. */
+static int find_interp_head(struct pst_py *py, const struct pst_elf *e,
+                            uint64_t bias, struct pst_mem *mem,
+                            enum pst_arch arch) {
+  uint8_t code[STUB_BYTES];
+  struct read_ctx rc = {mem};
+  char why[96] = "";
+  uint64_t vaddr, addr;
+  size_t len;
+  int err;
+
+  err = pst_elf_symbol(e, "interp_head", &vaddr, NULL);
+  if (err == 0) {
+    py->interp_head_addr = vaddr + bias;
+    return 0;
+  }
+  err = read_stub(e, "PyInterpreterState_Head", code, &len, &vaddr);
+  if (err)
+    return err;
+  err = pst_disasm_global_getter(arch, code, len, vaddr + bias, read64_cb,
+                                 &rc, &addr, why, sizeof(why));
+  if (err) {
+    pst_warn("PyInterpreterState_Head: %s", why);
+    return err;
+  }
+  py->interp_head_addr = addr;
+  return 0;
+}
+
+static int open_python_elf(pid_t pid, const struct pst_maps *maps,
+                           struct pst_target_info *info,
+                           const struct pst_map **mpp, struct pst_elf **ep) {
+  const struct pst_map *mp = pst_maps_find_file(maps, is_libpython);
+  uint64_t v;
+  int fd, err;
+
+  if (mp) {
+    snprintf(info->libpython, sizeof(info->libpython), "%s", mp->path);
+  } else {
+    for (size_t i = 0; i < maps->n && !mp; i++)
+      if (!strcmp(maps->v[i].path, info->exe))
+        mp = &maps->v[i];
+    if (!mp)
+      return PST_ENOTPY;
+  }
+  mp = pst_maps_file_base(maps, mp);
+  fd = pst_maps_open(pid, mp);
+  if (fd < 0)
+    return fd;
+  err = pst_elf_open(fd, ep);
+  if (err)
+    return err == -ENOEXEC ? PST_ENOTPY : err;
+  if (pst_elf_symbol(*ep, "Py_Initialize", &v, NULL) &&
+      pst_elf_symbol(*ep, "Py_InitializeEx", &v, NULL)) {
+    pst_elf_close(*ep);
+    *ep = NULL;
+    return PST_ENOTPY;
+  }
+  *mpp = mp;
+  return 0;
+}
+
+static int layout_for(struct pst_py *py, struct pst_mem *mem,
+                      struct pst_target_info *info) {
+  const struct pst_py_layout *lay;
+  int hex = py->version_hex, err;
+
+  if (hex >= 0x030d) {
+    if (!py->runtime)
+      return PST_EPYVERSION;
+    err = pst_py_debug_offsets(mem, py->runtime, &py->lay, &py->runtime_size,
+                               &hex);
+    if (err)
+      return err;
+    snprintf(info->layout_method, sizeof(info->layout_method),
+             "_Py_DebugOffsets in _PyRuntime (version 0x%x)", hex);
+    return 0;
+  }
+  lay = pst_py_layout_builtin(hex);
+  if (!lay)
+    return PST_EPYVERSION;
+  py->lay = *lay;
+  snprintf(info->layout_method, sizeof(info->layout_method),
+           "built-in table for %d.%d (tools/gen-offsets.sh)", hex >> 8,
+           hex & 0xff);
+  return 0;
+}
+
+int pst_py_analyse(struct pst_py *py, pid_t pid, const struct pst_maps *maps,
+                   struct pst_mem *mem, enum pst_arch arch,
+                   struct pst_target_info *info) {
+  const struct pst_map *mp = NULL;
+  struct pst_elf *e = NULL;
+  uint64_t bias = 0, v;
+  uint32_t pyver;
+  int err;
+
+  err = open_python_elf(pid, maps, info, &mp, &e);
+  if (err)
+    return err;
+  err = pst_elf_bias(e, mp->start, mp->offset, &bias);
+  if (err)
+    goto out;
+
+  /* Version: Py_Version (3.11+), else the file name. */
+  if (pst_elf_symbol(e, "Py_Version", &v, NULL) == 0 &&
+      pst_elf_read(e, v, &pyver, 4) == 0) {
+    py->version_hex = (int)(pyver >> 16);
+    snprintf(info->version, sizeof(info->version), "%u.%u.%u",
+             pyver >> 24, (pyver >> 16) & 0xff, (pyver >> 8) & 0xff);
+  } else {
+    const char *base = strrchr(mp->path, '/');
+    py->version_hex = version_from_name(base ? base + 1 : mp->path);
+    if (!py->version_hex) {
+      err = PST_EPYVERSION;
+      goto out;
+    }
+    version_string(e, py->version_hex, info->version, sizeof(info->version));
+  }
+  if (pst_elf_symbol(e, "_PyRuntime", &v, NULL) == 0)
+    py->runtime = v + bias;
+  if (pst_elf_symbol(e, "PyCode_Type", &v, NULL) == 0)
+    py->code_type = v + bias;
+  if (pst_elf_symbol(e, "_PyThreadState_Current", &v, NULL) == 0)
+    py->tstate_current = v + bias;
+
+  err = layout_for(py, mem, info);
+  if (err)
+    goto out;
+  info->version_hex = py->version_hex;
+  /* Frame owner of C-stack shim frames: FRAME_OWNED_BY_CSTACK is 3 in
+   * 3.12-3.13 and 4 in 3.14 (pycore_frame.h); 3.14 tags f_executable as a
+   * _PyStackRef (low bit). */
+  py->owner_cstack = py->version_hex >= 0x030e ? 4 : 3;
+  py->tag_mask = py->version_hex >= 0x030e ? 7 : 0;
+
+  if (py->runtime) {
+    err = pst_mem_read_u64(mem, py->runtime + (uint64_t)py->lay.rt_interp_head,
+                           &py->interp);
+  } else {
+    err = find_interp_head(py, e, bias, mem, arch);
+    if (err == 0)
+      err = pst_mem_read_u64(mem, py->interp_head_addr, &py->interp);
+  }
+  if (err)
+    goto out;
+  if (!py->interp) {
+    pst_warn("the interpreter is not initialised yet (no interpreter)");
+    err = PST_EBADDATA;
+    goto out;
+  }
+  find_key(py, e, bias, mem, arch, info);
+  info->runtime_addr = py->runtime;
+  info->interp_addr = py->interp;
+  info->key_addr = py->key_addr;
+  info->key = py->key;
+  py->codes = pst_code_cache_new();
+  if (!py->codes)
+    err = -ENOMEM;
+out:
+  pst_elf_close(e);
+  return err;
+}

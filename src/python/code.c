@@ -1,0 +1,355 @@
+/* code.c: code objects decoded once (name, file, line table) and cached by
+ * address; str objects read as UTF-8; the line tables of every version.
+ *
+ * Cache validity: a code object is immutable, but its address can be reused
+ * by a new one after it is freed. Each lookup re-reads the object's header
+ * (one read, which also gives the fields) and compares it with the cached
+ * copy: type, name, qualname, filename, line table pointers and first line.
+ * Any difference decodes the object anew.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "python/python.h"
+#include "util/log.h"
+
+#define CACHE_SLOTS 4096        /* direct-mapped, by address */
+#define STR_MAX 4096            /* longer names are cut */
+#define LINETABLE_MAX (1 << 20) /* bigger tables are treated as corrupt */
+#define HEADER_MAX 512          /* bytes of a code object header we read */
+
+struct code_entry {
+  uint64_t addr;
+  uint8_t header[HEADER_MAX]; /* the header as last decoded */
+  size_t header_len;
+  char *name, *filename;
+  uint8_t *table;
+  size_t table_len;
+  int firstlineno;
+};
+
+struct pst_code_cache {
+  struct code_entry slot[CACHE_SLOTS];
+};
+
+struct pst_code_cache *pst_code_cache_new(void) {
+  return calloc(1, sizeof(struct pst_code_cache));
+}
+
+static void entry_clear(struct code_entry *e) {
+  free(e->name);
+  free(e->filename);
+  free(e->table);
+  memset(e, 0, sizeof(*e));
+}
+
+void pst_code_cache_free(struct pst_code_cache *c) {
+  if (!c)
+    return;
+  for (size_t i = 0; i < CACHE_SLOTS; i++)
+    entry_clear(&c->slot[i]);
+  free(c);
+}
+
+static uint64_t u64_at(const uint8_t *p, int32_t off) {
+  uint64_t v;
+  memcpy(&v, p + off, 8);
+  return v;
+}
+
+static int32_t i32_at(const uint8_t *p, int32_t off) {
+  int32_t v;
+  memcpy(&v, p + off, 4);
+  return v;
+}
+
+/* Appends code point cp as UTF-8. */
+static size_t put_utf8(char *o, uint32_t cp) {
+  if (cp < 0x80) {
+    o[0] = (char)cp;
+    return 1;
+  }
+  if (cp < 0x800) {
+    o[0] = (char)(0xc0 | cp >> 6);
+    o[1] = (char)(0x80 | (cp & 0x3f));
+    return 2;
+  }
+  if (cp < 0x10000) {
+    o[0] = (char)(0xe0 | cp >> 12);
+    o[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+    o[2] = (char)(0x80 | (cp & 0x3f));
+    return 3;
+  }
+  o[0] = (char)(0xf0 | cp >> 18);
+  o[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+  o[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+  o[3] = (char)(0x80 | (cp & 0x3f));
+  return 4;
+}
+
+int pst_py_read_str(struct pst_py *py, struct pst_mem *mem, uint64_t addr,
+                    char **out) {
+  const struct pst_py_layout *l = &py->lay;
+  uint8_t head[64], *raw = NULL;
+  int64_t len;
+  unsigned kind = 1;
+  uint64_t data;
+  char *s = NULL;
+  size_t o = 0;
+  int err;
+
+  if (!addr)
+    return -EFAULT;
+  err = pst_mem_read(mem, addr, head, sizeof(head));
+  if (err)
+    return err;
+  memcpy(&len, head + l->str_length, 8);
+  if (len < 0)
+    return PST_EBADDATA;
+  if (len > STR_MAX)
+    len = STR_MAX;
+  if (l->str_state == PST_NOFF) {
+    data = addr + (uint64_t)l->str_ascii_data; /* 2.7 PyStringObject */
+  } else {
+    /* PyASCIIObject.state: interned:2, kind:3, compact:1, ascii:1. */
+    uint32_t state = (uint32_t)i32_at(head, l->str_state);
+    kind = (state >> 2) & 7;
+    if (!((state >> 5) & 1))
+      return PST_EBADDATA; /* legacy string: never a code name */
+    if ((state >> 6) & 1)
+      data = addr + (uint64_t)l->str_ascii_data;
+    else
+      data = addr + (uint64_t)l->str_compact_data;
+    if (kind != 1 && kind != 2 && kind != 4)
+      return PST_EBADDATA;
+  }
+  raw = malloc((size_t)len * kind + 1);
+  s = malloc((size_t)len * 4 + 1);
+  if (!raw || !s) {
+    err = -ENOMEM;
+    goto out;
+  }
+  err = pst_mem_read(mem, data, raw, (size_t)len * kind);
+  if (err)
+    goto out;
+  for (int64_t i = 0; i < len; i++) {
+    uint32_t cp;
+    if (kind == 1)
+      cp = raw[i];
+    else if (kind == 2)
+      cp = (uint32_t)raw[2 * i] | (uint32_t)raw[2 * i + 1] << 8;
+    else
+      memcpy(&cp, raw + 4 * i, 4);
+    if (cp > 0x10ffff)
+      cp = 0xfffd;
+    if (l->str_state == PST_NOFF) /* 2.7 bytes: pass through */
+      s[o++] = (char)cp;
+    else
+      o += put_utf8(s + o, cp);
+  }
+  s[o] = '\0';
+  *out = s;
+  s = NULL;
+out:
+  free(raw);
+  free(s);
+  return err;
+}
+
+/* co_lnotab (<= 3.9): (byte increment, line increment) pairs; line
+ * increments are signed from 3.6 on. addr is a byte offset. */
+int pst_py_line_lnotab(const uint8_t *tab, size_t len, int first, int addr,
+                       int signed_deltas) {
+  int line = first, a = 0;
+
+  for (size_t i = 0; i + 1 < len; i += 2) {
+    a += tab[i];
+    if (a > addr)
+      break;
+    line += signed_deltas ? (int8_t)tab[i + 1] : tab[i + 1];
+  }
+  return line;
+}
+
+/* co_linetable (3.10): (byte length, signed line delta) pairs; a delta of
+ * -128 means the range has no line. addr is a byte offset. */
+int pst_py_line_310(const uint8_t *tab, size_t len, int first, int addr) {
+  int line = first, start = 0;
+
+  for (size_t i = 0; i + 1 < len; i += 2) {
+    int end = start + tab[i];
+    int8_t d = (int8_t)tab[i + 1];
+    if (d != -128)
+      line += d;
+    if (addr >= start && addr < end)
+      return d == -128 ? -1 : line;
+    start = end;
+  }
+  return -1;
+}
+
+static int read_varint(const uint8_t *t, size_t len, size_t *i,
+                       unsigned *out) {
+  unsigned v = 0, shift = 0;
+  uint8_t b;
+
+  do {
+    if (*i >= len || shift > 28)
+      return -1;
+    b = t[(*i)++];
+    v |= (unsigned)(b & 63) << shift;
+    shift += 6;
+  } while (b & 64);
+  *out = v;
+  return 0;
+}
+
+static int read_svarint(const uint8_t *t, size_t len, size_t *i, int *out) {
+  unsigned v;
+  if (read_varint(t, len, i, &v))
+    return -1;
+  *out = (v & 1) ? -(int)(v >> 1) : (int)(v >> 1);
+  return 0;
+}
+
+/* Location table (3.11+, Objects/locations.md): entries start with a byte
+ * 1CCCCLLL: code C, length L+1 code units. 15: no location; 14: long form
+ * (svarint line delta, varint end line, column, end column); 13: no column
+ * (svarint line delta); 10-12: line delta C-10 then two column bytes; 0-9:
+ * short form, same line, one column byte. unit counts code units. */
+int pst_py_line_311(const uint8_t *tab, size_t len, int first, int unit) {
+  int line = first, start = 0;
+  size_t i = 0;
+
+  while (i < len) {
+    uint8_t b = tab[i++];
+    int code = (b >> 3) & 15, n = (b & 7) + 1, d = 0, has = 1;
+    unsigned skip;
+
+    if (!(b & 0x80))
+      return -1; /* not an entry start: corrupt */
+    if (code == 15) {
+      has = 0;
+    } else if (code == 14) {
+      if (read_svarint(tab, len, &i, &d) || read_varint(tab, len, &i, &skip) ||
+          read_varint(tab, len, &i, &skip) || read_varint(tab, len, &i, &skip))
+        return -1;
+    } else if (code == 13) {
+      if (read_svarint(tab, len, &i, &d))
+        return -1;
+    } else if (code >= 10) {
+      d = code - 10;
+      i += 2;
+    } else {
+      i += 1;
+    }
+    line += d;
+    if (unit >= start && unit < start + n)
+      return has ? line : -1;
+    start += n;
+  }
+  return -1;
+}
+
+static int table_line(const struct pst_py *py, const struct code_entry *e,
+                      int64_t lasti) {
+  int hex = py->version_hex;
+
+  if (lasti < 0)
+    return e->firstlineno;
+  if (hex >= 0x030b)
+    return pst_py_line_311(e->table, e->table_len, e->firstlineno,
+                           (int)lasti);
+  if (hex == 0x030a) /* f_lasti counts instructions of 2 bytes */
+    return pst_py_line_310(e->table, e->table_len, e->firstlineno,
+                           (int)lasti * 2);
+  return pst_py_line_lnotab(e->table, e->table_len, e->firstlineno,
+                            (int)lasti, hex >= 0x0306);
+}
+
+static int read_table(struct pst_py *py, struct pst_mem *mem, uint64_t obj,
+                      struct code_entry *e) {
+  const struct pst_py_layout *l = &py->lay;
+  int64_t size;
+  int err;
+
+  if (!obj)
+    return 0;
+  err = pst_mem_read(mem, obj + (uint64_t)l->bytes_size, &size, 8);
+  if (err)
+    return err;
+  if (size < 0 || size > LINETABLE_MAX)
+    return PST_EBADDATA;
+  e->table = malloc((size_t)size + 1);
+  if (!e->table)
+    return -ENOMEM;
+  e->table_len = (size_t)size;
+  return pst_mem_read(mem, obj + (uint64_t)l->bytes_data, e->table,
+                      (size_t)size);
+}
+
+static int decode(struct pst_py *py, struct pst_mem *mem, uint64_t addr,
+                  const uint8_t *hdr, size_t hlen, struct code_entry *e) {
+  const struct pst_py_layout *l = &py->lay;
+  int32_t name_off = l->co_qualname != PST_NOFF ? l->co_qualname : l->co_name;
+  int32_t tab_off = l->co_linetable != PST_NOFF ? l->co_linetable
+                                                : l->co_lnotab;
+  int err;
+
+  entry_clear(e);
+  err = pst_py_read_str(py, mem, u64_at(hdr, name_off), &e->name);
+  if (err == 0)
+    err = pst_py_read_str(py, mem, u64_at(hdr, l->co_filename), &e->filename);
+  if (err == 0)
+    err = read_table(py, mem, u64_at(hdr, tab_off), e);
+  if (err) {
+    entry_clear(e);
+    return err;
+  }
+  e->firstlineno = i32_at(hdr, l->co_firstlineno);
+  e->addr = addr;
+  memcpy(e->header, hdr, hlen);
+  e->header_len = hlen;
+  return 0;
+}
+
+int pst_py_code(struct pst_py *py, struct pst_mem *mem, uint64_t addr,
+                int64_t lasti, const char **name, const char **filename,
+                int *line) {
+  const struct pst_py_layout *l = &py->lay;
+  uint8_t hdr[HEADER_MAX];
+  size_t hlen = (size_t)l->co_size;
+  struct code_entry *e;
+  int32_t tab_off = l->co_linetable != PST_NOFF ? l->co_linetable
+                                                : l->co_lnotab;
+  uint64_t type;
+  int err;
+
+  if (hlen > HEADER_MAX)
+    hlen = HEADER_MAX;
+  err = pst_mem_read(mem, addr, hdr, hlen);
+  if (err)
+    return err;
+  /* ob_type is the second word of every object. */
+  type = u64_at(hdr, 8);
+  if (py->code_type && type != py->code_type)
+    return PST_EBADDATA;
+  e = &py->codes->slot[(addr >> 4) % CACHE_SLOTS];
+  /* Compare only the immutable fields we decoded from: the header's
+   * refcount and other mutable words (co_extra, caches) change freely. */
+  if (e->addr != addr || e->header_len != hlen ||
+      memcmp(e->header + 8, hdr + 8, 8) ||
+      u64_at(e->header, l->co_filename) != u64_at(hdr, l->co_filename) ||
+      u64_at(e->header, l->co_name) != u64_at(hdr, l->co_name) ||
+      u64_at(e->header, tab_off) != u64_at(hdr, tab_off) ||
+      i32_at(e->header, l->co_firstlineno) != i32_at(hdr, l->co_firstlineno)) {
+    err = decode(py, mem, addr, hdr, hlen, e);
+    if (err)
+      return err;
+  }
+  *name = e->name;
+  *filename = e->filename;
+  *line = table_line(py, e, lasti);
+  return 0;
+}

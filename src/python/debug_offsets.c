@@ -1,0 +1,181 @@
+/* debug_offsets.c: the layout of CPython 3.13+ read from the _Py_DebugOffsets
+ * the interpreter keeps at the start of _PyRuntime.
+ *
+ * _Py_DebugOffsets is a cookie, the version, a free-threaded flag, then
+ * sections of uint64 offsets, each starting with the struct's size. Sections
+ * grow between minor versions (3.14 inserted interpreter_state.threads_main
+ * and set_object, and appended fields to interpreter_frame and code_object),
+ * so the position of each field is given per schema below. A version newer
+ * than the last schema is read with the last one and checked for
+ * plausibility. Source: Include/internal/pycore_debug_offsets.h (3.14) and
+ * pycore_runtime.h (3.13).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "python/python.h"
+#include "util/log.h"
+
+/* Word index (after cookie, version and free_threaded) of each field. */
+struct schema {
+  int version;   /* first version it applies to */
+  int rt_size, rt_interp_head;
+  int is_next, is_threads_head, is_gil_locked, is_gil_holder;
+  int ts_size, ts_next, ts_interp, ts_current_frame, ts_thread_id,
+      ts_native_thread_id;
+  int if_size, if_previous, if_executable, if_instr_ptr, if_localsplus,
+      if_owner;
+  int co_size, co_filename, co_name, co_qualname, co_linetable,
+      co_firstlineno, co_code_adaptive;
+  int type_size, type_flags;
+  int bytes_size, bytes_sval, uni_state, uni_length, uni_ascii_size;
+  int words;     /* words to read */
+};
+
+/* 3.13: runtime 3, interp 13, tstate 9, iframe 6, code 10, pyobject 2,
+ * type 4, tuple 3, list 3, dict 3, float 2, long 3, bytes 3, unicode 4. */
+static const struct schema s313 = {
+    .version = 0x030d,
+    .rt_size = 0, .rt_interp_head = 2,
+    .is_next = 5, .is_threads_head = 6, .is_gil_locked = 14,
+    .is_gil_holder = 15,
+    .ts_size = 16, .ts_next = 18, .ts_interp = 19, .ts_current_frame = 20,
+    .ts_thread_id = 21, .ts_native_thread_id = 22,
+    .if_size = 25, .if_previous = 26, .if_executable = 27,
+    .if_instr_ptr = 28, .if_localsplus = 29, .if_owner = 30,
+    .co_size = 31, .co_filename = 32, .co_name = 33, .co_qualname = 34,
+    .co_linetable = 35, .co_firstlineno = 36, .co_code_adaptive = 40,
+    /* pyobject 41-42, type 43-46, tuple 47-49, list 50-52, dict 53-55,
+     * float 56-57, long 58-60, bytes 61-63, unicode 64-67 */
+    .type_size = 43, .type_flags = 46,
+    .bytes_size = 62, .bytes_sval = 63,
+    .uni_state = 65, .uni_length = 66, .uni_ascii_size = 67,
+    .words = 68,
+};
+
+/* 3.14: runtime 3, interp 16 (threads_main after threads_head; code_object
+ * and tlbc generations at the end), tstate 9, iframe 8 (stackpointer,
+ * tlbc_index), code 11 (co_tlbc), pyobject 2, type 4, tuple 3, list 3,
+ * set 4, dict 3, float 2, long 3, bytes 3, unicode 4. */
+static const struct schema s314 = {
+    .version = 0x030e,
+    .rt_size = 0, .rt_interp_head = 2,
+    .is_next = 5, .is_threads_head = 6, .is_gil_locked = 15,
+    .is_gil_holder = 16,
+    .ts_size = 19, .ts_next = 21, .ts_interp = 22, .ts_current_frame = 23,
+    .ts_thread_id = 24, .ts_native_thread_id = 25,
+    .if_size = 28, .if_previous = 29, .if_executable = 30,
+    .if_instr_ptr = 31, .if_localsplus = 32, .if_owner = 33,
+    .co_size = 36, .co_filename = 37, .co_name = 38, .co_qualname = 39,
+    .co_linetable = 40, .co_firstlineno = 41, .co_code_adaptive = 45,
+    /* pyobject 47-48, type 49-52, tuple 53-55, list 56-58, set 59-62,
+     * dict 63-65, float 66-67, long 68-70, bytes 71-73, unicode 74-77 */
+    .type_size = 49, .type_flags = 52,
+    .bytes_size = 72, .bytes_sval = 73,
+    .uni_state = 75, .uni_length = 76, .uni_ascii_size = 77,
+    .words = 78,
+};
+
+#define MAX_WORDS 96
+
+/* An offset must lie inside its struct: a wrong schema shows as offsets
+ * past the size. */
+static int inside(const uint64_t *w, int field, int size_field) {
+  return w[field] < w[size_field];
+}
+
+int pst_py_debug_offsets(struct pst_mem *mem, uint64_t runtime,
+                         struct pst_py_layout *lay, uint64_t *runtime_size,
+                         int *version_hex) {
+  struct {
+    char cookie[8];
+    uint64_t version;
+    uint64_t free_threaded;
+    uint64_t w[MAX_WORDS];
+  } d;
+  const struct schema *s;
+  const uint64_t *w = d.w;
+  int hex, err;
+
+  err = pst_mem_read(mem, runtime, &d, sizeof(d));
+  if (err)
+    return err;
+  if (memcmp(d.cookie, "xdebugpy", 8) != 0) {
+    pst_err("_PyRuntime does not start with _Py_DebugOffsets");
+    return PST_EPYVERSION;
+  }
+  hex = (int)(d.version >> 16);
+  if (hex < 0x030d)
+    return PST_EPYVERSION;
+  if (d.free_threaded) {
+    pst_err("free-threaded CPython builds are not supported yet");
+    return PST_EPYVERSION;
+  }
+  s = hex >= s314.version ? &s314 : &s313;
+  if (hex > 0x030e)
+    pst_warn("CPython %d.%d is newer than this pystitch knows; reading its "
+             "_Py_DebugOffsets as 3.14's", hex >> 8, hex & 0xff);
+  if (!inside(w, s->ts_current_frame, s->ts_size) ||
+      !inside(w, s->ts_native_thread_id, s->ts_size) ||
+      !inside(w, s->if_owner, s->if_size) ||
+      !inside(w, s->co_qualname, s->co_size) ||
+      w[s->co_code_adaptive] > w[s->co_size] ||
+      !inside(w, s->uni_length, s->uni_ascii_size) ||
+      !inside(w, s->is_threads_head, 3) /* interpreter_state.size */) {
+    pst_err("_Py_DebugOffsets of CPython %d.%d do not match a known schema",
+            hex >> 8, hex & 0xff);
+    return PST_EPYVERSION;
+  }
+
+  /* Every field absent unless set below. */
+#define PST_NOFF_FIELD(name) lay->name = PST_NOFF;
+  PST_PY_LAYOUT_FIELDS(PST_NOFF_FIELD)
+#undef PST_NOFF_FIELD
+  lay->version = hex;
+  lay->rt_interp_head = (int32_t)w[s->rt_interp_head];
+  lay->is_next = (int32_t)w[s->is_next];
+  lay->is_tstate_head = (int32_t)w[s->is_threads_head];
+  /* The interpreter's own _gil: offsets relative to the interpreter. */
+  lay->is_gil_inline = 0;
+  lay->gil_locked = (int32_t)w[s->is_gil_locked];
+  lay->gil_last_holder = (int32_t)w[s->is_gil_holder];
+  lay->ts_next = (int32_t)w[s->ts_next];
+  lay->ts_interp = (int32_t)w[s->ts_interp];
+  lay->ts_current_frame = (int32_t)w[s->ts_current_frame];
+  lay->ts_thread_id = (int32_t)w[s->ts_thread_id];
+  lay->ts_native_thread_id = (int32_t)w[s->ts_native_thread_id];
+  lay->ts_size = (int32_t)w[s->ts_size];
+  lay->if_code = (int32_t)w[s->if_executable];
+  lay->if_previous = (int32_t)w[s->if_previous];
+  lay->if_instr = (int32_t)w[s->if_instr_ptr];
+  lay->if_owner = (int32_t)w[s->if_owner];
+  lay->if_size = (int32_t)w[s->if_size];
+  lay->if_localsplus = (int32_t)w[s->if_localsplus];
+  lay->co_filename = (int32_t)w[s->co_filename];
+  lay->co_name = (int32_t)w[s->co_name];
+  lay->co_qualname = (int32_t)w[s->co_qualname];
+  lay->co_firstlineno = (int32_t)w[s->co_firstlineno];
+  lay->co_linetable = (int32_t)w[s->co_linetable];
+  lay->co_code_adaptive = (int32_t)w[s->co_code_adaptive];
+  lay->co_size = (int32_t)w[s->co_code_adaptive];
+  lay->str_length = (int32_t)w[s->uni_length];
+  lay->str_state = (int32_t)w[s->uni_state];
+  lay->str_ascii_data = (int32_t)w[s->uni_ascii_size];
+  /* PyCompactUnicodeObject = PyASCIIObject + utf8_length + utf8 (2 words);
+   * _Py_DebugOffsets has no field for it. */
+  lay->str_compact_data = (int32_t)w[s->uni_ascii_size] + 16;
+  lay->bytes_size = (int32_t)w[s->bytes_size];
+  lay->bytes_data = (int32_t)w[s->bytes_sval];
+  lay->type_flags = (int32_t)w[s->type_flags];
+  /* tp_basicsize and tp_dictoffset sit where they have since 2.x (the
+   * stable ABI fixes PyTypeObject's head); PyHeapTypeObject follows
+   * PyTypeObject with the async (4), number (36), mapping (3), sequence
+   * (10) and buffer (2) method tables and ht_name, ht_slots, ht_qualname
+   * before ht_cached_keys: 58 pointers. */
+  lay->type_basicsize = 32;
+  lay->type_dictoffset = 288;
+  lay->ht_cached_keys = (int32_t)w[s->type_size] + 58 * 8;
+  *runtime_size = w[s->rt_size];
+  *version_hex = (int)(d.version >> 16);
+  return 0;
+}

@@ -1,0 +1,212 @@
+/* frame.c: walking one thread's Python frames, and its thread state. */
+#include <errno.h>
+#include <string.h>
+
+#include "python/python.h"
+#include "util/log.h"
+
+#define TSTATES_MAX 4096 /* a longer list is a cycle or garbage */
+#define FRAME_BUF 256    /* bytes of a frame we read: every field we use */
+
+static uint64_t u64_at(const uint8_t *p, int32_t off) {
+  uint64_t v;
+  memcpy(&v, p + off, 8);
+  return v;
+}
+
+int pst_py_tstates(struct pst_py *py, struct pst_mem *mem, uint64_t *tstates,
+                   int max) {
+  uint64_t ts;
+  int n = 0, err;
+
+  err = pst_mem_read_u64(mem, py->interp + (uint64_t)py->lay.is_tstate_head,
+                         &ts);
+  if (err)
+    return err;
+  while (ts && n < max && n < TSTATES_MAX) {
+    tstates[n++] = ts;
+    err = pst_mem_read_u64(mem, ts + (uint64_t)py->lay.ts_next, &ts);
+    if (err)
+      return err;
+  }
+  return n;
+}
+
+int pst_py_gil_holder(struct pst_py *py, struct pst_mem *mem,
+                      uint64_t *tstate) {
+  const struct pst_py_layout *l = &py->lay;
+  uint64_t gil, holder;
+  int32_t locked;
+  int err;
+
+  *tstate = 0;
+  if (py->tstate_current) /* 2.7, 3.6 */
+    return pst_mem_read_u64(mem, py->tstate_current, tstate);
+  if (l->rt_gil_tstate != PST_NOFF) /* 3.7-3.11 */
+    return pst_mem_read_u64(mem, py->runtime + (uint64_t)l->rt_gil_tstate,
+                            tstate);
+  if (l->gil_locked == PST_NOFF)
+    return -ENOSYS;
+  if (l->is_gil != PST_NOFF) { /* 3.12: interp->ceval.gil */
+    err = pst_mem_read_u64(mem, py->interp + (uint64_t)l->is_gil, &gil);
+    if (err)
+      return err;
+  } else { /* 3.13+: the interpreter's own _gil */
+    gil = py->interp + (uint64_t)l->is_gil_inline;
+  }
+  err = pst_mem_read(mem, gil + (uint64_t)l->gil_locked, &locked, 4);
+  if (err == 0)
+    err = pst_mem_read_u64(mem, gil + (uint64_t)l->gil_last_holder, &holder);
+  if (err == 0 && locked)
+    *tstate = holder;
+  return err;
+}
+
+int pst_py_tstate_ids(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
+                      uint64_t *thread_id, uint64_t *native_id,
+                      uint64_t *interp) {
+  const struct pst_py_layout *l = &py->lay;
+  struct pst_mem_iov iov[3];
+  size_t n = 0;
+  int r;
+
+  *native_id = 0;
+  iov[n++] = (struct pst_mem_iov){tstate + (uint64_t)l->ts_thread_id,
+                                  thread_id, 8};
+  iov[n++] = (struct pst_mem_iov){tstate + (uint64_t)l->ts_interp, interp, 8};
+  if (l->ts_native_thread_id != PST_NOFF)
+    iov[n++] = (struct pst_mem_iov){tstate + (uint64_t)l->ts_native_thread_id,
+                                    native_id, 8};
+  r = pst_mem_readv(mem, iov, n);
+  if (r < 0)
+    return r;
+  return (size_t)r == n ? 0 : -EFAULT;
+}
+
+static int ends_with(const char *s, const char *suffix) {
+  size_t a = strlen(s), b = strlen(suffix);
+  return a >= b && !strcmp(s + a - b, suffix);
+}
+
+/* Decodes one frame; when it is threading's Thread._bootstrap_inner(self),
+ * reads its first local (self) at frame + locals into *thread_obj. */
+static int add_frame(struct pst_py *py, struct pst_mem *mem, uint64_t code,
+                     int64_t lasti, struct pst_frame *f, uint64_t frame,
+                     int32_t locals, uint64_t *thread_obj) {
+  int err = pst_py_code(py, mem, code, lasti, &f->name, &f->filename,
+                        &f->line);
+
+  if (err == 0 && locals != PST_NOFF &&
+      (!strcmp(f->name, "_bootstrap_inner") ||
+       ends_with(f->name, "._bootstrap_inner")) &&
+      ends_with(f->filename, "threading.py") &&
+      pst_mem_read_u64(mem, frame + (uint64_t)locals, thread_obj) == 0)
+    *thread_obj &= ~(uint64_t)py->tag_mask;
+  return err;
+}
+
+/* <= 3.10: PyFrameObject linked by f_back. */
+static int walk_frameobjects(struct pst_py *py, struct pst_mem *mem,
+                             uint64_t frame, struct pst_frame *frames,
+                             int max, int *truncated, uint64_t *thread_obj) {
+  const struct pst_py_layout *l = &py->lay;
+  uint8_t buf[FRAME_BUF];
+  size_t len = (size_t)l->f_size < FRAME_BUF ? (size_t)l->f_size : FRAME_BUF;
+  int n = 0, err;
+
+  while (frame) {
+    int32_t lasti;
+    if (n == max) {
+      *truncated = 1;
+      break;
+    }
+    err = pst_mem_read(mem, frame, buf, len);
+    if (err)
+      return err;
+    memcpy(&lasti, buf + l->f_lasti, 4);
+    err = add_frame(py, mem, u64_at(buf, l->f_code), lasti, &frames[n], frame,
+                    l->f_localsplus, thread_obj);
+    if (err)
+      return err;
+    n++;
+    frame = u64_at(buf, l->f_back);
+  }
+  return n;
+}
+
+/* 3.11+: _PyInterpreterFrame linked by previous. Frames owned by the C
+ * stack (3.12+ shims) and frames whose executable is not a code object
+ * (3.13+ may hold None) are skipped. */
+static int walk_iframes(struct pst_py *py, struct pst_mem *mem,
+                        uint64_t frame, struct pst_frame *frames, int max,
+                        int *truncated, uint64_t *thread_obj) {
+  const struct pst_py_layout *l = &py->lay;
+  uint8_t buf[FRAME_BUF];
+  size_t len = (size_t)l->if_size < FRAME_BUF ? (size_t)l->if_size
+                                               : FRAME_BUF;
+  int n = 0, steps = 0, err;
+
+  while (frame) {
+    uint64_t code, instr;
+    int64_t lasti;
+    if (n == max || ++steps > 4 * max) {
+      *truncated = 1;
+      break;
+    }
+    uint64_t self = frame;
+    err = pst_mem_read(mem, frame, buf, len);
+    if (err)
+      return err;
+    frame = u64_at(buf, l->if_previous);
+    if (l->if_owner != PST_NOFF && py->version_hex >= 0x030c &&
+        buf[l->if_owner] == py->owner_cstack)
+      continue;
+    code = u64_at(buf, l->if_code) & ~(uint64_t)py->tag_mask;
+    instr = u64_at(buf, l->if_instr);
+    /* Instruction index in code units of 2 bytes from co_code_adaptive. */
+    lasti = instr >= code + (uint64_t)l->co_code_adaptive
+                ? (int64_t)(instr - code - (uint64_t)l->co_code_adaptive) / 2
+                : -1;
+    err = add_frame(py, mem, code, lasti, &frames[n], self, l->if_localsplus,
+                    thread_obj);
+    if (err == PST_EBADDATA && py->version_hex >= 0x030d)
+      continue; /* f_executable is not a code object */
+    if (err)
+      return err;
+    n++;
+  }
+  return n;
+}
+
+int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
+                struct pst_frame *frames, int max, int *truncated,
+                uint64_t *thread_obj) {
+  const struct pst_py_layout *l = &py->lay;
+  uint64_t frame;
+  int err;
+
+  *truncated = 0;
+  *thread_obj = 0;
+  if (l->ts_frame != PST_NOFF) {
+    err = pst_mem_read_u64(mem, tstate + (uint64_t)l->ts_frame, &frame);
+    if (err)
+      return err;
+    return walk_frameobjects(py, mem, frame, frames, max, truncated,
+                             thread_obj);
+  }
+  if (l->ts_cframe != PST_NOFF) {
+    uint64_t cframe;
+    err = pst_mem_read_u64(mem, tstate + (uint64_t)l->ts_cframe, &cframe);
+    if (err == 0 && cframe)
+      err = pst_mem_read_u64(mem, cframe + (uint64_t)l->cf_current_frame,
+                             &frame);
+    else
+      frame = 0;
+  } else {
+    err = pst_mem_read_u64(mem, tstate + (uint64_t)l->ts_current_frame,
+                           &frame);
+  }
+  if (err)
+    return err;
+  return walk_iframes(py, mem, frame, frames, max, truncated, thread_obj);
+}

@@ -1,0 +1,109 @@
+/* python.h: the CPython layer: what the interpreter of one target is, and
+ * reading its thread states, frames and code objects.
+ *
+ * struct pst_py is embedded in the target (pst_py_init()/pst_py_exit()),
+ * filled once by pst_py_analyse() at attach time and read-only afterwards
+ * except for its code-object cache (code.c), which it owns.
+ * All target memory is read through the struct pst_mem it is given.
+ */
+#ifndef PST_PYTHON_H
+#define PST_PYTHON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "disasm/disasm.h"
+#include "proc/maps.h"
+#include "proc/mem.h"
+#include "pystitch.h"
+#include "python/layout.h"
+
+struct pst_code_cache;
+
+struct pst_py {
+  struct pst_py_layout lay;  /* copied from the table or _Py_DebugOffsets */
+  int version_hex;           /* 0xMMmm */
+  uint64_t runtime;          /* &_PyRuntime (3.7+), else 0 */
+  uint64_t runtime_size;     /* sizeof(_PyRuntimeState) when known */
+  uint64_t interp;           /* main PyInterpreterState */
+  uint64_t interp_head_addr; /* &interp_head (2.7, 3.6) */
+  uint64_t tstate_current;   /* &_PyThreadState_Current (2.7, 3.6), else 0 */
+  uint64_t code_type;        /* &PyCode_Type, to validate code objects */
+  uint64_t key_addr;         /* &Py_tss_t._key or &autoTLSkey, 0 if none */
+  int key;                   /* pthread key holding the tstate, -1 if none */
+  int owner_cstack;          /* frame owner value of C-stack shim frames */
+  unsigned tag_mask;         /* low bits to clear in f_executable (3.14) */
+  struct pst_code_cache *codes;
+};
+
+void pst_py_init(struct pst_py *py);
+void pst_py_exit(struct pst_py *py);
+
+/* Analyses the target's interpreter: finds libpython or the executable,
+ * the version, the structure layout, _PyRuntime, the main interpreter and
+ * the thread-state key, and fills the Python parts of *info. Returns 0,
+ * PST_ENOTPY, PST_EPYVERSION, or -errno. */
+int pst_py_analyse(struct pst_py *py, pid_t pid, const struct pst_maps *maps,
+                   struct pst_mem *mem, enum pst_arch arch,
+                   struct pst_target_info *info);
+
+/* Fills lay from the _Py_DebugOffsets at the start of _PyRuntime (3.13+).
+ * Returns 0, or PST_EPYVERSION when the cookie or version is not known. */
+int pst_py_debug_offsets(struct pst_mem *mem, uint64_t runtime,
+                         struct pst_py_layout *lay, uint64_t *runtime_size,
+                         int *version_hex);
+
+/* Reads the interpreter's thread-state list into tstates (at most max).
+ * Returns the count or -errno. */
+int pst_py_tstates(struct pst_py *py, struct pst_mem *mem, uint64_t *tstates,
+                   int max);
+
+/* The PyThreadState holding the GIL, 0 if none, or -errno. */
+int pst_py_gil_holder(struct pst_py *py, struct pst_mem *mem,
+                      uint64_t *tstate);
+
+/* Reads thread_id (pthread_self) and native_thread_id (0 before 3.8) and
+ * interp of a thread state. 0 or -errno. */
+int pst_py_tstate_ids(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
+                      uint64_t *thread_id, uint64_t *native_id,
+                      uint64_t *interp);
+
+/* Walks the frames of thread state tstate, innermost first, into frames
+ * (at most max). When a frame is threading's Thread._bootstrap_inner, its
+ * `self` is stored in *thread_obj (else 0). Strings point into the code cache (owned by py). Returns
+ * the number of frames, sets *truncated when max was reached; negative on
+ * error (-EFAULT: unreadable memory, PST_EBADDATA: not a frame/code). */
+int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
+                struct pst_frame *frames, int max, int *truncated,
+                uint64_t *thread_obj);
+
+/* code.c: the code-object cache. */
+struct pst_code_cache *pst_code_cache_new(void);
+void pst_code_cache_free(struct pst_code_cache *c);
+
+/* Decodes the code object at addr (cached, validated against the object's
+ * current header), and the line for instruction offset lasti (units as the
+ * version's frame stores them: see frame.c). Returns 0 and fills name,
+ * filename (borrowed from the cache) and *line, or -errno/PST_EBADDATA. */
+int pst_py_code(struct pst_py *py, struct pst_mem *mem, uint64_t addr,
+                int64_t lasti, const char **name, const char **filename,
+                int *line);
+
+/* Line number for a code-unit/byte offset, from the version's line table
+ * (exposed for the unit tests). Return -1 when the table says none. */
+int pst_py_line_lnotab(const uint8_t *tab, size_t len, int first, int addr,
+                       int signed_deltas);
+int pst_py_line_310(const uint8_t *tab, size_t len, int first, int addr);
+int pst_py_line_311(const uint8_t *tab, size_t len, int first, int unit);
+
+/* threading.Thread.name of the Thread object thread_obj (threadname.c),
+ * malloc'ed into *name. 0, PST_ENOSYM (no such attribute), or -errno. */
+int pst_py_thread_name(struct pst_py *py, struct pst_mem *mem,
+                       uint64_t thread_obj, char **name);
+
+/* Reads a str object into UTF-8 (malloc'ed into *out). 0 or -errno. */
+int pst_py_read_str(struct pst_py *py, struct pst_mem *mem, uint64_t addr,
+                    char **out);
+
+#endif

@@ -1,0 +1,122 @@
+# test_dump.py: `pystitch dump` and `info` against real multi-threaded targets
+# on every CPython found: every OS thread mapped to exactly its own function,
+# line and name. Prints TAP lines and "N passed, M failed, K skipped".
+import json
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pytargets  # noqa: E402
+
+PST = os.environ.get("PST", "./pystitch")
+results = []
+
+
+def report(ok, name, why=""):
+    results.append(ok)
+    if ok is None:
+        print("ok %d - %s # SKIP %s" % (len(results), name, why))
+    elif ok:
+        print("ok %d - %s" % (len(results), name))
+    else:
+        print("not ok %d - %s" % (len(results), name))
+        for line in why.splitlines():
+            print("#   " + line)
+    sys.stdout.flush()
+
+
+def check_dump(interp):
+    t = pytargets.Target(interp, "threads.py")
+    try:
+        expected = {}  # ns tid -> (key, name)
+        while True:
+            line = t.readline().strip()
+            if line == "ready":
+                break
+            _, tid, key, name = line.split(" ", 3)
+            expected[int(tid)] = (key, name)
+        time.sleep(0.3)
+        marks = pytargets.markers(os.path.join(t.src_dir, "threads.py"))
+        marks.update(pytargets.markers(
+            os.path.join(t.src_dir, "threads_unicode.py")))
+        nsmap = t.ns_tid_map()
+        r = subprocess.run([PST, "dump", "--json", "-p", str(t.pid)],
+                           capture_output=True, timeout=60)
+        if r.returncode != 0:
+            return "dump exited %d: %s" % (r.returncode,
+                                           r.stderr.decode(errors="replace"))
+        dump = json.loads(r.stdout.decode("utf-8"))
+        errors = []
+        by_tid = dict((th["tid"], th) for th in dump["threads"])
+        if sorted(by_tid) != sorted(nsmap):
+            errors.append("dump tids %s != /proc tids %s" % (
+                sorted(by_tid), sorted(nsmap)))
+        two = dump["version"].startswith("2.")
+        for host_tid, ns_tid in nsmap.items():
+            if ns_tid not in expected or host_tid not in by_tid:
+                continue
+            key, name = expected[ns_tid]
+            th = by_tid[host_tid]
+            line, func = marks[key]
+            frames = th["frames"]
+            want_method = "list" if two else "tsd"
+            if not th["python"] or not frames:
+                errors.append("tid %d (%s): no Python stack (error %s)" % (
+                    host_tid, key, th["error"]))
+                continue
+            top = frames[0]
+            if top["name"].split(".")[-1] != func or top["line"] != line:
+                errors.append("tid %d (%s): top frame %s line %d, want %s "
+                              "line %d" % (host_tid, key, top["name"],
+                                           top["line"], func, line))
+            if os.path.basename(top["file"]) not in ("threads.py",
+                                                     "threads_unicode.py"):
+                errors.append("tid %d: file %s" % (host_tid, top["file"]))
+            if th["name"] != name:
+                errors.append("tid %d (%s): name %r, want %r" % (
+                    host_tid, key, th["name"], name))
+            if th["method"] != want_method:
+                errors.append("tid %d (%s): mapped by %s, want %s" % (
+                    host_tid, key, th["method"], want_method))
+            if key == "deep":
+                n = sum(1 for f in frames if f["name"].endswith("recurse"))
+                if n != 40:
+                    errors.append("deep: %d recurse frames, want 40" % n)
+        missing = set(expected) - set(nsmap.values())
+        if missing:
+            errors.append("threads not seen: %s" % sorted(missing))
+        stopped = [k for k, v in t.states().items() if v in "tT"]
+        if stopped:
+            errors.append("threads left stopped: %s" % stopped)
+        r = subprocess.run([PST, "info", "-p", str(t.pid)],
+                           capture_output=True, timeout=60)
+        if r.returncode != 0 or b"version:" not in r.stdout:
+            errors.append("info exited %d: %s" % (r.returncode, r.stderr))
+        return "\n".join(errors)
+    finally:
+        t.stop()
+
+
+def main():
+    found, skipped = pytargets.interpreters()
+    for label, why in skipped:
+        report(None, "dump " + label, why)
+    for interp in found:
+        try:
+            err = check_dump(interp)
+        except Exception as e:  # a broken target is a failure, not a crash
+            err = "%s: %s" % (type(e).__name__, e)
+        report(not err, "dump " + interp.label, err)
+    if not found:
+        report(False, "at least one interpreter", "no CPython found")
+    passed = sum(1 for r in results if r)
+    failed = sum(1 for r in results if r is False)
+    skipped_n = sum(1 for r in results if r is None)
+    print("%d passed, %d failed, %d skipped" % (passed, failed, skipped_n))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,28 @@
+#!/bin/sh
+# run.sh: runs every test (unit runner, integration suites) from the build
+# directory and prints one last line: "N passed, M failed, K skipped".
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=${PST_BUILDDIR:-$top}
+export PST_BUILDDIR=$build PST=$build/pystitch
+pass=0 fail=0 skip=0
+log=$(mktemp)
+
+suite() {
+  echo "== $*"
+  "$@" 2>&1 | tee "$log"
+  set -- $(tail -n 1 "$log" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped$/\1 \2 \3/p')
+  if [ $# -eq 3 ]; then
+    pass=$((pass + $1)) fail=$((fail + $2)) skip=$((skip + $3))
+  else
+    echo "not ok - suite ended without a summary line"
+    fail=$((fail + 1))
+  fi
+}
+
+suite "$build/tests/unit/run-unit"
+suite python3 "$top/tests/integration/test_dump.py"
+suite python3 "$top/tests/integration/test_errors.py"
+rm -f "$log"
+echo "$pass passed, $fail failed, $skip skipped"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,27 @@
+/* test-list.h: every unit test, by module. Add a test here and in its file. */
+#ifndef PST_TEST_LIST_H
+#define PST_TEST_LIST_H
+
+#include "task.h"
+#include "test-list-disasm.h"
+#include "test-list-layout.h"
+
+#define PST_LINES_TESTS(X)                                                     \
+  X(lines_lnotab_27) X(lines_lnotab_36) X(lines_310) X(lines_311)
+
+#define PST_TSD_TESTS(X) X(tsd_glibc_threads) X(tsd_musl_threads)
+
+#define PST_ELF_REAL_TESTS(X)                                                  \
+  X(real_libc_getspecific) X(real_python_tss_key)
+
+#define PST_TEST_LIST(X)                                                       \
+  PST_DISASM_TESTS(X)                                                          \
+  PST_LAYOUT_TESTS(X)                                                          \
+  PST_LINES_TESTS(X)                                                           \
+  PST_TSD_TESTS(X)                                                             \
+  PST_ELF_REAL_TESTS(X)
+
+#define PST_TEST_DECL(name) TEST_DECLARE(name)
+PST_TEST_LIST(PST_TEST_DECL)
+
+#endif

@@ -1,0 +1,78 @@
+/* test-tsd.c: the TSD layout found in a real libc (glibc, musl) reads back
+ * every value that the threads of tests/helpers/tsd-target stored, for
+ * keys below and above 32. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "libc/tsd.h"
+#include "proc/ptrace.h"
+#include "task.h"
+
+static int run(const char *helper) {
+  char path[512], line[256];
+  struct pst_maps maps;
+  struct pst_tsd tsd;
+  struct pst_mem mem;
+  int pipefd[2], checked = 0, high = 0;
+  pid_t pid;
+  FILE *f;
+
+  snprintf(path, sizeof(path), "%s/tests/helpers/%s",
+           getenv("PST_BUILDDIR") ? getenv("PST_BUILDDIR") : ".", helper);
+  ASSERT(pipe(pipefd) == 0);
+  pid = fork();
+  ASSERT(pid >= 0);
+  if (pid == 0) {
+    dup2(pipefd[1], 1);
+    execl(path, path, (char *)NULL);
+    _exit(127);
+  }
+  close(pipefd[1]);
+  f = fdopen(pipefd[0], "r");
+  /* Skip when the helper could not be built (no musl-gcc): it exits 77. */
+  if (!fgets(line, sizeof(line), f)) {
+    int st;
+    waitpid(pid, &st, 0);
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 77)
+      SKIP("%s not built (musl-gcc missing)", helper);
+    TEST_FAIL("%s printed nothing (exit %d)", helper, WEXITSTATUS(st));
+  }
+  ASSERT_EQ(pst_maps_load(pid, &maps), 0);
+  ASSERT_EQ(pst_tsd_analyse(pid, &maps, PST_ARCH_X86_64, &tsd), 0);
+  printf("# %s: libc %s, layout {0x%llx, %lld, %d} l2 0x%llx: %s\n", helper,
+         tsd.libc_path, (long long)tsd.layout.offset,
+         (long long)tsd.layout.multiplier, tsd.layout.indirect,
+         (long long)tsd.layout.l2_offset, tsd.method);
+  ASSERT(strstr(tsd.method, "disassembly") == tsd.method);
+  pst_mem_init(&mem, pid);
+  do {
+    int tid;
+    unsigned key;
+    unsigned long want;
+    uint64_t tp, got;
+    if (!strncmp(line, "ready", 5))
+      break;
+    ASSERT_EQ(sscanf(line, "thread %d %u %lu", &tid, &key, &want), 3);
+    ASSERT_EQ(pst_ptrace_thread_pointer(tid, &tp), 0);
+    ASSERT_EQ(pst_tsd_get(&tsd, &mem, tp, key, &got), 0);
+    if (got != want)
+      TEST_FAIL("thread %d key %u: read 0x%llx, stored 0x%lx", tid, key,
+                (unsigned long long)got, want);
+    checked++;
+    high += key >= 32;
+  } while (fgets(line, sizeof(line), f));
+  kill(pid, SIGKILL);
+  waitpid(pid, NULL, 0);
+  pst_maps_exit(&maps);
+  ASSERT_GE(checked, 4 * 14);
+  ASSERT_GT(high, 0);
+  return 0;
+}
+
+TEST_IMPL(tsd_glibc_threads) { return run("tsd-target"); }
+TEST_IMPL(tsd_musl_threads) { return run("tsd-target-musl"); }

@@ -1,0 +1,15 @@
+#!/bin/sh
+# install-deps.sh: installs what pystitch needs to build and test, from the
+# distribution's packages (Debian 12+, Ubuntu 22.04+). Run as root.
+set -eu
+if [ "$(id -u)" != 0 ]; then
+  echo "install-deps.sh: run as root (apt-get install)" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends \
+  build-essential autoconf automake libtool pkg-config \
+  libelf-dev libcapstone-dev libunwind-dev libuv1-dev \
+  musl-tools debootstrap python3 util-linux procps ca-certificates \
+  >/dev/null
