@@ -34,7 +34,7 @@ static const char usage_text[] =
 static int usage_error(const char *fmt, const char *arg) {
   fprintf(stderr, "pystitch: error: ");
   fprintf(stderr, fmt, arg);
-  fprintf(stderr, "\nTry 'pystitch --help'.\n");
+  fprintf(stderr, " (see 'pystitch --help')\n");
   return PST_EXIT_USAGE;
 }
 
@@ -76,6 +76,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "dump") && strcmp(cmd, "info"))
     return usage_error("unknown command '%s' (expected dump or info)", cmd);
   optind = 2;
+  opterr = 0; /* our own one-line messages */
   while ((c = getopt_long(argc, argv, "p:vhV", longopts, NULL)) != -1) {
     switch (c) {
     case 'p':
@@ -95,8 +96,8 @@ int main(int argc, char **argv) {
       printf("pystitch %s\n", PACKAGE_VERSION);
       return PST_EXIT_OK;
     default:
-      fprintf(stderr, "Try 'pystitch --help'.\n");
-      return PST_EXIT_USAGE;
+      return usage_error("unknown or incomplete option '%s'",
+                         argv[optind - 1]);
     }
   }
   if (optind < argc)

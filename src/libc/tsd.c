@@ -17,9 +17,15 @@ static int is_glibc(const char *base) {
          !strcmp(base, "libpthread.so.0");
 }
 
-static int is_musl(const char *base) {
-  return !strncmp(base, "ld-musl-", 8) || !strncmp(base, "libc.musl-", 10);
+/* musl's one library: ld-musl-ARCH.so.1 (Alpine), libc.musl-ARCH.so.1, or
+ * Debian's /usr/lib/ARCH-linux-musl/libc.so. */
+static int is_musl_path(const char *path) {
+  const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+  return !strncmp(base, "ld-musl-", 8) || !strncmp(base, "libc.musl-", 10) ||
+         (!strcmp(base, "libc.so") && strstr(path, "musl") != NULL);
 }
+
+static int is_musl(const char *base) { return is_musl_path(base); }
 
 static int is_libc(const char *base) {
   return (!strcmp(base, "libc.so.6") || !strncmp(base, "libc-2.", 7) ||
@@ -108,6 +114,9 @@ int pst_tsd_analyse(pid_t pid, const struct pst_maps *maps,
   mp = pst_maps_find_file(maps, is_libc);
   if (!mp)
     mp = pst_maps_find_file(maps, is_glibc);
+  for (size_t i = 0; i < maps->n && !mp; i++)
+    if (is_musl_path(maps->v[i].path))
+      mp = &maps->v[i];
   if (!mp) {
     /* libc linked statically into the executable: its first mapping. */
     for (size_t i = 0; i < maps->n && !mp; i++)
@@ -117,7 +126,7 @@ int pst_tsd_analyse(pid_t pid, const struct pst_maps *maps,
   if (!mp)
     return PST_ENOTSD;
   snprintf(tsd->libc_path, sizeof(tsd->libc_path), "%s", mp->path);
-  tsd->is_musl = is_musl(strrchr(mp->path, '/') + 1);
+  tsd->is_musl = is_musl_path(mp->path);
 
   fd = pst_maps_open(pid, mp);
   if (fd < 0 || pst_elf_open(fd, &e) < 0) {

@@ -97,8 +97,7 @@ static int add_frame(struct pst_py *py, struct pst_mem *mem, uint64_t code,
                         &f->line);
 
   if (err == 0 && locals != PST_NOFF &&
-      (!strcmp(f->name, "_bootstrap_inner") ||
-       ends_with(f->name, "._bootstrap_inner")) &&
+      (ends_with(f->name, "_bootstrap_inner") /* 2.7: __bootstrap_inner */) &&
       ends_with(f->filename, "threading.py") &&
       pst_mem_read_u64(mem, frame + (uint64_t)locals, thread_obj) == 0)
     *thread_obj &= ~(uint64_t)py->tag_mask;
