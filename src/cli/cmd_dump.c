@@ -1,8 +1,15 @@
 /* cmd_dump.c: `pystitch dump`: every thread's current Python stack, once. */
 #include <stdio.h>
+#include <time.h>
 
 #include "cli/cli.h"
 #include "pystitch.h"
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
 
 static const char *method_name(enum pst_map_method m) {
   switch (m) {
@@ -42,8 +49,9 @@ static void print_text(const struct pst_target_info *info,
 }
 
 static void print_json(const struct pst_target_info *info,
-                       const struct pst_thread *th, int n) {
-  printf("{\"pid\": %d, \"version\": ", (int)info->pid);
+                       const struct pst_thread *th, int n, double snap_ms) {
+  printf("{\"pid\": %d, \"analysis_ms\": %.3f, \"snapshot_ms\": %.3f, "
+         "\"version\": ", (int)info->pid, info->analysis_ms, snap_ms);
   pst_json_str(stdout, info->version);
   printf(", \"threads\": [");
   for (int i = 0; i < n; i++) {
@@ -78,12 +86,15 @@ static void print_json(const struct pst_target_info *info,
 int pst_cmd_dump(const struct pst_opts *o) {
   const struct pst_thread *th;
   struct pst_target *t;
+  double t0, snap_ms;
   int n, rc;
 
   rc = pst_cli_open(o, &t);
   if (rc)
     return rc;
+  t0 = now_ms();
   n = pst_target_snapshot(t, &th);
+  snap_ms = now_ms() - t0;
   if (n < 0) {
     fprintf(stderr, "pystitch: error: cannot read process %d: %s\n",
             (int)o->pid, pst_strerror(n));
@@ -91,7 +102,7 @@ int pst_cmd_dump(const struct pst_opts *o) {
     return PST_EXIT_ERROR;
   }
   if (o->json)
-    print_json(pst_target_info(t), th, n);
+    print_json(pst_target_info(t), th, n, snap_ms);
   else
     print_text(pst_target_info(t), th, n);
   pst_target_close(t);

@@ -114,6 +114,51 @@ int pst_elf_symbol(const struct pst_elf *e, const char *name,
   return PST_ENOSYM;
 }
 
+int pst_elf_symbols(const struct pst_elf *e, const char *const *names,
+                    size_t n, uint64_t *values, uint64_t *sizes) {
+  static const unsigned types[] = {SHT_DYNSYM, SHT_SYMTAB};
+  size_t found = 0;
+  char *done = calloc(n ? n : 1, 1);
+
+  if (!done)
+    return -ENOMEM;
+  for (size_t i = 0; i < n; i++) {
+    values[i] = 0;
+    if (sizes)
+      sizes[i] = 0;
+  }
+  for (size_t t = 0; t < 2 && found < n; t++) {
+    Elf_Scn *scn = NULL;
+    while ((scn = elf_nextscn(e->elf, scn)) != NULL && found < n) {
+      GElf_Shdr sh;
+      Elf_Data *data;
+      size_t count;
+      if (!gelf_getshdr(scn, &sh) || sh.sh_type != types[t] ||
+          !sh.sh_entsize || !(data = elf_getdata(scn, NULL)))
+        continue;
+      count = sh.sh_size / sh.sh_entsize;
+      for (size_t k = 1; k < count && found < n; k++) {
+        GElf_Sym sym;
+        const char *s;
+        if (!gelf_getsym(data, (int)k, &sym) || sym.st_shndx == SHN_UNDEF ||
+            !(s = elf_strptr(e->elf, sh.sh_link, sym.st_name)))
+          continue;
+        for (size_t i = 0; i < n; i++) {
+          if (done[i] || s[0] != names[i][0] || strcmp(s, names[i]))
+            continue;
+          done[i] = 1;
+          found++;
+          values[i] = sym.st_value;
+          if (sizes)
+            sizes[i] = sym.st_size;
+        }
+      }
+    }
+  }
+  free(done);
+  return (int)found;
+}
+
 int pst_elf_section(const struct pst_elf *e, const char *name,
                     uint64_t *addr, uint64_t *size) {
   Elf_Scn *scn = NULL;
@@ -134,6 +179,27 @@ int pst_elf_section(const struct pst_elf *e, const char *name,
     }
   }
   return PST_ENOSYM;
+}
+
+const void *pst_elf_section_bytes(const struct pst_elf *e, const char *name,
+                                  uint64_t *size) {
+  Elf_Scn *scn = NULL;
+  size_t shstrndx;
+
+  if (elf_getshdrstrndx(e->elf, &shstrndx) != 0)
+    return NULL;
+  while ((scn = elf_nextscn(e->elf, scn)) != NULL) {
+    GElf_Shdr sh;
+    const char *s;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+      continue;
+    s = elf_strptr(e->elf, shstrndx, sh.sh_name);
+    if (s && !strcmp(s, name) && sh.sh_offset + sh.sh_size <= e->size) {
+      *size = sh.sh_size;
+      return (const char *)e->map + sh.sh_offset;
+    }
+  }
+  return NULL;
 }
 
 int pst_elf_read(const struct pst_elf *e, uint64_t vaddr, void *buf,

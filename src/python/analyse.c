@@ -51,46 +51,76 @@ static int read64_cb(void *arg, uint64_t addr, uint64_t *out) {
   return pst_mem_read_u64(c->mem, addr, out);
 }
 
-/* The full version string ("3.10.13") for versions without Py_Version: the
- * PY_VERSION literal sits NUL-delimited in .rodata. */
+/* The full version string ("3.10.13") for versions without Py_Version:
+ * PY_VERSION sits in .rodata, NUL-terminated, possibly as the tail of a
+ * longer string the linker merged it into ("/Python-3.10.13"). */
 static void version_string(const struct pst_elf *e, int hex, char *out,
                            size_t len) {
-  uint64_t addr, size;
-  char prefix[16], *buf = NULL;
+  const char *buf, *p;
+  uint64_t size;
+  char prefix[16];
   size_t plen;
 
   snprintf(out, len, "%d.%d", hex >> 8, hex & 0xff);
-  if (pst_elf_section(e, ".rodata", &addr, &size) || size > (64u << 20))
+  buf = pst_elf_section_bytes(e, ".rodata", &size);
+  if (!buf)
     return;
-  buf = malloc(size);
-  if (!buf || pst_elf_read(e, addr, buf, size))
-    goto out;
-  plen = (size_t)snprintf(prefix, sizeof(prefix), "%c%d.%d.", 0, hex >> 8,
+  plen = (size_t)snprintf(prefix, sizeof(prefix), "%d.%d.", hex >> 8,
                           hex & 0xff);
-  for (char *p = buf; (p = memmem(p, size - (size_t)(p - buf), prefix,
-                                  plen)) != NULL;
+  for (p = buf; (p = memmem(p, size - (size_t)(p - buf), prefix, plen)) !=
+                NULL;
        p++) {
-    char *s = p + 1, *q = p + plen;
+    const char *q = p + plen;
+    if (p > buf && ((p[-1] >= '0' && p[-1] <= '9') || p[-1] == '.'))
+      continue;
+    if (q >= buf + size || *q < '0' || *q > '9')
+      continue;
     while (q < buf + size && ((*q >= '0' && *q <= '9') || *q == '+' ||
                               (*q >= 'a' && *q <= 'z')))
       q++;
-    if (q < buf + size && *q == '\0' && q > p + plen && q - s < 20 &&
-        p[plen] >= '0' && p[plen] <= '9') {
-      snprintf(out, len, "%s", s);
+    if (q < buf + size && *q == '\0' && q - p < 20) {
+      snprintf(out, len, "%s", p);
       break;
     }
   }
-out:
-  free(buf);
 }
 
-static int read_stub(const struct pst_elf *e, const char *sym, uint8_t *code,
-                     size_t *len, uint64_t *vaddr) {
-  uint64_t size = 0;
-  int err = pst_elf_symbol(e, sym, vaddr, &size);
+/* Every symbol the analysis needs, looked up in one pass (a missing one
+ * costs a full scan of .symtab). */
+enum {
+  SYM_INIT,          /* Py_Initialize: is it Python at all */
+  SYM_VERSION,       /* Py_Version (3.11+) */
+  SYM_RUNTIME,       /* _PyRuntime (3.7+) */
+  SYM_CODE_TYPE,     /* PyCode_Type */
+  SYM_TSTATE_CUR,    /* _PyThreadState_Current (2.7, 3.6) */
+  SYM_INTERP_HEAD,   /* interp_head (static: .symtab only) */
+  SYM_HEAD_FN,       /* PyInterpreterState_Head */
+  SYM_GILSTATE_FN,   /* PyGILState_GetThisThreadState */
+  SYM_COUNT
+};
 
-  if (err)
-    return err;
+static const char *const sym_names[SYM_COUNT] = {
+    [SYM_INIT] = "Py_Initialize",
+    [SYM_VERSION] = "Py_Version",
+    [SYM_RUNTIME] = "_PyRuntime",
+    [SYM_CODE_TYPE] = "PyCode_Type",
+    [SYM_TSTATE_CUR] = "_PyThreadState_Current",
+    [SYM_INTERP_HEAD] = "interp_head",
+    [SYM_HEAD_FN] = "PyInterpreterState_Head",
+    [SYM_GILSTATE_FN] = "PyGILState_GetThisThreadState",
+};
+
+struct syms {
+  uint64_t v[SYM_COUNT], size[SYM_COUNT];
+};
+
+static int read_stub(const struct pst_elf *e, const struct syms *sy, int sym,
+                     uint8_t *code, size_t *len, uint64_t *vaddr) {
+  uint64_t size = sy->size[sym];
+
+  *vaddr = sy->v[sym];
+  if (!*vaddr)
+    return PST_ENOSYM;
   if (size == 0 || size > STUB_BYTES)
     size = STUB_BYTES;
   memset(code, 0, STUB_BYTES);
@@ -100,7 +130,8 @@ static int read_stub(const struct pst_elf *e, const char *sym, uint8_t *code,
 
 /* Where the thread-state key lives: decoded from PyGILState_GetThisThreadState
  * (facts.md section 2), checked for plausibility, else the layout table. */
-static void find_key(struct pst_py *py, const struct pst_elf *e, uint64_t bias,
+static void find_key(struct pst_py *py, const struct pst_elf *e,
+                     const struct syms *sy, uint64_t bias,
                      struct pst_mem *mem, enum pst_arch arch,
                      struct pst_target_info *info) {
   uint8_t code[STUB_BYTES];
@@ -117,7 +148,7 @@ static void find_key(struct pst_py *py, const struct pst_elf *e, uint64_t bias,
              "mapped by the thread-state list");
     return;
   }
-  err = read_stub(e, "PyGILState_GetThisThreadState", code, &len, &vaddr);
+  err = read_stub(e, sy, SYM_GILSTATE_FN, code, &len, &vaddr);
   if (err == 0)
     err = pst_disasm_tss_key(arch, code, len, vaddr + bias, read64_cb, &rc,
                              &addr, &is_load, shape, sizeof(shape), why,
@@ -180,8 +211,8 @@ static void find_key(struct pst_py *py, const struct pst_elf *e, uint64_t bias,
 /* 2.7 and 3.6 keep the interpreter list in a static `interp_head`, which
  * PyInterpreterState_Head() returns. */
 static int find_interp_head(struct pst_py *py, const struct pst_elf *e,
-                            uint64_t bias, struct pst_mem *mem,
-                            enum pst_arch arch) {
+                            const struct syms *sy, uint64_t bias,
+                            struct pst_mem *mem, enum pst_arch arch) {
   uint8_t code[STUB_BYTES];
   struct read_ctx rc = {mem};
   char why[96] = "";
@@ -189,12 +220,11 @@ static int find_interp_head(struct pst_py *py, const struct pst_elf *e,
   size_t len;
   int err;
 
-  err = pst_elf_symbol(e, "interp_head", &vaddr, NULL);
-  if (err == 0) {
-    py->interp_head_addr = vaddr + bias;
+  if (sy->v[SYM_INTERP_HEAD]) {
+    py->interp_head_addr = sy->v[SYM_INTERP_HEAD] + bias;
     return 0;
   }
-  err = read_stub(e, "PyInterpreterState_Head", code, &len, &vaddr);
+  err = read_stub(e, sy, SYM_HEAD_FN, code, &len, &vaddr);
   if (err)
     return err;
   err = pst_disasm_global_getter(arch, code, len, vaddr + bias, read64_cb,
@@ -209,9 +239,9 @@ static int find_interp_head(struct pst_py *py, const struct pst_elf *e,
 
 static int open_python_elf(pid_t pid, const struct pst_maps *maps,
                            struct pst_target_info *info,
-                           const struct pst_map **mpp, struct pst_elf **ep) {
+                           const struct pst_map **mpp, struct pst_elf **ep,
+                           struct syms *sy) {
   const struct pst_map *mp = pst_maps_find_file(maps, is_libpython);
-  uint64_t v;
   int fd, err;
 
   if (mp) {
@@ -230,8 +260,8 @@ static int open_python_elf(pid_t pid, const struct pst_maps *maps,
   err = pst_elf_open(fd, ep);
   if (err)
     return err == -ENOEXEC ? PST_ENOTPY : err;
-  if (pst_elf_symbol(*ep, "Py_Initialize", &v, NULL) &&
-      pst_elf_symbol(*ep, "Py_InitializeEx", &v, NULL)) {
+  err = pst_elf_symbols(*ep, sym_names, SYM_COUNT, sy->v, sy->size);
+  if (err < 0 || !sy->v[SYM_INIT]) {
     pst_elf_close(*ep);
     *ep = NULL;
     return PST_ENOTPY;
@@ -271,11 +301,12 @@ int pst_py_analyse(struct pst_py *py, pid_t pid, const struct pst_maps *maps,
                    struct pst_target_info *info) {
   const struct pst_map *mp = NULL;
   struct pst_elf *e = NULL;
-  uint64_t bias = 0, v;
+  struct syms sy;
+  uint64_t bias = 0;
   uint32_t pyver;
   int err;
 
-  err = open_python_elf(pid, maps, info, &mp, &e);
+  err = open_python_elf(pid, maps, info, &mp, &e, &sy);
   if (err)
     return err;
   err = pst_elf_bias(e, mp->start, mp->offset, &bias);
@@ -283,8 +314,7 @@ int pst_py_analyse(struct pst_py *py, pid_t pid, const struct pst_maps *maps,
     goto out;
 
   /* Version: Py_Version (3.11+), else the file name. */
-  if (pst_elf_symbol(e, "Py_Version", &v, NULL) == 0 &&
-      pst_elf_read(e, v, &pyver, 4) == 0) {
+  if (sy.v[SYM_VERSION] && pst_elf_read(e, sy.v[SYM_VERSION], &pyver, 4) == 0) {
     py->version_hex = (int)(pyver >> 16);
     snprintf(info->version, sizeof(info->version), "%u.%u.%u",
              pyver >> 24, (pyver >> 16) & 0xff, (pyver >> 8) & 0xff);
@@ -297,12 +327,12 @@ int pst_py_analyse(struct pst_py *py, pid_t pid, const struct pst_maps *maps,
     }
     version_string(e, py->version_hex, info->version, sizeof(info->version));
   }
-  if (pst_elf_symbol(e, "_PyRuntime", &v, NULL) == 0)
-    py->runtime = v + bias;
-  if (pst_elf_symbol(e, "PyCode_Type", &v, NULL) == 0)
-    py->code_type = v + bias;
-  if (pst_elf_symbol(e, "_PyThreadState_Current", &v, NULL) == 0)
-    py->tstate_current = v + bias;
+  if (sy.v[SYM_RUNTIME])
+    py->runtime = sy.v[SYM_RUNTIME] + bias;
+  if (sy.v[SYM_CODE_TYPE])
+    py->code_type = sy.v[SYM_CODE_TYPE] + bias;
+  if (sy.v[SYM_TSTATE_CUR])
+    py->tstate_current = sy.v[SYM_TSTATE_CUR] + bias;
 
   err = layout_for(py, mem, info);
   if (err)
@@ -318,7 +348,7 @@ int pst_py_analyse(struct pst_py *py, pid_t pid, const struct pst_maps *maps,
     err = pst_mem_read_u64(mem, py->runtime + (uint64_t)py->lay.rt_interp_head,
                            &py->interp);
   } else {
-    err = find_interp_head(py, e, bias, mem, arch);
+    err = find_interp_head(py, e, &sy, bias, mem, arch);
     if (err == 0)
       err = pst_mem_read_u64(mem, py->interp_head_addr, &py->interp);
   }
@@ -329,7 +359,7 @@ int pst_py_analyse(struct pst_py *py, pid_t pid, const struct pst_maps *maps,
     err = PST_EBADDATA;
     goto out;
   }
-  find_key(py, e, bias, mem, arch, info);
+  find_key(py, e, &sy, bias, mem, arch, info);
   info->runtime_addr = py->runtime;
   info->interp_addr = py->interp;
   info->key_addr = py->key_addr;

@@ -5,7 +5,9 @@
  * by a new one after it is freed. Each lookup re-reads the object's header
  * (one read, which also gives the fields) and compares it with the cached
  * copy: type, name, qualname, filename, line table pointers and first line.
- * Any difference decodes the object anew.
+ * Any difference decodes the object anew. Names and file names are
+ * interned in a table the cache owns, so frames that point at them stay
+ * valid when an entry is evicted or decoded anew.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -13,33 +15,46 @@
 
 #include "python/python.h"
 #include "util/log.h"
+#include "util/strtab.h"
 
-#define CACHE_SLOTS 4096        /* direct-mapped, by address */
+#define CACHE_BITS 12
+#define CACHE_SLOTS (1 << CACHE_BITS) /* direct-mapped, by address */
 #define STR_MAX 4096            /* longer names are cut */
 #define LINETABLE_MAX (1 << 20) /* bigger tables are treated as corrupt */
 #define HEADER_MAX 512          /* bytes of a code object header we read */
 
+/* The immutable header fields an entry was decoded from: a code object at
+ * the same address with other values is another object. */
+struct code_sig {
+  uint64_t type, name, filename, table;
+  int32_t firstlineno;
+};
+
 struct code_entry {
   uint64_t addr;
-  uint8_t header[HEADER_MAX]; /* the header as last decoded */
-  size_t header_len;
-  char *name, *filename;
+  struct code_sig sig;
+  const char *name, *filename; /* interned in the cache's strtab */
   uint8_t *table;
   size_t table_len;
   int firstlineno;
 };
 
 struct pst_code_cache {
+  struct pst_strtab *strings;
   struct code_entry slot[CACHE_SLOTS];
 };
 
 struct pst_code_cache *pst_code_cache_new(void) {
-  return calloc(1, sizeof(struct pst_code_cache));
+  struct pst_code_cache *c = calloc(1, sizeof(*c));
+
+  if (c && !(c->strings = pst_strtab_new())) {
+    free(c);
+    c = NULL;
+  }
+  return c;
 }
 
 static void entry_clear(struct code_entry *e) {
-  free(e->name);
-  free(e->filename);
   free(e->table);
   memset(e, 0, sizeof(*e));
 }
@@ -49,6 +64,7 @@ void pst_code_cache_free(struct pst_code_cache *c) {
     return;
   for (size_t i = 0; i < CACHE_SLOTS; i++)
     entry_clear(&c->slot[i]);
+  pst_strtab_free(c->strings);
   free(c);
 }
 
@@ -289,62 +305,71 @@ static int read_table(struct pst_py *py, struct pst_mem *mem, uint64_t obj,
                       (size_t)size);
 }
 
-static int decode(struct pst_py *py, struct pst_mem *mem, uint64_t addr,
-                  const uint8_t *hdr, size_t hlen, struct code_entry *e) {
+static void make_sig(const struct pst_py *py, const uint8_t *hdr,
+                     struct code_sig *sig) {
   const struct pst_py_layout *l = &py->lay;
-  int32_t name_off = l->co_qualname != PST_NOFF ? l->co_qualname : l->co_name;
-  int32_t tab_off = l->co_linetable != PST_NOFF ? l->co_linetable
-                                                : l->co_lnotab;
+
+  memset(sig, 0, sizeof(*sig));
+  sig->type = u64_at(hdr, 8); /* ob_type: second word of every object */
+  sig->name = u64_at(hdr, l->co_qualname != PST_NOFF ? l->co_qualname
+                                                      : l->co_name);
+  sig->filename = u64_at(hdr, l->co_filename);
+  sig->table = u64_at(hdr, l->co_linetable != PST_NOFF ? l->co_linetable
+                                                        : l->co_lnotab);
+  sig->firstlineno = i32_at(hdr, l->co_firstlineno);
+}
+
+static int decode(struct pst_py *py, struct pst_mem *mem, uint64_t addr,
+                  const struct code_sig *sig, struct code_entry *e) {
+  struct pst_strtab *strings = py->codes->strings;
+  char *name = NULL, *filename = NULL;
   int err;
 
   entry_clear(e);
-  err = pst_py_read_str(py, mem, u64_at(hdr, name_off), &e->name);
+  err = pst_py_read_str(py, mem, sig->name, &name);
   if (err == 0)
-    err = pst_py_read_str(py, mem, u64_at(hdr, l->co_filename), &e->filename);
+    err = pst_py_read_str(py, mem, sig->filename, &filename);
+  if (err == 0) {
+    e->name = pst_strtab_intern(strings, name);
+    e->filename = pst_strtab_intern(strings, filename);
+    if (!e->name || !e->filename)
+      err = -ENOMEM;
+  }
+  free(name);
+  free(filename);
   if (err == 0)
-    err = read_table(py, mem, u64_at(hdr, tab_off), e);
+    err = read_table(py, mem, sig->table, e);
   if (err) {
     entry_clear(e);
     return err;
   }
-  e->firstlineno = i32_at(hdr, l->co_firstlineno);
+  e->firstlineno = sig->firstlineno;
   e->addr = addr;
-  memcpy(e->header, hdr, hlen);
-  e->header_len = hlen;
+  e->sig = *sig;
   return 0;
 }
 
-int pst_py_code(struct pst_py *py, struct pst_mem *mem, uint64_t addr,
-                int64_t lasti, const char **name, const char **filename,
-                int *line) {
-  const struct pst_py_layout *l = &py->lay;
-  uint8_t hdr[HEADER_MAX];
-  size_t hlen = (size_t)l->co_size;
+size_t pst_py_code_header_size(const struct pst_py *py) {
+  size_t n = (size_t)py->lay.co_size;
+  return n > HEADER_MAX ? HEADER_MAX : n;
+}
+
+int pst_py_code_header(struct pst_py *py, struct pst_mem *mem, uint64_t addr,
+                       const uint8_t *hdr, int64_t lasti, const char **name,
+                       const char **filename, int *line) {
   struct code_entry *e;
-  int32_t tab_off = l->co_linetable != PST_NOFF ? l->co_linetable
-                                                : l->co_lnotab;
-  uint64_t type;
+  struct code_sig sig;
   int err;
 
-  if (hlen > HEADER_MAX)
-    hlen = HEADER_MAX;
-  err = pst_mem_read(mem, addr, hdr, hlen);
-  if (err)
-    return err;
-  /* ob_type is the second word of every object. */
-  type = u64_at(hdr, 8);
-  if (py->code_type && type != py->code_type)
+  make_sig(py, hdr, &sig);
+  if (py->code_type && sig.type != py->code_type)
     return PST_EBADDATA;
-  e = &py->codes->slot[(addr >> 4) % CACHE_SLOTS];
-  /* Compare only the immutable fields we decoded from: the header's
-   * refcount and other mutable words (co_extra, caches) change freely. */
-  if (e->addr != addr || e->header_len != hlen ||
-      memcmp(e->header + 8, hdr + 8, 8) ||
-      u64_at(e->header, l->co_filename) != u64_at(hdr, l->co_filename) ||
-      u64_at(e->header, l->co_name) != u64_at(hdr, l->co_name) ||
-      u64_at(e->header, tab_off) != u64_at(hdr, tab_off) ||
-      i32_at(e->header, l->co_firstlineno) != i32_at(hdr, l->co_firstlineno)) {
-    err = decode(py, mem, addr, hdr, hlen, e);
+  /* Code objects are 16-aligned and often a power of two apart: mix the
+   * address (Fibonacci hashing) before taking the slot. */
+  e = &py->codes->slot[((addr >> 4) * 0x9e3779b97f4a7c15ULL) >>
+                       (64 - CACHE_BITS)];
+  if (e->addr != addr || memcmp(&e->sig, &sig, sizeof(sig))) {
+    err = decode(py, mem, addr, &sig, e);
     if (err)
       return err;
   }
@@ -352,4 +377,14 @@ int pst_py_code(struct pst_py *py, struct pst_mem *mem, uint64_t addr,
   *filename = e->filename;
   *line = table_line(py, e, lasti);
   return 0;
+}
+
+int pst_py_code(struct pst_py *py, struct pst_mem *mem, uint64_t addr,
+                int64_t lasti, const char **name, const char **filename,
+                int *line) {
+  uint8_t hdr[HEADER_MAX];
+  int err = pst_mem_read(mem, addr, hdr, pst_py_code_header_size(py));
+
+  return err ? err : pst_py_code_header(py, mem, addr, hdr, lasti, name,
+                                         filename, line);
 }

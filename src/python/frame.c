@@ -1,5 +1,6 @@
 /* frame.c: walking one thread's Python frames, and its thread state. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "python/python.h"
@@ -88,26 +89,72 @@ static int ends_with(const char *s, const char *suffix) {
   return a >= b && !strcmp(s + a - b, suffix);
 }
 
-/* Decodes one frame; when it is threading's Thread._bootstrap_inner(self),
- * reads its first local (self) at frame + locals into *thread_obj. */
-static int add_frame(struct pst_py *py, struct pst_mem *mem, uint64_t code,
-                     int64_t lasti, struct pst_frame *f, uint64_t frame,
-                     int32_t locals, uint64_t *thread_obj) {
-  int err = pst_py_code(py, mem, code, lasti, &f->name, &f->filename,
-                        &f->line);
+/* One frame found by the first pass of a walk. */
+struct raw_frame {
+  uint64_t frame, code;
+  int64_t lasti;
+};
 
-  if (err == 0 && locals != PST_NOFF &&
-      (ends_with(f->name, "_bootstrap_inner") /* 2.7: __bootstrap_inner */) &&
-      ends_with(f->filename, "threading.py") &&
-      pst_mem_read_u64(mem, frame + (uint64_t)locals, thread_obj) == 0)
-    *thread_obj &= ~(uint64_t)py->tag_mask;
-  return err;
+/* Second pass: reads the headers of every frame's code object in one
+ * batched read, decodes them (cached), and finds threading's
+ * Thread._bootstrap_inner(self) to read its first local (self) at
+ * frame + locals into *thread_obj. In 3.13+ a frame whose executable is not
+ * a code object (None for shims) is dropped. Returns the frame count. */
+static int decode_frames(struct pst_py *py, struct pst_mem *mem,
+                         const struct raw_frame *raw, int n,
+                         struct pst_frame *frames, int32_t locals,
+                         uint64_t *thread_obj) {
+  size_t hsize = pst_py_code_header_size(py);
+  struct pst_mem_iov *iov = NULL;
+  uint8_t *hdrs = NULL;
+  int out = 0, got, err = 0;
+
+  if (n == 0)
+    return 0;
+  iov = malloc((size_t)n * sizeof(*iov));
+  hdrs = malloc((size_t)n * hsize);
+  if (!iov || !hdrs) {
+    err = -ENOMEM;
+    goto out;
+  }
+  for (int i = 0; i < n; i++)
+    iov[i] = (struct pst_mem_iov){raw[i].code, hdrs + (size_t)i * hsize,
+                                  hsize};
+  got = pst_mem_readv(mem, iov, (size_t)n);
+  if (got < 0) {
+    err = got;
+    goto out;
+  }
+  for (int i = 0; i < n; i++) {
+    struct pst_frame *f = &frames[out];
+    err = i < got ? pst_py_code_header(py, mem, raw[i].code,
+                                       hdrs + (size_t)i * hsize,
+                                       raw[i].lasti, &f->name, &f->filename,
+                                       &f->line)
+                  : -EFAULT;
+    if (err == PST_EBADDATA && py->version_hex >= 0x030d) {
+      err = 0;
+      continue;
+    }
+    if (err)
+      goto out;
+    if (locals != PST_NOFF && ends_with(f->name, "_bootstrap_inner") &&
+        ends_with(f->filename, "threading.py") &&
+        pst_mem_read_u64(mem, raw[i].frame + (uint64_t)locals,
+                         thread_obj) == 0)
+      *thread_obj &= ~(uint64_t)py->tag_mask; /* 2.7: __bootstrap_inner */
+    out++;
+  }
+out:
+  free(iov);
+  free(hdrs);
+  return err ? err : out;
 }
 
 /* <= 3.10: PyFrameObject linked by f_back. */
 static int walk_frameobjects(struct pst_py *py, struct pst_mem *mem,
-                             uint64_t frame, struct pst_frame *frames,
-                             int max, int *truncated, uint64_t *thread_obj) {
+                             uint64_t frame, struct raw_frame *raw, int max,
+                             int *truncated) {
   const struct pst_py_layout *l = &py->lay;
   uint8_t buf[FRAME_BUF];
   size_t len = (size_t)l->f_size < FRAME_BUF ? (size_t)l->f_size : FRAME_BUF;
@@ -123,22 +170,17 @@ static int walk_frameobjects(struct pst_py *py, struct pst_mem *mem,
     if (err)
       return err;
     memcpy(&lasti, buf + l->f_lasti, 4);
-    err = add_frame(py, mem, u64_at(buf, l->f_code), lasti, &frames[n], frame,
-                    l->f_localsplus, thread_obj);
-    if (err)
-      return err;
-    n++;
+    raw[n++] = (struct raw_frame){frame, u64_at(buf, l->f_code), lasti};
     frame = u64_at(buf, l->f_back);
   }
   return n;
 }
 
 /* 3.11+: _PyInterpreterFrame linked by previous. Frames owned by the C
- * stack (3.12+ shims) and frames whose executable is not a code object
- * (3.13+ may hold None) are skipped. */
+ * stack (3.12+ shims) are skipped. */
 static int walk_iframes(struct pst_py *py, struct pst_mem *mem,
-                        uint64_t frame, struct pst_frame *frames, int max,
-                        int *truncated, uint64_t *thread_obj) {
+                        uint64_t frame, struct raw_frame *raw, int max,
+                        int *truncated) {
   const struct pst_py_layout *l = &py->lay;
   uint8_t buf[FRAME_BUF];
   size_t len = (size_t)l->if_size < FRAME_BUF ? (size_t)l->if_size
@@ -146,13 +188,11 @@ static int walk_iframes(struct pst_py *py, struct pst_mem *mem,
   int n = 0, steps = 0, err;
 
   while (frame) {
-    uint64_t code, instr;
-    int64_t lasti;
+    uint64_t code, instr, self = frame;
     if (n == max || ++steps > 4 * max) {
       *truncated = 1;
       break;
     }
-    uint64_t self = frame;
     err = pst_mem_read(mem, frame, buf, len);
     if (err)
       return err;
@@ -163,16 +203,11 @@ static int walk_iframes(struct pst_py *py, struct pst_mem *mem,
     code = u64_at(buf, l->if_code) & ~(uint64_t)py->tag_mask;
     instr = u64_at(buf, l->if_instr);
     /* Instruction index in code units of 2 bytes from co_code_adaptive. */
-    lasti = instr >= code + (uint64_t)l->co_code_adaptive
-                ? (int64_t)(instr - code - (uint64_t)l->co_code_adaptive) / 2
-                : -1;
-    err = add_frame(py, mem, code, lasti, &frames[n], self, l->if_localsplus,
-                    thread_obj);
-    if (err == PST_EBADDATA && py->version_hex >= 0x030d)
-      continue; /* f_executable is not a code object */
-    if (err)
-      return err;
-    n++;
+    raw[n++] = (struct raw_frame){
+        self, code,
+        instr >= code + (uint64_t)l->co_code_adaptive
+            ? (int64_t)(instr - code - (uint64_t)l->co_code_adaptive) / 2
+            : -1};
   }
   return n;
 }
@@ -181,31 +216,39 @@ int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
                 struct pst_frame *frames, int max, int *truncated,
                 uint64_t *thread_obj) {
   const struct pst_py_layout *l = &py->lay;
-  uint64_t frame;
-  int err;
+  struct raw_frame *raw;
+  uint64_t frame = 0;
+  int32_t locals;
+  int n, err;
 
   *truncated = 0;
   *thread_obj = 0;
   if (l->ts_frame != PST_NOFF) {
     err = pst_mem_read_u64(mem, tstate + (uint64_t)l->ts_frame, &frame);
-    if (err)
-      return err;
-    return walk_frameobjects(py, mem, frame, frames, max, truncated,
-                             thread_obj);
-  }
-  if (l->ts_cframe != PST_NOFF) {
+  } else if (l->ts_cframe != PST_NOFF) {
     uint64_t cframe;
     err = pst_mem_read_u64(mem, tstate + (uint64_t)l->ts_cframe, &cframe);
     if (err == 0 && cframe)
       err = pst_mem_read_u64(mem, cframe + (uint64_t)l->cf_current_frame,
                              &frame);
-    else
-      frame = 0;
   } else {
     err = pst_mem_read_u64(mem, tstate + (uint64_t)l->ts_current_frame,
                            &frame);
   }
   if (err)
     return err;
-  return walk_iframes(py, mem, frame, frames, max, truncated, thread_obj);
+  raw = malloc((size_t)max * sizeof(*raw));
+  if (!raw)
+    return -ENOMEM;
+  if (l->ts_frame != PST_NOFF) {
+    n = walk_frameobjects(py, mem, frame, raw, max, truncated);
+    locals = l->f_localsplus;
+  } else {
+    n = walk_iframes(py, mem, frame, raw, max, truncated);
+    locals = l->if_localsplus;
+  }
+  if (n >= 0)
+    n = decode_frames(py, mem, raw, n, frames, locals, thread_obj);
+  free(raw);
+  return n;
 }

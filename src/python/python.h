@@ -34,6 +34,7 @@ struct pst_py {
   int key;                   /* pthread key holding the tstate, -1 if none */
   int owner_cstack;          /* frame owner value of C-stack shim frames */
   unsigned tag_mask;         /* low bits to clear in f_executable (3.14) */
+  uint64_t name_key;         /* the interned "_name" str once seen */
   struct pst_code_cache *codes;
 };
 
@@ -89,6 +90,14 @@ void pst_code_cache_free(struct pst_code_cache *c);
 int pst_py_code(struct pst_py *py, struct pst_mem *mem, uint64_t addr,
                 int64_t lasti, const char **name, const char **filename,
                 int *line);
+
+/* The same for a header the caller already read (pst_py_code_header_size()
+ * bytes at addr), so that a walk can read all its code objects in one
+ * batch. */
+size_t pst_py_code_header_size(const struct pst_py *py);
+int pst_py_code_header(struct pst_py *py, struct pst_mem *mem, uint64_t addr,
+                       const uint8_t *hdr, int64_t lasti, const char **name,
+                       const char **filename, int *line);
 
 /* Line number for a code-unit/byte offset, from the version's line table
  * (exposed for the unit tests). Return -1 when the table says none. */

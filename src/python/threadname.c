@@ -63,13 +63,21 @@ static int read_keys(struct pst_py *py, struct pst_mem *mem, uint64_t k,
   return 0;
 }
 
-/* Index of the entry whose key is the str attr, or -1. */
+/* Index of the entry whose key is the str attr, or -1. Attribute names are
+ * interned: once the key object is known (py->name_key), a pointer
+ * comparison finds it without reading any string. */
 static int find_key(struct pst_py *py, struct pst_mem *mem,
                     const struct keys *k, const char *attr, uint8_t *ents) {
   int err = pst_mem_read(mem, k->entries, ents, (size_t)(k->n * k->esize));
 
   if (err)
     return -1;
+  for (int64_t i = 0; py->name_key && i < k->n; i++) {
+    uint64_t key;
+    memcpy(&key, ents + i * k->esize + k->key_off, 8);
+    if (key == py->name_key)
+      return (int)i;
+  }
   for (int64_t i = 0; i < k->n; i++) {
     uint64_t key;
     char *s = NULL;
@@ -79,8 +87,10 @@ static int find_key(struct pst_py *py, struct pst_mem *mem,
       continue;
     match = !strcmp(s, attr);
     free(s);
-    if (match)
+    if (match) {
+      py->name_key = key;
       return (int)i;
+    }
   }
   return -1;
 }

@@ -31,10 +31,14 @@ def check_dump(interp):
     t = pytargets.Target(interp, "threads.py")
     try:
         expected = {}  # ns tid -> (key, name)
+        version = None
         while True:
             line = t.readline().strip()
             if line == "ready":
                 break
+            if line.startswith("version "):
+                version = line.split()[1]
+                continue
             _, tid, key, name = line.split(" ", 3)
             expected[int(tid)] = (key, name)
         time.sleep(0.3)
@@ -49,6 +53,9 @@ def check_dump(interp):
                                            r.stderr.decode(errors="replace"))
         dump = json.loads(r.stdout.decode("utf-8"))
         errors = []
+        if dump["version"] != version:
+            errors.append("version %s, the interpreter says %s" % (
+                dump["version"], version))
         by_tid = dict((th["tid"], th) for th in dump["threads"])
         if sorted(by_tid) != sorted(nsmap):
             errors.append("dump tids %s != /proc tids %s" % (

@@ -100,6 +100,7 @@ def main():
     while len(parked) < len(workers):
         time.sleep(0.01)
     report("main")
+    print("version %d.%d.%d" % tuple(sys.version_info[:3]))
     print("ready")
     sys.stdout.flush()
     while True:
