@@ -17,7 +17,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
 import pytargets  # noqa: E402
 
-pytargets.TARGETS = os.path.join(HERE, "targets")
 
 
 def main():

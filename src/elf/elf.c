@@ -72,48 +72,6 @@ void pst_elf_close(struct pst_elf *e) {
 int pst_elf_machine(const struct pst_elf *e) { return e->ehdr.e_machine; }
 int pst_elf_type(const struct pst_elf *e) { return e->ehdr.e_type; }
 
-static int find_in_symtab(const struct pst_elf *e, Elf_Scn *scn,
-                          const GElf_Shdr *sh, const char *name,
-                          uint64_t *value, uint64_t *size) {
-  Elf_Data *data = elf_getdata(scn, NULL);
-  size_t n, i;
-
-  if (!data || !sh->sh_entsize)
-    return PST_ENOSYM;
-  n = sh->sh_size / sh->sh_entsize;
-  for (i = 1; i < n; i++) {
-    GElf_Sym sym;
-    const char *s;
-    if (!gelf_getsym(data, (int)i, &sym) || sym.st_shndx == SHN_UNDEF)
-      continue;
-    s = elf_strptr(e->elf, sh->sh_link, sym.st_name);
-    if (s && !strcmp(s, name)) {
-      *value = sym.st_value;
-      if (size)
-        *size = sym.st_size;
-      return 0;
-    }
-  }
-  return PST_ENOSYM;
-}
-
-int pst_elf_symbol(const struct pst_elf *e, const char *name,
-                   uint64_t *value, uint64_t *size) {
-  static const unsigned types[] = {SHT_DYNSYM, SHT_SYMTAB};
-
-  for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
-    Elf_Scn *scn = NULL;
-    while ((scn = elf_nextscn(e->elf, scn)) != NULL) {
-      GElf_Shdr sh;
-      if (!gelf_getshdr(scn, &sh) || sh.sh_type != types[t])
-        continue;
-      if (find_in_symtab(e, scn, &sh, name, value, size) == 0)
-        return 0;
-    }
-  }
-  return PST_ENOSYM;
-}
-
 int pst_elf_symbols(const struct pst_elf *e, const char *const *names,
                     size_t n, uint64_t *values, uint64_t *sizes) {
   static const unsigned types[] = {SHT_DYNSYM, SHT_SYMTAB};
@@ -159,47 +117,57 @@ int pst_elf_symbols(const struct pst_elf *e, const char *const *names,
   return (int)found;
 }
 
-int pst_elf_section(const struct pst_elf *e, const char *name,
-                    uint64_t *addr, uint64_t *size) {
+int pst_elf_symbol(const struct pst_elf *e, const char *name,
+                   uint64_t *value, uint64_t *size) {
+  uint64_t v, sz;
+
+  if (pst_elf_symbols(e, &name, 1, &v, &sz) != 1)
+    return PST_ENOSYM;
+  *value = v;
+  if (size)
+    *size = sz;
+  return 0;
+}
+
+/* The header of section name, or -1. */
+static int find_section(const struct pst_elf *e, const char *name,
+                        GElf_Shdr *out) {
   Elf_Scn *scn = NULL;
   size_t shstrndx;
 
   if (elf_getshdrstrndx(e->elf, &shstrndx) != 0)
-    return PST_ENOSYM;
+    return -1;
   while ((scn = elf_nextscn(e->elf, scn)) != NULL) {
-    GElf_Shdr sh;
     const char *s;
-    if (!gelf_getshdr(scn, &sh))
+    if (!gelf_getshdr(scn, out))
       continue;
-    s = elf_strptr(e->elf, shstrndx, sh.sh_name);
-    if (s && !strcmp(s, name)) {
-      *addr = sh.sh_addr;
-      *size = sh.sh_size;
+    s = elf_strptr(e->elf, shstrndx, out->sh_name);
+    if (s && !strcmp(s, name))
       return 0;
-    }
   }
-  return PST_ENOSYM;
+  return -1;
+}
+
+int pst_elf_section(const struct pst_elf *e, const char *name,
+                    uint64_t *addr, uint64_t *size) {
+  GElf_Shdr sh;
+
+  if (find_section(e, name, &sh))
+    return PST_ENOSYM;
+  *addr = sh.sh_addr;
+  *size = sh.sh_size;
+  return 0;
 }
 
 const void *pst_elf_section_bytes(const struct pst_elf *e, const char *name,
                                   uint64_t *size) {
-  Elf_Scn *scn = NULL;
-  size_t shstrndx;
+  GElf_Shdr sh;
 
-  if (elf_getshdrstrndx(e->elf, &shstrndx) != 0)
+  if (find_section(e, name, &sh) || sh.sh_type == SHT_NOBITS ||
+      sh.sh_offset + sh.sh_size > e->size)
     return NULL;
-  while ((scn = elf_nextscn(e->elf, scn)) != NULL) {
-    GElf_Shdr sh;
-    const char *s;
-    if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
-      continue;
-    s = elf_strptr(e->elf, shstrndx, sh.sh_name);
-    if (s && !strcmp(s, name) && sh.sh_offset + sh.sh_size <= e->size) {
-      *size = sh.sh_size;
-      return (const char *)e->map + sh.sh_offset;
-    }
-  }
-  return NULL;
+  *size = sh.sh_size;
+  return (const char *)e->map + sh.sh_offset;
 }
 
 int pst_elf_read(const struct pst_elf *e, uint64_t vaddr, void *buf,

@@ -9,22 +9,13 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pytargets  # noqa: E402
+import tap  # noqa: E402
 
 PST = os.environ.get("PST", "./pystitch")
-results = []
+TAP = tap.Tap()
 
 
-def report(ok, name, why=""):
-    results.append(ok)
-    if ok is None:
-        print("ok %d - %s # SKIP %s" % (len(results), name, why))
-    elif ok:
-        print("ok %d - %s" % (len(results), name))
-    else:
-        print("not ok %d - %s" % (len(results), name))
-        for line in why.splitlines():
-            print("#   " + line)
-    sys.stdout.flush()
+report = TAP.report
 
 
 def check_dump(interp):
@@ -106,6 +97,36 @@ def check_dump(interp):
         t.stop()
 
 
+def check_many(interp):
+    """16 threads 30 frames deep, 4 of them spinning: three dumps in a row
+    (the second and third hit the code-object cache) must each give every
+    worker exactly leaf <- 28 x descend, with its name."""
+    t = pytargets.Target(interp, "many.py", ["16", "30", "4"])
+    try:
+        while t.readline().strip() != "ready":
+            pass
+        errors = []
+        for attempt in range(3):
+            r = subprocess.run([PST, "dump", "--json", "-p", str(t.pid)],
+                               capture_output=True, timeout=60)
+            if r.returncode != 0:
+                return "dump exited %d: %s" % (r.returncode, r.stderr)
+            dump = json.loads(r.stdout.decode("utf-8"))
+            workers = [th for th in dump["threads"]
+                       if th["name"].startswith("worker-")]
+            if len(workers) != 16:
+                errors.append("dump %d: %d named workers, want 16" % (
+                    attempt, len(workers)))
+            for th in workers:
+                names = [f["name"].split(".")[-1] for f in th["frames"]]
+                if names[:29] != ["leaf"] + ["descend"] * 28:
+                    errors.append("dump %d: %s: %s" % (
+                        attempt, th["name"], " <- ".join(names[:31])))
+        return "\n".join(errors[:10])
+    finally:
+        t.stop()
+
+
 def main():
     found, skipped = pytargets.interpreters()
     for label, why in skipped:
@@ -116,13 +137,15 @@ def main():
         except Exception as e:  # a broken target is a failure, not a crash
             err = "%s: %s" % (type(e).__name__, e)
         report(not err, "dump " + interp.label, err)
+        try:
+            err = check_many(interp)
+        except Exception as e:
+            err = "%s: %s" % (type(e).__name__, e)
+        report(not err, "dump 16 deep threads, 3 times: " + interp.label,
+               err)
     if not found:
         report(False, "at least one interpreter", "no CPython found")
-    passed = sum(1 for r in results if r)
-    failed = sum(1 for r in results if r is False)
-    skipped_n = sum(1 for r in results if r is None)
-    print("%d passed, %d failed, %d skipped" % (passed, failed, skipped_n))
-    return 1 if failed else 0
+    return TAP.finish()
 
 
 if __name__ == "__main__":

@@ -10,26 +10,17 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pytargets  # noqa: E402
+import tap  # noqa: E402
 
 PST = os.environ.get("PST", "./pystitch")
-results = []
+TAP = tap.Tap()
 
 # Exit codes documented in README.md, pystitch --help and the man page.
 EXIT_USAGE, EXIT_NO_PROCESS, EXIT_PERMISSION = 2, 3, 4
 EXIT_NOT_PYTHON, EXIT_SELF = 5, 7
 
 
-def report(ok, name, why=""):
-    results.append(ok)
-    n = len(results)
-    if ok is None:
-        print("ok %d - %s # SKIP %s" % (n, name, why))
-    else:
-        print("%s %d - %s" % ("ok" if ok else "not ok", n, name))
-        if not ok:
-            for line in why.splitlines():
-                print("#   " + line)
-    sys.stdout.flush()
+report = TAP.report
 
 
 def run(argv, **kw):
@@ -114,11 +105,7 @@ def main():
                     "ptrace_scope"], target=t.pid)
         finally:
             t.stop()
-    passed = sum(1 for r in results if r)
-    failed = sum(1 for r in results if r is False)
-    skipped = sum(1 for r in results if r is None)
-    print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
-    return 1 if failed else 0
+    return TAP.finish()
 
 
 if __name__ == "__main__":

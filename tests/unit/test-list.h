@@ -9,6 +9,8 @@
 #define PST_LINES_TESTS(X)                                                     \
   X(lines_lnotab_27) X(lines_lnotab_36) X(lines_310) X(lines_311)
 
+#define PST_UTIL_TESTS(X) X(strtab_intern)
+
 #define PST_TSD_TESTS(X) X(tsd_glibc_threads) X(tsd_musl_threads)
 
 #define PST_ELF_REAL_TESTS(X)                                                  \
@@ -18,6 +20,7 @@
   PST_DISASM_TESTS(X)                                                          \
   PST_LAYOUT_TESTS(X)                                                          \
   PST_LINES_TESTS(X)                                                           \
+  PST_UTIL_TESTS(X)                                                            \
   PST_TSD_TESTS(X)                                                             \
   PST_ELF_REAL_TESTS(X)
 
