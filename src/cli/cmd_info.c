@@ -44,9 +44,11 @@ int pst_cmd_info(const struct pst_opts *o) {
     printf("tss key:        none\n");
   printf("  found by:     %s\n", i->key_method);
   printf("libc:           %s\n", i->libc);
-  printf("tsd layout:     {offset %lld, multiplier %lld, indirect %d}",
-         (long long)i->tsd_offset, (long long)i->tsd_multiplier,
-         i->tsd_indirect);
+  printf("tsd layout:     {offset %s0x%llx, multiplier %lld, indirect %d}",
+         i->tsd_offset < 0 ? "-" : "",
+         (unsigned long long)(i->tsd_offset < 0 ? -i->tsd_offset
+                                                : i->tsd_offset),
+         (long long)i->tsd_multiplier, i->tsd_indirect);
   if (i->tsd_has_l2)
     printf(" + level 2 at 0x%llx", (unsigned long long)i->tsd_l2_offset);
   printf("\n  found by:     %s\n", i->tsd_method);
