@@ -23,12 +23,16 @@ def check_dump(interp):
     try:
         expected = {}  # ns tid -> (key, name)
         version = None
+        native = 0
         while True:
             line = t.readline().strip()
             if line == "ready":
                 break
             if line.startswith("version "):
                 version = line.split()[1]
+                continue
+            if line.startswith("native-threads "):
+                native = int(line.split()[1])
                 continue
             _, tid, key, name = line.split(" ", 3)
             expected[int(tid)] = (key, name)
@@ -82,6 +86,12 @@ def check_dump(interp):
                 n = sum(1 for f in frames if f["name"].endswith("recurse"))
                 if n != 40:
                     errors.append("deep: %d recurse frames, want 40" % n)
+        others = [by_tid[h] for h, n in nsmap.items()
+                  if n not in expected and h in by_tid]
+        if len(others) != native or any(th["python"] for th in others):
+            errors.append("want %d native-only thread(s) without Python "
+                          "state, got %s" % (native, [
+                              (th["tid"], th["python"]) for th in others]))
         missing = set(expected) - set(nsmap.values())
         if missing:
             errors.append("threads not seen: %s" % sorted(missing))

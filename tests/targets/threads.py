@@ -97,6 +97,15 @@ def main():
     for w in workers:
         w.daemon = True
         w.start()
+    # A native-only thread: pthread_create straight into libc's pause(), so
+    # it never gets a Python thread state.
+    native = ctypes.c_ulong()
+    pause = ctypes.cast(libc.pause, ctypes.c_void_p)
+    if libc.pthread_create(ctypes.byref(native), None, pause, None) != 0:
+        raise SystemExit("pthread_create failed")
+    with out_lock:
+        print("native-threads 1")
+        sys.stdout.flush()
     while len(parked) < len(workers):
         time.sleep(0.01)
     report("main")
