@@ -92,6 +92,10 @@ def check_dump(interp):
             errors.append("want %d native-only thread(s) without Python "
                           "state, got %s" % (native, [
                               (th["tid"], th["python"]) for th in others]))
+        holders = [th["name"] for th in dump["threads"] if th["gil"]]
+        if len(holders) > 1 or not set(holders) <= {"busy", "busy2"}:
+            errors.append("GIL holders %s: want at most one of the two "
+                          "spinning threads" % holders)
         missing = set(expected) - set(nsmap.values())
         if missing:
             errors.append("threads not seen: %s" % sorted(missing))
@@ -116,6 +120,7 @@ def check_many(interp):
         while t.readline().strip() != "ready":
             pass
         errors = []
+        holders = []
         for attempt in range(3):
             r = subprocess.run([PST, "dump", "--json", "-p", str(t.pid)],
                                capture_output=True, timeout=60)
@@ -124,6 +129,7 @@ def check_many(interp):
             dump = json.loads(r.stdout.decode("utf-8"))
             workers = [th for th in dump["threads"]
                        if th["name"].startswith("worker-")]
+            holders += [th["name"] for th in dump["threads"] if th["gil"]]
             if len(workers) != 16:
                 errors.append("dump %d: %d named workers, want 16" % (
                     attempt, len(workers)))
@@ -132,6 +138,11 @@ def check_many(interp):
                 if names[:29] != ["leaf"] + ["descend"] * 28:
                     errors.append("dump %d: %s: %s" % (
                         attempt, th["name"], " <- ".join(names[:31])))
+        # Workers 0-3 spin; one of them holds the GIL nearly all the time.
+        busy = {"worker-0", "worker-1", "worker-2", "worker-3"}
+        if not holders or not set(holders) <= busy:
+            errors.append("GIL holders over 3 dumps: %s, want spinning "
+                          "workers only (and at least one)" % holders)
         return "\n".join(errors[:10])
     finally:
         t.stop()
