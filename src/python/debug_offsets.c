@@ -157,7 +157,7 @@ int pst_py_debug_offsets(struct pst_mem *mem, uint64_t runtime,
   lay->co_firstlineno = (int32_t)w[s->co_firstlineno];
   lay->co_linetable = (int32_t)w[s->co_linetable];
   lay->co_code_adaptive = (int32_t)w[s->co_code_adaptive];
-  lay->co_size = (int32_t)w[s->co_code_adaptive];
+  lay->co_size = (int32_t)w[s->co_size];
   lay->str_length = (int32_t)w[s->uni_length];
   lay->str_state = (int32_t)w[s->uni_state];
   lay->str_ascii_data = (int32_t)w[s->uni_ascii_size];

@@ -11,6 +11,8 @@
 
 #define PST_UTIL_TESTS(X) X(strtab_intern)
 
+#define PST_PY_TESTS(X) X(debug_offsets_313)
+
 #define PST_TSD_TESTS(X) X(tsd_glibc_threads) X(tsd_musl_threads)
 
 #define PST_ELF_REAL_TESTS(X)                                                  \
@@ -21,6 +23,7 @@
   PST_LAYOUT_TESTS(X)                                                          \
   PST_LINES_TESTS(X)                                                           \
   PST_UTIL_TESTS(X)                                                            \
+  PST_PY_TESTS(X)                                                              \
   PST_TSD_TESTS(X)                                                             \
   PST_ELF_REAL_TESTS(X)
 

@@ -1,0 +1,77 @@
+/* test-debug-offsets.c: the layout read at run time from a live 3.13's
+ * _Py_DebugOffsets equals the one generated from 3.13's headers, field by
+ * field (so the 3.13 schema in debug_offsets.c is right). */
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "elf/elf.h"
+#include "proc/maps.h"
+#include "proc/mem.h"
+#include "python/python.h"
+#include "pythons.h"
+#include "task.h"
+
+static int is_libpython313(const char *base) {
+  return !strncmp(base, "libpython3.13", 13);
+}
+
+TEST_IMPL(debug_offsets_313) {
+  const struct pst_py_layout *ref = pst_py_layout_reference_313();
+  struct pst_py_layout lay;
+  const struct pst_map *mp;
+  struct pst_maps maps;
+  struct pst_mem mem;
+  struct pst_elf *e;
+  uint64_t sym, bias, size;
+  char py[512];
+  int hex, fd, compared = 0;
+  pid_t pid;
+
+  if (find_python(3, 13, py, sizeof(py)))
+    SKIP("python3.13 not installed");
+  pid = fork();
+  ASSERT(pid >= 0);
+  if (pid == 0) {
+    execl(py, py, "-c", "import time; time.sleep(60)", (char *)NULL);
+    _exit(127);
+  }
+  usleep(300000);
+  ASSERT_EQ(pst_maps_load(pid, &maps), 0);
+  mp = pst_maps_find_file(&maps, is_libpython313);
+  if (!mp)
+    SKIP("%s is not linked against libpython3.13", py);
+  mp = pst_maps_file_base(&maps, mp);
+  fd = pst_maps_open(pid, mp);
+  ASSERT(fd >= 0);
+  ASSERT_EQ(pst_elf_open(fd, &e), 0);
+  ASSERT_EQ(pst_elf_symbol(e, "_PyRuntime", &sym, NULL), 0);
+  ASSERT_EQ(pst_elf_bias(e, mp->start, mp->offset, &bias), 0);
+  pst_mem_init(&mem, pid);
+  ASSERT_EQ(pst_py_debug_offsets(&mem, sym + bias, &lay, &size, &hex), 0);
+  ASSERT_EQ(hex, 0x030d);
+  ASSERT_GT(size, 0);
+  /* The GIL fields differ in frame of reference: checked below. */
+#define CMP(name)                                                              \
+  if (lay.name != PST_NOFF && ref->name != PST_NOFF &&                         \
+      strncmp(#name, "gil_", 4) && strcmp(#name, "is_gil_inline")) {          \
+    if (lay.name != ref->name)                                                 \
+      TEST_FAIL(#name ": _Py_DebugOffsets %d, headers %d", lay.name,           \
+                ref->name);                                                    \
+    compared++;                                                                \
+  }
+  PST_PY_LAYOUT_FIELDS(CMP)
+#undef CMP
+  /* gil offsets: relative to the interpreter at run time, inside the
+   * struct in the table. */
+  ASSERT_EQ(lay.gil_locked, ref->is_gil_inline + ref->gil_locked);
+  ASSERT_EQ(lay.gil_last_holder, ref->is_gil_inline + ref->gil_last_holder);
+  ASSERT_GE(compared, 25);
+  pst_elf_close(e);
+  pst_maps_exit(&maps);
+  kill(pid, SIGKILL);
+  waitpid(pid, NULL, 0);
+  return 0;
+}
