@@ -8,9 +8,10 @@
  * Errors: every function returns 0 (or a count) on success and a negative
  * errno or PST_E* code on failure; pst_strerror() names either.
  *
- * Ownership: objects from pst_*_new()/pst_target_open() are freed by the
- * matching free function. Strings inside a struct pst_snapshot are owned by
- * the target (its code-object cache) and stay valid until pst_target_close().
+ * Ownership: a target from pst_target_open() is freed by pst_target_close().
+ * The thread array of a snapshot is owned by the target and valid until the
+ * next snapshot; the frame strings are interned by the target and stay valid
+ * until pst_target_close().
  */
 #ifndef PYSTITCH_H
 #define PYSTITCH_H
@@ -41,7 +42,8 @@ extern "C" {
   X(ENOKEY, -4007, "CPython thread-state key not found")                       \
   X(ENOTHREADSTATE, -4008, "thread has no Python thread state")                \
   X(ESELF, -4009, "refusing to profile pystitch itself")                       \
-  X(EZOMBIE, -4010, "process is a zombie")
+  X(EZOMBIE, -4010, "process is a zombie")                                   \
+  X(ETRACED, -4011, "process is already traced by another debugger")
 
 enum {
 #define PST_ERRNO_ENUM(name, val, msg) PST_##name = val,
@@ -86,7 +88,8 @@ struct pst_thread {
   int holds_gil;        /* 1, 0, or -1 when unknown */
   int idle;             /* 1 when the kernel says it sleeps, 0 running */
   char state;           /* kernel state letter from /proc (R, S, D, ...) */
-  int error;            /* 0, or why its stack could not be read */
+  int error;            /* 0, or why its stack (or, without a Python state,
+                           its thread pointer) could not be read */
   size_t nframes;
   struct pst_frame *frames; /* owned by the target, valid until next snapshot */
   int truncated;        /* 1 when the frame cap was hit */
@@ -117,8 +120,8 @@ struct pst_target_info {
 
 /* Opens and analyses process pid. Needs ptrace permission over it (fsbase).
  * Returns 0 and *out (free with pst_target_close), or -ESRCH (no such
- * process), -EPERM (not allowed), PST_ENOTPY, PST_EPYVERSION, PST_ESELF,
- * PST_EZOMBIE, ... */
+ * process), -EPERM (not allowed), PST_ETRACED (gdb or strace holds it),
+ * PST_ENOTPY, PST_EPYVERSION, PST_ESELF, PST_EZOMBIE, ... */
 PST_API int pst_target_open(pid_t pid, struct pst_target **out);
 PST_API void pst_target_close(struct pst_target *t);
 PST_API const struct pst_target_info *pst_target_info(const struct pst_target *t);

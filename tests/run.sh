@@ -4,7 +4,7 @@
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${PST_BUILDDIR:-$top}
-export PST_BUILDDIR=$build PST=$build/pystitch
+export PST_BUILDDIR=$build PST_SRCDIR=$top PST=$build/pystitch
 pass=0 fail=0 skip=0
 log=$(mktemp)
 

@@ -11,5 +11,5 @@ apt-get update -qq
 apt-get install -y -qq --no-install-recommends \
   build-essential autoconf automake libtool pkg-config \
   libelf-dev libcapstone-dev libunwind-dev libuv1-dev \
-  musl-tools debootstrap python3 util-linux procps ca-certificates \
+  musl-tools debootstrap python3 util-linux procps ca-certificates strace \
   >/dev/null

@@ -19,6 +19,7 @@ enum pst_exit {
   PST_EXIT_NOT_PYTHON = 5,   /* not a Python process */
   PST_EXIT_PY_VERSION = 6,   /* unsupported CPython version */
   PST_EXIT_SELF = 7,         /* asked to profile pystitch itself */
+  PST_EXIT_TRACED = 8,       /* another debugger (gdb, strace) traces it */
 };
 
 struct pst_opts {

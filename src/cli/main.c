@@ -29,7 +29,7 @@ static const char usage_text[] =
     "\n"
     "Exit codes: 0 ok, 1 error, 2 usage, 3 no such process, 4 permission\n"
     "denied, 5 not a Python process, 6 unsupported CPython version,\n"
-    "7 target is pystitch itself.\n";
+    "7 target is pystitch itself, 8 target traced by another debugger.\n";
 
 static int usage_error(const char *fmt, const char *arg) {
   fprintf(stderr, "pystitch: error: ");

@@ -35,6 +35,12 @@ static int explain(pid_t pid, int err) {
                     "pystitch does not support (supported: 2.7, 3.6-3.14 "
                     "and later versions with _Py_DebugOffsets)\n", (int)pid);
     return PST_EXIT_PY_VERSION;
+  case PST_ETRACED:
+    fprintf(stderr, "pystitch: error: process %d is already traced by "
+                    "another debugger (see TracerPid in /proc/%d/status); "
+                    "detach gdb or strace and try again\n", (int)pid,
+            (int)pid);
+    return PST_EXIT_TRACED;
   case PST_ESELF:
     fprintf(stderr, "pystitch: error: %d is pystitch's own pid; give the "
                     "pid of the Python process to profile\n", (int)pid);

@@ -164,7 +164,7 @@ const void *pst_elf_section_bytes(const struct pst_elf *e, const char *name,
   GElf_Shdr sh;
 
   if (find_section(e, name, &sh) || sh.sh_type == SHT_NOBITS ||
-      sh.sh_offset + sh.sh_size > e->size)
+      sh.sh_offset > e->size || sh.sh_size > e->size - sh.sh_offset)
     return NULL;
   *size = sh.sh_size;
   return (const char *)e->map + sh.sh_offset;
@@ -181,13 +181,16 @@ int pst_elf_read(const struct pst_elf *e, uint64_t vaddr, void *buf,
     uint64_t off, avail;
     if (!gelf_getphdr(e->elf, (int)i, &ph) || ph.p_type != PT_LOAD)
       continue;
-    if (vaddr < ph.p_vaddr || vaddr + len > ph.p_vaddr + ph.p_memsz)
+    /* Written with subtractions: a corrupt header must not wrap. */
+    if (vaddr < ph.p_vaddr || vaddr - ph.p_vaddr > ph.p_memsz ||
+        len > ph.p_memsz - (vaddr - ph.p_vaddr))
       continue;
     off = vaddr - ph.p_vaddr;
     avail = off < ph.p_filesz ? ph.p_filesz - off : 0;
     if (avail > len)
       avail = len;
-    if (ph.p_offset + off + avail > e->size)
+    if (ph.p_offset > e->size || off > e->size - ph.p_offset ||
+        avail > e->size - ph.p_offset - off)
       return -EFAULT;
     memcpy(buf, (const char *)e->map + ph.p_offset + off, avail);
     memset((char *)buf + avail, 0, len - avail);

@@ -27,6 +27,10 @@ static int is_musl_path(const char *path) {
 
 static int is_musl(const char *base) { return is_musl_path(base); }
 
+static int is_libpthread(const char *base) {
+  return !strncmp(base, "libpthread", 10);
+}
+
 static int is_libc(const char *base) {
   return (!strcmp(base, "libc.so.6") || !strncmp(base, "libc-2.", 7) ||
           is_musl(base));
@@ -129,7 +133,23 @@ int pst_tsd_analyse(pid_t pid, const struct pst_maps *maps,
   tsd->is_musl = is_musl_path(mp->path);
 
   fd = pst_maps_open(pid, mp);
-  if (fd < 0 || pst_elf_open(fd, &e) < 0) {
+  if (fd >= 0 && pst_elf_open(fd, &e) == 0 && !tsd->is_musl) {
+    /* glibc < 2.34 keeps pthread_getspecific and the _thread_db
+     * descriptors in libpthread.so.0. */
+    const struct pst_map *pt = pst_maps_find_file(maps, is_libpthread);
+    uint64_t v;
+    if (pt && pst_elf_symbol(e, "pthread_getspecific", &v, NULL) != 0) {
+      struct pst_elf *e2;
+      int fd2 = pst_maps_open(pid, pt);
+      if (fd2 >= 0 && pst_elf_open(fd2, &e2) == 0) {
+        pst_elf_close(e);
+        e = e2;
+        mp = pt;
+        snprintf(tsd->libc_path, sizeof(tsd->libc_path), "%s", mp->path);
+      }
+    }
+  }
+  if (!e) {
     set_default(tsd, arch);
     snprintf(tsd->method, sizeof(tsd->method),
              "default for %s (cannot open %s)",
@@ -161,7 +181,7 @@ int pst_tsd_analyse(pid_t pid, const struct pst_maps *maps,
     tsd->layout = db;
     /* With only the descriptors, use the double lookup for every key:
      * specific[0] points at specific_1stblock. */
-    tsd->layout.offset = -1;
+    tsd->l2_only = 1;
     snprintf(tsd->method, sizeof(tsd->method),
              "_thread_db descriptors (disassembly failed: %s)", why);
     pst_info("TSD layout: %s", tsd->method);
@@ -182,7 +202,7 @@ int pst_tsd_get(const struct pst_tsd *tsd, struct pst_mem *mem, uint64_t tp,
   uint64_t base;
   int err;
 
-  if (l->has_l2 && (key >= 32 || l->offset == -1)) {
+  if (l->has_l2 && (key >= 32 || tsd->l2_only)) {
     uint64_t l2;
     if (key >= 1024)
       return -EINVAL;

@@ -22,6 +22,9 @@ struct pst_tsd {
   char libc_path[512];  /* as the target sees it */
   char method[160];     /* how the layout was found, for `info` */
   int is_musl;
+  int l2_only;          /* only the level-2 path is known (from _thread_db:
+                           specific[0] points at specific_1stblock, so it
+                           serves every key) */
 };
 
 /* Fills *tsd. Returns 0 or PST_ENOTSD (no libc found and no usable default);

@@ -15,6 +15,7 @@ struct pst_proc_status {
   pid_t tgid;
   pid_t nspid;       /* innermost NSpid (== pid outside namespaces) */
   uid_t uid;         /* real uid */
+  pid_t tracer;      /* TracerPid: 0 when no debugger is attached */
   char name[64];     /* comm */
 };
 
@@ -22,6 +23,7 @@ struct pst_proc_status {
  * Returns the length read or -errno (ENOENT of a pid dir becomes -ESRCH). */
 ssize_t pst_proc_read(const char *path, char *buf, size_t len);
 
+/* Parses /proc/pid/status into *st. 0, -ESRCH, or -errno. */
 int pst_proc_status(pid_t pid, struct pst_proc_status *st);
 
 /* Lists /proc/pid/task. *tids is malloc'ed, the caller frees it. Returns the

@@ -36,13 +36,19 @@ static int read_tp(pid_t tid, uint64_t *tp) {
 #endif
 }
 
+/* Signals re-injected while waiting for our interrupt before we give up
+ * on it (a signal storm); the thread is then still detached cleanly. */
+#define REINJECT_MAX 1000
+
 /* Waits for the interrupt stop of tid. Other stops (a signal arriving in
  * between) are passed on with PTRACE_CONT and waited for again, so the
- * thread does not lose the signal. */
+ * thread does not lose the signal. Returns 0 with the thread in a
+ * ptrace-stop, -ESRCH when it exited, or another -errno with the thread
+ * running (still attached: the caller must use detach_running()). */
 static int wait_stop(pid_t tid) {
-  int status, tries;
+  int status, reinjected = 0;
 
-  for (tries = 0; tries < 16; tries++) {
+  for (;;) {
     pid_t r = waitpid(tid, &status, __WALL);
     if (r < 0) {
       if (errno == EINTR)
@@ -62,8 +68,25 @@ static int wait_stop(pid_t tid) {
     /* A signal-delivery stop: re-inject it and wait for our interrupt. */
     if (ptrace(PTRACE_CONT, tid, NULL, (void *)(long)WSTOPSIG(status)) < 0)
       return -errno;
+    if (++reinjected == REINJECT_MAX)
+      return -EAGAIN;
   }
-  return -EAGAIN;
+}
+
+/* Leaves tid detached whatever state the attempt left it in. PTRACE_DETACH
+ * only works from a ptrace-stop; a running tracee is interrupted first. */
+static void detach(pid_t tid, int stopped) {
+  for (int attempt = 0; attempt < 3; attempt++) {
+    if (stopped && ptrace(PTRACE_DETACH, tid, NULL, NULL) == 0)
+      return;
+    if (stopped && errno == ESRCH && kill(tid, 0) < 0)
+      return; /* gone */
+    if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) < 0 && errno == ESRCH)
+      return; /* not ours any more, or gone */
+    stopped = wait_stop(tid) == 0;
+  }
+  pst_warn("could not detach from thread %d; it stays traced until "
+           "pystitch exits", (int)tid);
 }
 
 int pst_ptrace_thread_pointer(pid_t tid, uint64_t *tp) {
@@ -73,17 +96,19 @@ int pst_ptrace_thread_pointer(pid_t tid, uint64_t *tp) {
     return -errno;
   if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) < 0) {
     err = -errno;
-    goto detach;
+    detach(tid, 0);
+    return err;
   }
   err = wait_stop(tid);
-  if (err)
-    goto detach;
+  if (err == -ESRCH)
+    return err; /* exited: the kernel dropped the attachment */
+  if (err) {
+    detach(tid, 0);
+    return err;
+  }
   err = read_tp(tid, tp);
-detach:
-  /* PTRACE_DETACH from a ptrace-stop resumes the thread; if the thread is
-   * not stopped (interrupt failed) the kernel still drops the attachment
-   * when it exits or we exit. ESRCH here means it already went away. */
-  if (ptrace(PTRACE_DETACH, tid, NULL, NULL) < 0 && errno != ESRCH)
-    pst_debug("ptrace detach of %d: errno %d", (int)tid, errno);
+  /* PTRACE_DETACH from the interrupt stop resumes the thread (or leaves it
+   * in its group-stop if the process was stopped). */
+  detach(tid, 1);
   return err;
 }

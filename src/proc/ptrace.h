@@ -13,8 +13,12 @@
 #include <sys/types.h>
 
 /* Reads the thread pointer of thread tid (fsbase on x86_64, tpidr_el0 on
- * aarch64). Returns 0, -ESRCH (thread gone), -EPERM (no permission: the
- * caller explains CAP_SYS_PTRACE), or another -errno. */
+ * aarch64). Returns 0, -ESRCH (thread gone), -EPERM (no permission, or
+ * another tracer such as gdb or strace holds the thread: check TracerPid),
+ * or another -errno. Whatever happens, the thread is left detached and as
+ * it was (running, or in the group-stop of a stopped process). A thread in
+ * uninterruptible sleep (D) would block this call until it wakes: callers
+ * skip such threads. */
 int pst_ptrace_thread_pointer(pid_t tid, uint64_t *tp);
 
 #endif

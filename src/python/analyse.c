@@ -96,6 +96,7 @@ enum {
   SYM_INTERP_HEAD,   /* interp_head (static: .symtab only) */
   SYM_HEAD_FN,       /* PyInterpreterState_Head */
   SYM_GILSTATE_FN,   /* PyGILState_GetThisThreadState */
+  SYM_NONE,          /* _Py_NoneStruct: 3.13+ shim frames execute None */
   SYM_COUNT
 };
 
@@ -108,6 +109,7 @@ static const char *const sym_names[SYM_COUNT] = {
     [SYM_INTERP_HEAD] = "interp_head",
     [SYM_HEAD_FN] = "PyInterpreterState_Head",
     [SYM_GILSTATE_FN] = "PyGILState_GetThisThreadState",
+    [SYM_NONE] = "_Py_NoneStruct",
 };
 
 struct syms {
@@ -296,6 +298,19 @@ static int layout_for(struct pst_py *py, struct pst_mem *mem,
   return 0;
 }
 
+static int layout_checked(struct pst_py *py, struct pst_mem *mem,
+                          struct pst_target_info *info) {
+  char why[128];
+  int err = layout_for(py, mem, info);
+
+  if (err)
+    return err;
+  err = pst_py_layout_check(&py->lay, why, sizeof(why));
+  if (err)
+    pst_err("CPython %s layout rejected: %s", info->version, why);
+  return err;
+}
+
 int pst_py_analyse(struct pst_py *py, pid_t pid, const struct pst_maps *maps,
                    struct pst_mem *mem, enum pst_arch arch,
                    struct pst_target_info *info) {
@@ -331,17 +346,20 @@ int pst_py_analyse(struct pst_py *py, pid_t pid, const struct pst_maps *maps,
     py->runtime = sy.v[SYM_RUNTIME] + bias;
   if (sy.v[SYM_CODE_TYPE])
     py->code_type = sy.v[SYM_CODE_TYPE] + bias;
+  if (sy.v[SYM_NONE])
+    py->none = sy.v[SYM_NONE] + bias;
   if (sy.v[SYM_TSTATE_CUR])
     py->tstate_current = sy.v[SYM_TSTATE_CUR] + bias;
 
-  err = layout_for(py, mem, info);
+  err = layout_checked(py, mem, info);
   if (err)
     goto out;
   info->version_hex = py->version_hex;
-  /* Frame owner of C-stack shim frames: FRAME_OWNED_BY_CSTACK is 3 in
-   * 3.12-3.13 and 4 in 3.14 (pycore_frame.h); 3.14 tags f_executable as a
-   * _PyStackRef (low bit). */
-  py->owner_cstack = py->version_hex >= 0x030e ? 4 : 3;
+  /* Frames that belong to no Python function: FRAME_OWNED_BY_CSTACK (3)
+   * in 3.12-3.13; 3.14 added FRAME_OWNED_BY_INTERPRETER (3) and moved the
+   * C stack to 4 (pycore_frame.h): owners from this value on are shims.
+   * 3.14 also tags f_executable as a _PyStackRef (low bits). */
+  py->owner_shim = 3;
   py->tag_mask = py->version_hex >= 0x030e ? 7 : 0;
 
   if (py->runtime) {

@@ -21,7 +21,6 @@
 #define CACHE_SLOTS (1 << CACHE_BITS) /* direct-mapped, by address */
 #define STR_MAX 4096            /* longer names are cut */
 #define LINETABLE_MAX (1 << 20) /* bigger tables are treated as corrupt */
-#define HEADER_MAX 512          /* bytes of a code object header we read */
 
 /* The immutable header fields an entry was decoded from: a code object at
  * the same address with other values is another object. */
@@ -107,7 +106,7 @@ static size_t put_utf8(char *o, uint32_t cp) {
 int pst_py_read_str(struct pst_py *py, struct pst_mem *mem, uint64_t addr,
                     char **out) {
   const struct pst_py_layout *l = &py->lay;
-  uint8_t head[64], *raw = NULL;
+  uint8_t head[PST_PY_STR_HEAD], *raw = NULL;
   int64_t len;
   unsigned kind = 1;
   uint64_t data;
@@ -117,7 +116,9 @@ int pst_py_read_str(struct pst_py *py, struct pst_mem *mem, uint64_t addr,
 
   if (!addr)
     return -EFAULT;
-  err = pst_mem_read(mem, addr, head, sizeof(head));
+  /* Exactly the object's header: a str near the end of a mapping must not
+   * fail because we read past it. */
+  err = pst_mem_read(mem, addr, head, (size_t)l->str_ascii_data);
   if (err)
     return err;
   memcpy(&len, head + l->str_length, 8);
@@ -351,7 +352,7 @@ static int decode(struct pst_py *py, struct pst_mem *mem, uint64_t addr,
 
 size_t pst_py_code_header_size(const struct pst_py *py) {
   size_t n = (size_t)py->lay.co_size;
-  return n > HEADER_MAX ? HEADER_MAX : n;
+  return n > PST_PY_CODE_HEADER_MAX ? PST_PY_CODE_HEADER_MAX : n;
 }
 
 int pst_py_code_header(struct pst_py *py, struct pst_mem *mem, uint64_t addr,
@@ -382,7 +383,7 @@ int pst_py_code_header(struct pst_py *py, struct pst_mem *mem, uint64_t addr,
 int pst_py_code(struct pst_py *py, struct pst_mem *mem, uint64_t addr,
                 int64_t lasti, const char **name, const char **filename,
                 int *line) {
-  uint8_t hdr[HEADER_MAX];
+  uint8_t hdr[PST_PY_CODE_HEADER_MAX];
   int err = pst_mem_read(mem, addr, hdr, pst_py_code_header_size(py));
 
   return err ? err : pst_py_code_header(py, mem, addr, hdr, lasti, name,

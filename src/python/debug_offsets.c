@@ -127,6 +127,14 @@ int pst_py_debug_offsets(struct pst_mem *mem, uint64_t runtime,
     return PST_EPYVERSION;
   }
 
+  /* Offsets become int32 below: anything this large is not an offset. */
+  for (int i = 0; i < s->words; i++)
+    if (w[i] > (1u << 24)) {
+      pst_err("_Py_DebugOffsets word %d is 0x%llx: not an offset", i,
+              (unsigned long long)w[i]);
+      return PST_EPYVERSION;
+    }
+
   /* Every field absent unless set below. */
 #define PST_NOFF_FIELD(name) lay->name = PST_NOFF;
   PST_PY_LAYOUT_FIELDS(PST_NOFF_FIELD)

@@ -7,7 +7,6 @@
 #include "util/log.h"
 
 #define TSTATES_MAX 4096 /* a longer list is a cycle or garbage */
-#define FRAME_BUF 256    /* bytes of a frame we read: every field we use */
 
 static uint64_t u64_at(const uint8_t *p, int32_t off) {
   uint64_t v;
@@ -98,8 +97,9 @@ struct raw_frame {
 /* Second pass: reads the headers of every frame's code object in one
  * batched read, decodes them (cached), and finds threading's
  * Thread._bootstrap_inner(self) to read its first local (self) at
- * frame + locals into *thread_obj. In 3.13+ a frame whose executable is not
- * a code object (None for shims) is dropped. Returns the frame count. */
+ * frame + locals into *thread_obj. A frame whose code is not a code object
+ * (torn read, garbage) fails the walk with PST_EBADDATA. Returns the frame
+ * count. */
 static int decode_frames(struct pst_py *py, struct pst_mem *mem,
                          const struct raw_frame *raw, int n,
                          struct pst_frame *frames, int32_t locals,
@@ -132,10 +132,6 @@ static int decode_frames(struct pst_py *py, struct pst_mem *mem,
                                        raw[i].lasti, &f->name, &f->filename,
                                        &f->line)
                   : -EFAULT;
-    if (err == PST_EBADDATA && py->version_hex >= 0x030d) {
-      err = 0;
-      continue;
-    }
     if (err)
       goto out;
     if (locals != PST_NOFF && ends_with(f->name, "_bootstrap_inner") &&
@@ -156,8 +152,9 @@ static int walk_frameobjects(struct pst_py *py, struct pst_mem *mem,
                              uint64_t frame, struct raw_frame *raw, int max,
                              int *truncated) {
   const struct pst_py_layout *l = &py->lay;
-  uint8_t buf[FRAME_BUF];
-  size_t len = (size_t)l->f_size < FRAME_BUF ? (size_t)l->f_size : FRAME_BUF;
+  uint8_t buf[PST_PY_FRAME_BUF];
+  size_t len = (size_t)l->f_size < PST_PY_FRAME_BUF ? (size_t)l->f_size
+                                                    : PST_PY_FRAME_BUF;
   int n = 0, err;
 
   while (frame) {
@@ -182,9 +179,9 @@ static int walk_iframes(struct pst_py *py, struct pst_mem *mem,
                         uint64_t frame, struct raw_frame *raw, int max,
                         int *truncated) {
   const struct pst_py_layout *l = &py->lay;
-  uint8_t buf[FRAME_BUF];
-  size_t len = (size_t)l->if_size < FRAME_BUF ? (size_t)l->if_size
-                                               : FRAME_BUF;
+  uint8_t buf[PST_PY_FRAME_BUF];
+  size_t len = (size_t)l->if_size < PST_PY_FRAME_BUF ? (size_t)l->if_size
+                                               : PST_PY_FRAME_BUF;
   int n = 0, steps = 0, err;
 
   while (frame) {
@@ -198,9 +195,11 @@ static int walk_iframes(struct pst_py *py, struct pst_mem *mem,
       return err;
     frame = u64_at(buf, l->if_previous);
     if (l->if_owner != PST_NOFF && py->version_hex >= 0x030c &&
-        buf[l->if_owner] == py->owner_cstack)
+        buf[l->if_owner] >= py->owner_shim)
       continue;
     code = u64_at(buf, l->if_code) & ~(uint64_t)py->tag_mask;
+    if (py->none && code == py->none)
+      continue; /* 3.13+: a shim executes None */
     instr = u64_at(buf, l->if_instr);
     /* Instruction index in code units of 2 bytes from co_code_adaptive. */
     raw[n++] = (struct raw_frame){

@@ -21,6 +21,13 @@
 
 struct pst_code_cache;
 
+/* Bytes of a frame, a code object header and a str header read into local
+ * buffers: every layout offset used on them is checked against these by
+ * pst_py_layout_check() before any read. */
+#define PST_PY_FRAME_BUF 256
+#define PST_PY_CODE_HEADER_MAX 512
+#define PST_PY_STR_HEAD 64
+
 struct pst_py {
   struct pst_py_layout lay;  /* copied from the table or _Py_DebugOffsets */
   int version_hex;           /* 0xMMmm */
@@ -32,7 +39,8 @@ struct pst_py {
   uint64_t code_type;        /* &PyCode_Type, to validate code objects */
   uint64_t key_addr;         /* &Py_tss_t._key or &autoTLSkey, 0 if none */
   int key;                   /* pthread key holding the tstate, -1 if none */
-  int owner_cstack;          /* frame owner value of C-stack shim frames */
+  uint64_t none;             /* &_Py_NoneStruct */
+  int owner_shim;            /* frame owners >= this are shims (3.12+) */
   unsigned tag_mask;         /* low bits to clear in f_executable (3.14) */
   uint64_t name_key;         /* the interned "_name" str once seen */
   struct pst_code_cache *codes;
@@ -48,6 +56,13 @@ void pst_py_exit(struct pst_py *py);
 int pst_py_analyse(struct pst_py *py, pid_t pid, const struct pst_maps *maps,
                    struct pst_mem *mem, enum pst_arch arch,
                    struct pst_target_info *info);
+
+/* Checks that every offset pst_py_walk() and the code and string readers
+ * use on a local buffer fits in it (a corrupt or hostile _Py_DebugOffsets
+ * must not make pystitch read out of bounds). 0 or PST_EPYVERSION, with
+ * the offending field in why. */
+int pst_py_layout_check(const struct pst_py_layout *l, char *why,
+                        size_t why_len);
 
 /* Fills lay from the _Py_DebugOffsets at the start of _PyRuntime (3.13+).
  * Returns 0, or PST_EPYVERSION when the cookie or version is not known. */

@@ -80,10 +80,38 @@ static int check_process(pid_t pid, struct pst_target_info *info) {
   return err == -EACCES ? -EPERM : err;
 }
 
+/* Reads the main thread's pointer into the tid cache. -EPERM when we may
+ * not trace it, PST_ETRACED when a debugger already does; other failures
+ * are left for the snapshot to report per thread. */
+static int first_thread_pointer(struct pst_target *t) {
+  struct pst_proc_status st;
+  struct tid_cache *c = calloc(1, sizeof(*c));
+  char state;
+
+  if (!c)
+    return -ENOMEM;
+  c->tid = t->pid;
+  if (pst_proc_task_stat(t->pid, t->pid, &state, &c->starttime) ||
+      state == 'D') {
+    free(c); /* in uninterruptible sleep: ptrace would wait for it */
+    return 0;
+  }
+  c->tp_err = pst_ptrace_thread_pointer(t->pid, &c->tp);
+  if (c->tp_err == -EPERM || c->tp_err == -EACCES) {
+    int err = -EPERM;
+    if (pst_proc_status(t->pid, &st) == 0 && st.tracer != 0)
+      err = PST_ETRACED;
+    free(c);
+    return err;
+  }
+  t->cache = c;
+  t->ncache = 1;
+  return 0;
+}
+
 int pst_target_open(pid_t pid, struct pst_target **out) {
   struct pst_target *t;
   double t0 = now_ms();
-  uint64_t tp;
   int err;
 
   t = calloc(1, sizeof(*t));
@@ -113,9 +141,10 @@ int pst_target_open(pid_t pid, struct pst_target **out) {
   t->info.tsd_indirect = t->tsd.layout.indirect;
   t->info.tsd_has_l2 = t->tsd.layout.has_l2;
   t->info.tsd_l2_offset = t->tsd.layout.l2_offset;
-  /* Fail early, with the right error, when we may not trace it. */
-  err = pst_ptrace_thread_pointer(pid, &tp);
-  if (err == -EPERM || err == -EACCES)
+  /* Fail early, with the right error, when we may not trace it; the
+   * thread pointer read here is cached for the first snapshot. */
+  err = first_thread_pointer(t);
+  if (err)
     goto err;
   t->info.analysis_ms = now_ms() - t0;
   *out = t;
@@ -145,9 +174,11 @@ const struct pst_target_info *pst_target_info(const struct pst_target *t) {
 }
 
 /* The cached thread pointer of tid, read with ptrace when the tid is new or
- * was reused (start time changed). */
+ * was reused (start time changed). A thread in uninterruptible sleep (D) is
+ * not stopped (ptrace would wait until it wakes): -EAGAIN, retried at the
+ * next snapshot. */
 static int thread_pointer(const struct tid_cache *old, size_t nold,
-                          struct tid_cache *c) {
+                          struct tid_cache *c, char state) {
   for (size_t i = 0; i < nold; i++) {
     if (old[i].tid == c->tid && old[i].starttime == c->starttime &&
         !old[i].tp_err) {
@@ -156,7 +187,8 @@ static int thread_pointer(const struct tid_cache *old, size_t nold,
       return 0;
     }
   }
-  c->tp_err = pst_ptrace_thread_pointer(c->tid, &c->tp);
+  c->tp_err = state == 'D' ? -EAGAIN
+                           : pst_ptrace_thread_pointer(c->tid, &c->tp);
   return c->tp_err;
 }
 
@@ -241,16 +273,36 @@ static void set_name(struct pst_target *t, struct pst_thread *x,
 
 #define TSTATE_LIST_MAX 4096
 
+/* The interpreter's thread states with their ids, for the list fallback. */
+struct tstate_list {
+  uint64_t ts[TSTATE_LIST_MAX], tid_of[TSTATE_LIST_MAX],
+      native[TSTATE_LIST_MAX];
+  int n;
+};
+
+static struct tstate_list *read_tstate_list(struct pst_target *t) {
+  struct tstate_list *l = malloc(sizeof(*l));
+  uint64_t interp;
+
+  if (!l)
+    return NULL;
+  l->n = pst_py_tstates(&t->py, &t->mem, l->ts, TSTATE_LIST_MAX);
+  for (int k = 0; k < l->n; k++)
+    if (pst_py_tstate_ids(&t->py, &t->mem, l->ts[k], &l->tid_of[k],
+                          &l->native[k], &interp))
+      l->tid_of[k] = l->native[k] = 0;
+  return l;
+}
+
 int pst_target_snapshot(struct pst_target *t,
                         const struct pst_thread **threads) {
-  static uint64_t ts[TSTATE_LIST_MAX], tid_of[TSTATE_LIST_MAX],
-      native[TSTATE_LIST_MAX];
+  struct tstate_list *list = NULL;
   struct tid_cache *cache = NULL;
   struct pst_thread *th = NULL;
   pid_t *tids = NULL;
   size_t used = 0;
   uint64_t gil = 0, thread_obj;
-  int n, nts = -1, err, gil_err;
+  int n, err, gil_err;
 
   n = pst_proc_tasks(t->pid, &tids);
   if (n < 0)
@@ -272,22 +324,18 @@ int pst_target_snapshot(struct pst_target *t,
       x->state = '?';
     x->idle = x->state != 'R';
     pst_proc_task_comm(t->pid, x->tid, x->name, sizeof(x->name));
-    if (thread_pointer(t->cache, t->ncache, c) == 0)
+    if (thread_pointer(t->cache, t->ncache, c, x->state) == 0)
       x->fsbase = c->tp;
     x->tstate = map_by_tsd(t, x->fsbase);
     if (x->tstate) {
       x->method = PST_MAP_TSD;
     } else {
-      if (nts < 0) {
-        uint64_t interp;
-        nts = pst_py_tstates(&t->py, &t->mem, ts, TSTATE_LIST_MAX);
-        for (int k = 0; k < nts; k++)
-          if (pst_py_tstate_ids(&t->py, &t->mem, ts[k], &tid_of[k],
-                                &native[k], &interp))
-            tid_of[k] = native[k] = 0;
+      if (!list && !(list = read_tstate_list(t))) {
+        err = -ENOMEM;
+        goto out;
       }
-      x->tstate = map_by_list(ts, tid_of, native, nts, x->tid, x->fsbase,
-                              &x->method);
+      x->tstate = map_by_list(list->ts, list->tid_of, list->native, list->n,
+                              x->tid, x->fsbase, &x->method);
     }
     if (!x->tstate) {
       x->error = c->tp_err ? c->tp_err : PST_ENOTHREADSTATE;
@@ -325,6 +373,7 @@ int pst_target_snapshot(struct pst_target *t,
   *threads = t->threads;
   err = n;
 out:
+  free(list);
   free(cache);
   free(th);
   free(tids);

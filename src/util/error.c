@@ -44,6 +44,12 @@ const char *pst_errname(int err) {
     return "EACCES";
   case -ENOSYS:
     return "ENOSYS";
+  case -EAGAIN:
+    return "EAGAIN";
+  case -ESTALE:
+    return "ESTALE";
+  case -ENOEXEC:
+    return "ENOEXEC";
   }
   return "E?";
 }

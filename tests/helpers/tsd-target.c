@@ -1,6 +1,6 @@
 /* tsd-target.c: a test target whose threads store known values under
  * several pthread keys (some >= 32, the second level of glibc's table).
- * Prints "key K" for each key, then "thread TID KEY VALUE" lines, then
+ * Prints "thread TID KEY VALUE" for each value stored, then
  * "ready", and sleeps until killed. Built against glibc and against musl. */
 #include <pthread.h>
 #include <stdint.h>

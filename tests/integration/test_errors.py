@@ -17,7 +17,7 @@ TAP = tap.Tap()
 
 # Exit codes documented in README.md, pystitch --help and the man page.
 EXIT_USAGE, EXIT_NO_PROCESS, EXIT_PERMISSION = 2, 3, 4
-EXIT_NOT_PYTHON, EXIT_SELF = 5, 7
+EXIT_NOT_PYTHON, EXIT_SELF, EXIT_TRACED = 5, 7, 8
 
 
 report = TAP.report
@@ -60,6 +60,32 @@ def free_pid():
     return pid
 
 
+def traced_by_strace():
+    """A target another debugger (strace) already traces."""
+    if not shutil.which("strace"):
+        report(None, "already traced", "strace not installed")
+        return
+    sleeper = subprocess.Popen([sys.executable, "-c",
+                                "import time; time.sleep(600)"])
+    tracer = subprocess.Popen(["strace", "-q", "-o", "/dev/null", "-p",
+                               str(sleeper.pid)])
+    try:
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            with open("/proc/%d/status" % sleeper.pid) as f:
+                if "TracerPid:\t0\n" not in f.read():
+                    break
+            time.sleep(0.05)
+        expect("already traced by another debugger",
+               run([PST, "dump", "-p", str(sleeper.pid)]), EXIT_TRACED,
+               ["already traced", "strace"], target=sleeper.pid)
+    finally:
+        tracer.kill()
+        tracer.wait()
+        sleeper.kill()
+        sleeper.wait()
+
+
 def main():
     expect("no such pid", run([PST, "dump", "-p", str(free_pid())]),
            EXIT_NO_PROCESS, ["no such process"])
@@ -76,6 +102,7 @@ def main():
     finally:
         sleeper.kill()
         sleeper.wait()
+    traced_by_strace()
     # exec replaces the shell, so $$ is pystitch's own pid.
     expect("own pid", run(["sh", "-c", 'exec "$0" dump -p $$', PST]),
            EXIT_SELF, ["own pid"])

@@ -75,3 +75,33 @@ TEST_IMPL(debug_offsets_313) {
   waitpid(pid, NULL, 0);
   return 0;
 }
+
+/* Every built-in layout passes the bounds check; offsets that would read
+ * past a local buffer (as a corrupt _Py_DebugOffsets could give) fail it. */
+TEST_IMPL(layout_check_bounds) {
+  struct pst_py_layout bad;
+  char why[128];
+  int checked = 0;
+
+  for (int v = 0x0200; v <= 0x030f; v++) {
+    const struct pst_py_layout *l = pst_py_layout_builtin(v);
+    if (!l)
+      continue;
+    if (pst_py_layout_check(l, why, sizeof(why)))
+      TEST_FAIL("built-in %x rejected: %s", v, why);
+    checked++;
+  }
+  ASSERT_GE(checked, 8);
+  bad = *pst_py_layout_builtin(0x030c);
+  bad.if_size = 0x1000;
+  bad.if_previous = 0x108;
+  ASSERT_EQ(pst_py_layout_check(&bad, why, sizeof(why)), PST_EPYVERSION);
+  ASSERT(strstr(why, "if_previous") != NULL);
+  bad = *pst_py_layout_builtin(0x030c);
+  bad.co_name = bad.co_size - 4;
+  ASSERT_EQ(pst_py_layout_check(&bad, why, sizeof(why)), PST_EPYVERSION);
+  bad = *pst_py_layout_builtin(0x030c);
+  bad.str_length = -8;
+  ASSERT_EQ(pst_py_layout_check(&bad, why, sizeof(why)), PST_EPYVERSION);
+  return 0;
+}

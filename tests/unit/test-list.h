@@ -11,7 +11,8 @@
 
 #define PST_UTIL_TESTS(X) X(strtab_intern)
 
-#define PST_PY_TESTS(X) X(debug_offsets_313)
+#define PST_PY_TESTS(X) X(debug_offsets_313) X(layout_check_bounds)                                   \
+  X(target_never_left_traced)
 
 #define PST_TSD_TESTS(X) X(tsd_glibc_threads) X(tsd_musl_threads)
 

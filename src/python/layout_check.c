@@ -1,0 +1,59 @@
+/* layout_check.c: bounds of every layout offset used on a local buffer. */
+#include <stdio.h>
+
+#include "python/python.h"
+
+/* Field off (absent: PST_NOFF, skipped) of width bytes must lie within
+ * [0, limit). */
+static int fits(int32_t off, int width, int32_t limit, const char *name,
+                char *why, size_t why_len) {
+  if (off == PST_NOFF)
+    return 1;
+  if (off >= 0 && limit >= 0 && off + width <= limit)
+    return 1;
+  snprintf(why, why_len, "%s = %d does not fit in %d bytes", name, off,
+           limit);
+  return 0;
+}
+
+static int32_t min32(int32_t a, int32_t b) { return a < b ? a : b; }
+
+int pst_py_layout_check(const struct pst_py_layout *l, char *why,
+                        size_t why_len) {
+  int32_t frame = l->f_size != PST_NOFF ? min32(l->f_size, PST_PY_FRAME_BUF)
+                                        : min32(l->if_size, PST_PY_FRAME_BUF);
+  int32_t code = min32(l->co_size, PST_PY_CODE_HEADER_MAX);
+  int ok = 1;
+
+#define FIT(field, width, limit)                                               \
+  ok = ok && fits(l->field, width, limit, #field, why, why_len)
+  FIT(f_back, 8, frame);
+  FIT(f_code, 8, frame);
+  FIT(f_lasti, 4, frame);
+  FIT(if_previous, 8, frame);
+  FIT(if_code, 8, frame);
+  FIT(if_instr, 8, frame);
+  FIT(if_owner, 1, frame);
+  FIT(co_filename, 8, code);
+  FIT(co_name, 8, code);
+  FIT(co_qualname, 8, code);
+  FIT(co_lnotab, 8, code);
+  FIT(co_linetable, 8, code);
+  FIT(co_firstlineno, 4, code);
+  FIT(str_length, 8, l->str_ascii_data);
+  FIT(str_state, 4, l->str_ascii_data);
+  FIT(str_ascii_data, 0, PST_PY_STR_HEAD + 1);
+  /* Offsets added to target addresses only: sane sizes, no overflow. */
+  FIT(str_compact_data, 0, 4096);
+  FIT(bytes_size, 8, 4096);
+  FIT(bytes_data, 0, 4096);
+  FIT(co_code_adaptive, 0, 1 << 16);
+  FIT(if_localsplus, 8, 1 << 16);
+  FIT(f_localsplus, 8, 1 << 16);
+#undef FIT
+  if (ok && code < 16) {
+    snprintf(why, why_len, "co_size = %d is too small", l->co_size);
+    ok = 0;
+  }
+  return ok ? 0 : PST_EPYVERSION;
+}
