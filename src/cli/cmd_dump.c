@@ -35,7 +35,10 @@ static void print_text(const struct pst_target_info *info,
            x->idle ? "idle" : "active",
            x->holds_gil == 1 ? ", holds GIL" : "");
     if (!x->tstate) {
-      printf("    (no Python thread state)\n");
+      if (x->error && x->error != PST_ENOTHREADSTATE)
+        printf("    (no Python thread state: %s)\n", pst_strerror(x->error));
+      else
+        printf("    (no Python thread state)\n");
       continue;
     }
     if (x->error)
@@ -65,7 +68,7 @@ static void print_json(const struct pst_target_info *info,
            x->holds_gil == 1 ? "true" : x->holds_gil == 0 ? "false" : "null",
            x->tstate ? "true" : "false", method_name(x->method),
            (unsigned long long)x->tstate, (unsigned long long)x->fsbase);
-    if (x->error && x->tstate)
+    if (x->error && x->error != PST_ENOTHREADSTATE)
       pst_json_str(stdout, pst_errname(x->error));
     else
       printf("null");

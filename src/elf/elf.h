@@ -13,6 +13,8 @@
 
 struct pst_elf;
 
+/* Takes ownership of fd whatever happens (closed on failure, else by
+ * pst_elf_close). Returns 0 and *out, -ENOEXEC (not ELF), or -errno. */
 int pst_elf_open(int fd, struct pst_elf **out);
 void pst_elf_close(struct pst_elf *e);
 

@@ -27,6 +27,8 @@ struct pst_mem_iov {
   size_t len;
 };
 
+/* Prepares m to read process pid (nothing is opened until needed);
+ * pst_mem_exit() closes the /proc/pid/mem fallback if it was opened. */
 void pst_mem_init(struct pst_mem *m, pid_t pid);
 void pst_mem_exit(struct pst_mem *m);
 
