@@ -1,0 +1,386 @@
+/* profile.c: frames and stacks deduplicated by hash, samples kept as
+ * per-thread runs (see profile.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "profile/profile.h"
+#include "util/strtab.h"
+
+/* An open-addressing table of ids (0 = empty, id + 1 stored), keyed by a
+ * hash the caller computes and compared by a callback. */
+struct idtab {
+  uint32_t *slot;
+  size_t cap, n;
+};
+
+struct thread_runs {
+  struct pst_prof_thread t;
+  struct pst_prof_run *runs;
+  size_t n, cap;
+};
+
+struct pst_profile {
+  uint64_t period_ns, start_unix_ns, samples;
+  struct pst_strtab *strings;
+  struct pst_prof_frame *frames;
+  size_t nframes, frames_cap;
+  struct idtab frame_ids;
+  uint32_t *stack_data;       /* all stacks' frame ids, concatenated */
+  size_t stack_data_n, stack_data_cap;
+  size_t *stack_off;          /* stack i: stack_data[off[i] .. off[i+1]) */
+  size_t nstacks, stacks_cap;
+  struct idtab stack_ids;
+  struct pst_prof_process *procs;
+  size_t nprocs;
+  struct thread_runs *threads;
+  size_t nthreads;
+};
+
+static uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return h;
+}
+
+/* Grows an array of elt-sized items to hold need; 0 or -ENOMEM. */
+static int reserve(void **v, size_t *cap, size_t need, size_t elt) {
+  size_t c = *cap ? *cap : 16;
+  void *nv;
+
+  if (need <= *cap)
+    return 0;
+  while (c < need)
+    c *= 2;
+  nv = realloc(*v, c * elt);
+  if (!nv)
+    return -ENOMEM;
+  *v = nv;
+  *cap = c;
+  return 0;
+}
+
+typedef int (*idtab_eq_fn)(const struct pst_profile *p, uint32_t id,
+                           const void *key);
+
+/* The id whose key equals key, or -1; *slot_out gets where to insert. */
+static int64_t idtab_find(const struct pst_profile *p, const struct idtab *t,
+                          uint64_t h, idtab_eq_fn eq, const void *key,
+                          size_t *slot_out) {
+  size_t i = h & (t->cap - 1);
+
+  for (; t->slot[i]; i = (i + 1) & (t->cap - 1))
+    if (eq(p, t->slot[i] - 1, key))
+      return t->slot[i] - 1;
+  *slot_out = i;
+  return -1;
+}
+
+static int idtab_grow(struct pst_profile *p, struct idtab *t,
+                      uint64_t (*hash_id)(const struct pst_profile *,
+                                          uint32_t)) {
+  size_t cap = t->cap ? t->cap * 2 : 256;
+  uint32_t *slot = calloc(cap, sizeof(*slot));
+
+  if (!slot)
+    return -ENOMEM;
+  for (size_t i = 0; i < t->cap; i++) {
+    size_t j;
+    if (!t->slot[i])
+      continue;
+    for (j = hash_id(p, t->slot[i] - 1) & (cap - 1); slot[j];
+         j = (j + 1) & (cap - 1))
+      ;
+    slot[j] = t->slot[i];
+  }
+  free(t->slot);
+  t->slot = slot;
+  t->cap = cap;
+  return 0;
+}
+
+/* ---- frames ---- */
+
+static uint64_t frame_hash(const struct pst_prof_frame *f) {
+  /* Strings are interned: their addresses identify them. */
+  return mix(mix((uintptr_t)f->name, (uintptr_t)f->file), (uint64_t)f->line);
+}
+
+static uint64_t frame_hash_id(const struct pst_profile *p, uint32_t id) {
+  return frame_hash(&p->frames[id]);
+}
+
+static int frame_eq(const struct pst_profile *p, uint32_t id,
+                    const void *key) {
+  const struct pst_prof_frame *a = &p->frames[id], *b = key;
+  return a->name == b->name && a->file == b->file && a->line == b->line;
+}
+
+static int64_t frame_id(struct pst_profile *p, const struct pst_prof_frame *in) {
+  struct pst_prof_frame f;
+  int64_t id;
+  size_t slot;
+
+  f.name = pst_strtab_intern(p->strings, in->name ? in->name : "?");
+  f.file = pst_strtab_intern(p->strings, in->file ? in->file : "");
+  f.line = in->line;
+  if (!f.name || !f.file)
+    return -ENOMEM;
+  if (2 * (p->frame_ids.n + 1) > p->frame_ids.cap &&
+      idtab_grow(p, &p->frame_ids, frame_hash_id))
+    return -ENOMEM;
+  id = idtab_find(p, &p->frame_ids, frame_hash(&f), frame_eq, &f, &slot);
+  if (id >= 0)
+    return id;
+  if (reserve((void **)&p->frames, &p->frames_cap, p->nframes + 1,
+              sizeof(*p->frames)))
+    return -ENOMEM;
+  p->frames[p->nframes] = f;
+  p->frame_ids.slot[slot] = (uint32_t)p->nframes + 1;
+  p->frame_ids.n++;
+  return (int64_t)p->nframes++;
+}
+
+/* ---- stacks ---- */
+
+struct stack_key {
+  const uint32_t *ids;
+  size_t n;
+};
+
+static uint64_t ids_hash(const uint32_t *ids, size_t n) {
+  uint64_t h = n;
+  for (size_t i = 0; i < n; i++)
+    h = mix(h, ids[i]);
+  return h;
+}
+
+static uint64_t stack_hash_id(const struct pst_profile *p, uint32_t id) {
+  return ids_hash(p->stack_data + p->stack_off[id],
+                  p->stack_off[id + 1] - p->stack_off[id]);
+}
+
+static int stack_eq(const struct pst_profile *p, uint32_t id,
+                    const void *key) {
+  const struct stack_key *k = key;
+  size_t n = p->stack_off[id + 1] - p->stack_off[id];
+  return n == k->n && !memcmp(p->stack_data + p->stack_off[id], k->ids,
+                              n * sizeof(*k->ids));
+}
+
+static int64_t stack_id(struct pst_profile *p, const uint32_t *ids,
+                        size_t n) {
+  struct stack_key k = {ids, n};
+  int64_t id;
+  size_t slot;
+
+  if (2 * (p->stack_ids.n + 1) > p->stack_ids.cap &&
+      idtab_grow(p, &p->stack_ids, stack_hash_id))
+    return -ENOMEM;
+  id = idtab_find(p, &p->stack_ids, ids_hash(ids, n), stack_eq, &k, &slot);
+  if (id >= 0)
+    return id;
+  if (reserve((void **)&p->stack_data, &p->stack_data_cap,
+              p->stack_data_n + n, sizeof(*p->stack_data)) ||
+      reserve((void **)&p->stack_off, &p->stacks_cap, p->nstacks + 2,
+              sizeof(*p->stack_off)))
+    return -ENOMEM;
+  memcpy(p->stack_data + p->stack_data_n, ids, n * sizeof(*ids));
+  p->stack_data_n += n;
+  p->stack_off[p->nstacks + 1] = p->stack_data_n;
+  p->stack_ids.slot[slot] = (uint32_t)p->nstacks + 1;
+  p->stack_ids.n++;
+  return (int64_t)p->nstacks++;
+}
+
+/* ---- public ---- */
+
+struct pst_profile *pst_profile_new(uint64_t period_ns) {
+  struct pst_profile *p = calloc(1, sizeof(*p));
+  struct timespec ts;
+
+  if (!p)
+    return NULL;
+  p->period_ns = period_ns;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  p->start_unix_ns = (uint64_t)ts.tv_sec * 1000000000ULL +
+                     (uint64_t)ts.tv_nsec;
+  p->strings = pst_strtab_new();
+  p->stack_off = calloc(2, sizeof(*p->stack_off));
+  p->stacks_cap = 2;
+  if (!p->strings || !p->stack_off || idtab_grow(p, &p->frame_ids, NULL) ||
+      idtab_grow(p, &p->stack_ids, NULL)) {
+    pst_profile_free(p);
+    return NULL;
+  }
+  return p;
+}
+
+void pst_profile_free(struct pst_profile *p) {
+  if (!p)
+    return;
+  for (size_t i = 0; i < p->nthreads; i++)
+    free(p->threads[i].runs);
+  free(p->threads);
+  free(p->procs);
+  free(p->frames);
+  free(p->frame_ids.slot);
+  free(p->stack_ids.slot);
+  free(p->stack_data);
+  free(p->stack_off);
+  pst_strtab_free(p->strings);
+  free(p);
+}
+
+int pst_profile_process(struct pst_profile *p, int pid, const char *cmdline,
+                        int rank, int local_rank, int world_size) {
+  struct pst_prof_process *np;
+  const char *cmd;
+
+  for (size_t i = 0; i < p->nprocs; i++)
+    if (p->procs[i].pid == pid)
+      return (int)i;
+  cmd = pst_strtab_intern(p->strings, cmdline ? cmdline : "");
+  np = realloc(p->procs, (p->nprocs + 1) * sizeof(*np));
+  if (!cmd || !np)
+    return -ENOMEM;
+  p->procs = np;
+  p->procs[p->nprocs] = (struct pst_prof_process){pid, cmd, rank, local_rank,
+                                                  world_size};
+  return (int)p->nprocs++;
+}
+
+int pst_profile_thread(struct pst_profile *p, uint32_t proc, int tid,
+                       const char *name) {
+  const char *nm = pst_strtab_intern(p->strings, name ? name : "");
+  struct thread_runs *nt;
+
+  if (!nm)
+    return -ENOMEM;
+  for (size_t i = 0; i < p->nthreads; i++)
+    if (p->threads[i].t.process == proc && p->threads[i].t.tid == tid) {
+      p->threads[i].t.name = nm;
+      return (int)i;
+    }
+  nt = realloc(p->threads, (p->nthreads + 1) * sizeof(*nt));
+  if (!nt)
+    return -ENOMEM;
+  p->threads = nt;
+  memset(&p->threads[p->nthreads], 0, sizeof(*nt));
+  p->threads[p->nthreads].t = (struct pst_prof_thread){proc, tid, nm};
+  return (int)p->nthreads++;
+}
+
+#define STACK_MAX 4096
+
+int pst_profile_add(struct pst_profile *p, uint32_t thread,
+                    const struct pst_prof_frame *frames, size_t n,
+                    uint64_t t_ns, uint64_t weight_ns) {
+  uint32_t ids[STACK_MAX];
+  struct thread_runs *tr;
+  struct pst_prof_run *last;
+  int64_t sid;
+
+  if (thread >= p->nthreads)
+    return -EINVAL;
+  if (n > STACK_MAX)
+    n = STACK_MAX; /* keep the root end: the writers' aggregation needs it */
+  for (size_t i = 0; i < n; i++) {
+    int64_t id = frame_id(p, &frames[i]);
+    if (id < 0)
+      return (int)id;
+    ids[i] = (uint32_t)id;
+  }
+  sid = stack_id(p, ids, n);
+  if (sid < 0)
+    return (int)sid;
+  tr = &p->threads[thread];
+  last = tr->n ? &tr->runs[tr->n - 1] : NULL;
+  if (last && last->stack == (uint32_t)sid) {
+    last->count++;
+    last->end_ns = t_ns;
+    last->weight_ns += weight_ns;
+  } else {
+    if (reserve((void **)&tr->runs, &tr->cap, tr->n + 1, sizeof(*tr->runs)))
+      return -ENOMEM;
+    tr->runs[tr->n++] = (struct pst_prof_run){(uint32_t)sid, 1, t_ns, t_ns,
+                                              weight_ns};
+  }
+  p->samples++;
+  return 0;
+}
+
+uint64_t pst_profile_period_ns(const struct pst_profile *p) {
+  return p->period_ns;
+}
+
+uint64_t pst_profile_start_unix_ns(const struct pst_profile *p) {
+  return p->start_unix_ns;
+}
+
+size_t pst_profile_nframes(const struct pst_profile *p) { return p->nframes; }
+
+const struct pst_prof_frame *pst_profile_frame(const struct pst_profile *p,
+                                               uint32_t id) {
+  return id < p->nframes ? &p->frames[id] : NULL;
+}
+
+size_t pst_profile_nstacks(const struct pst_profile *p) { return p->nstacks; }
+
+const uint32_t *pst_profile_stack(const struct pst_profile *p, uint32_t id,
+                                  size_t *n) {
+  if (id >= p->nstacks) {
+    *n = 0;
+    return NULL;
+  }
+  *n = p->stack_off[id + 1] - p->stack_off[id];
+  return p->stack_data + p->stack_off[id];
+}
+
+size_t pst_profile_nprocesses(const struct pst_profile *p) {
+  return p->nprocs;
+}
+
+const struct pst_prof_process *pst_profile_proc(const struct pst_profile *p,
+                                                uint32_t i) {
+  return i < p->nprocs ? &p->procs[i] : NULL;
+}
+
+size_t pst_profile_nthreads(const struct pst_profile *p) {
+  return p->nthreads;
+}
+
+const struct pst_prof_thread *pst_profile_thread_at(
+    const struct pst_profile *p, uint32_t i) {
+  return i < p->nthreads ? &p->threads[i].t : NULL;
+}
+
+const struct pst_prof_run *pst_profile_runs(const struct pst_profile *p,
+                                            uint32_t thread, size_t *n) {
+  if (thread >= p->nthreads) {
+    *n = 0;
+    return NULL;
+  }
+  *n = p->threads[thread].n;
+  return p->threads[thread].runs;
+}
+
+uint64_t pst_profile_samples(const struct pst_profile *p) {
+  return p->samples;
+}
+
+void pst_profile_stack_totals(const struct pst_profile *p, uint64_t *counts,
+                              uint64_t *weights_ns) {
+  if (counts)
+    memset(counts, 0, p->nstacks * sizeof(*counts));
+  if (weights_ns)
+    memset(weights_ns, 0, p->nstacks * sizeof(*weights_ns));
+  for (size_t t = 0; t < p->nthreads; t++)
+    for (size_t r = 0; r < p->threads[t].n; r++) {
+      const struct pst_prof_run *run = &p->threads[t].runs[r];
+      if (counts)
+        counts[run->stack] += run->count;
+      if (weights_ns)
+        weights_ns[run->stack] += run->weight_ns;
+    }
+}

@@ -1,0 +1,94 @@
+/* profile.h: the samples of a recording, deduplicated and run-length
+ * encoded, as the output writers read them.
+ *
+ * Frames are (name, file, line) with strings interned by the profile;
+ * a stack is a list of frame ids, ROOT FIRST (outermost frame at index 0).
+ * Each thread's samples are kept in time order as runs: consecutive samples
+ * of the same stack merge into one run (start, end, count, weight).
+ * Synthetic root frames ("process 123 ...", "thread 456 ...") are ordinary
+ * frames added by the caller; writers need not know about them.
+ *
+ * Ownership: pst_profile_new()/pst_profile_free(); every pointer returned
+ * by an accessor is borrowed and valid until the next add or the free.
+ * Not thread-safe.
+ */
+#ifndef PST_PROFILE_H
+#define PST_PROFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct pst_profile;
+
+struct pst_prof_frame {
+  const char *name;  /* function (qualified name), or a synthetic label */
+  const char *file;  /* "" for synthetic frames */
+  int line;          /* 0 when unknown or aggregated by function */
+};
+
+struct pst_prof_process {
+  int pid;
+  const char *cmdline;  /* "" when unknown */
+  /* torch.distributed / vLLM labels from the environment, -1 when absent */
+  int rank, local_rank, world_size;
+};
+
+struct pst_prof_thread {
+  uint32_t process;  /* index into the processes */
+  int tid;
+  const char *name;
+};
+
+/* Consecutive samples of one thread with the same stack. */
+struct pst_prof_run {
+  uint32_t stack;
+  uint32_t count;     /* samples merged */
+  uint64_t start_ns;  /* time of the first sample (since the recording began) */
+  uint64_t end_ns;    /* time of the last sample */
+  uint64_t weight_ns; /* sum of the samples' weights (time they stand for) */
+};
+
+struct pst_profile *pst_profile_new(uint64_t period_ns);
+void pst_profile_free(struct pst_profile *p);
+
+/* Registers a process (or returns the index of pid if known). -ENOMEM. */
+int pst_profile_process(struct pst_profile *p, int pid, const char *cmdline,
+                        int rank, int local_rank, int world_size);
+/* Registers a thread of process index proc (or returns the index of the
+ * same (proc, tid)); a new name replaces the old one. -ENOMEM. */
+int pst_profile_thread(struct pst_profile *p, uint32_t proc, int tid,
+                       const char *name);
+
+/* Adds one sample of thread index thread: frames ROOT FIRST, n of them,
+ * taken at t_ns, standing for weight_ns of time. Returns 0 or -ENOMEM. */
+int pst_profile_add(struct pst_profile *p, uint32_t thread,
+                    const struct pst_prof_frame *frames, size_t n,
+                    uint64_t t_ns, uint64_t weight_ns);
+
+/* Read access for the writers. */
+uint64_t pst_profile_period_ns(const struct pst_profile *p);
+uint64_t pst_profile_start_unix_ns(const struct pst_profile *p);
+size_t pst_profile_nframes(const struct pst_profile *p);
+const struct pst_prof_frame *pst_profile_frame(const struct pst_profile *p,
+                                               uint32_t id);
+size_t pst_profile_nstacks(const struct pst_profile *p);
+/* Frame ids of stack id, root first; *n gets their count. */
+const uint32_t *pst_profile_stack(const struct pst_profile *p, uint32_t id,
+                                  size_t *n);
+size_t pst_profile_nprocesses(const struct pst_profile *p);
+const struct pst_prof_process *pst_profile_proc(const struct pst_profile *p,
+                                                uint32_t i);
+size_t pst_profile_nthreads(const struct pst_profile *p);
+const struct pst_prof_thread *pst_profile_thread_at(
+    const struct pst_profile *p, uint32_t i);
+/* Runs of thread i in time order. */
+const struct pst_prof_run *pst_profile_runs(const struct pst_profile *p,
+                                            uint32_t thread, size_t *n);
+/* Total samples and total weight over all threads. */
+uint64_t pst_profile_samples(const struct pst_profile *p);
+/* Samples of each stack over all threads (for folded/flamegraph/pprof):
+ * fills counts[nstacks] and weights[nstacks] (either may be NULL). */
+void pst_profile_stack_totals(const struct pst_profile *p, uint64_t *counts,
+                              uint64_t *weights_ns);
+
+#endif
