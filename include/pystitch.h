@@ -126,14 +126,35 @@ PST_API int pst_target_open(pid_t pid, struct pst_target **out);
 PST_API void pst_target_close(struct pst_target *t);
 PST_API const struct pst_target_info *pst_target_info(const struct pst_target *t);
 
-/* Re-lists the target's threads, reads the fsbase of new ones (one ptrace
- * stop each, then detached), maps each to its PyThreadState and reads its
- * Python stack. Per-thread failures are recorded in pst_thread.error and
+/* pst_target_refresh() then pst_target_sample(): re-lists the target's
+ * threads, reads the fsbase of new ones (one ptrace stop each, then
+ * detached), maps each to its PyThreadState and reads its Python stack. Per-thread failures are recorded in pst_thread.error and
  * never fail the call. Returns the number of threads, or a negative error
  * when the process itself is gone (-ESRCH). The array is owned by the target
  * and valid until the next call. */
 PST_API int pst_target_snapshot(struct pst_target *t,
                                 const struct pst_thread **threads);
+
+/* Re-lists the target's threads: new ones get their thread pointer read
+ * (one ptrace stop each), gone ones are dropped, unmapped ones are mapped
+ * to their PyThreadState again. Returns the thread count or -ESRCH when the
+ * process is gone. Call it periodically (e.g. every 100 ms) while
+ * sampling. */
+PST_API int pst_target_refresh(struct pst_target *t);
+
+/* pst_target_sample() flags. */
+#define PST_SAMPLE_BLOCKING 1 /* stop each thread while its stack is read */
+
+/* Reads the Python stack of every thread known since the last refresh,
+ * without ptrace (unless PST_SAMPLE_BLOCKING) and without listing /proc.
+ * A stack that moved while it was read is read again, then reported as
+ * PST_ETORN. Per-thread failures go to pst_thread.error. Returns the
+ * thread count; the array is valid until the next sample or refresh. */
+PST_API int pst_target_sample(struct pst_target *t, int flags,
+                              const struct pst_thread **threads);
+
+/* Stack walks redone because the stack moved during the read. */
+PST_API uint64_t pst_target_torn_retries(const struct pst_target *t);
 
 #ifdef __cplusplus
 }

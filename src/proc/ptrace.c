@@ -112,3 +112,21 @@ int pst_ptrace_thread_pointer(pid_t tid, uint64_t *tp) {
   detach(tid, 1);
   return err;
 }
+
+int pst_ptrace_stop(pid_t tid) {
+  int err;
+
+  if (ptrace(PTRACE_SEIZE, tid, NULL, NULL) < 0)
+    return -errno;
+  if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) < 0) {
+    err = -errno;
+    detach(tid, 0);
+    return err;
+  }
+  err = wait_stop(tid);
+  if (err && err != -ESRCH)
+    detach(tid, 0);
+  return err;
+}
+
+void pst_ptrace_resume(pid_t tid) { detach(tid, 1); }

@@ -211,6 +211,38 @@ static int walk_iframes(struct pst_py *py, struct pst_mem *mem,
   return n;
 }
 
+/* The thread's innermost frame pointer, 0 when it runs no Python. */
+static int current_frame(struct pst_py *py, struct pst_mem *mem,
+                         uint64_t tstate, uint64_t *frame) {
+  const struct pst_py_layout *l = &py->lay;
+  uint64_t cframe;
+  int err;
+
+  *frame = 0;
+  if (l->ts_frame != PST_NOFF)
+    return pst_mem_read_u64(mem, tstate + (uint64_t)l->ts_frame, frame);
+  if (l->ts_current_frame != PST_NOFF)
+    return pst_mem_read_u64(mem, tstate + (uint64_t)l->ts_current_frame,
+                            frame);
+  err = pst_mem_read_u64(mem, tstate + (uint64_t)l->ts_cframe, &cframe);
+  if (err == 0 && cframe)
+    err = pst_mem_read_u64(mem, cframe + (uint64_t)l->cf_current_frame,
+                           frame);
+  return err;
+}
+
+int pst_py_top_frame(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
+                     uint64_t top[2]) {
+  int32_t code_off = py->lay.f_code != PST_NOFF ? py->lay.f_code
+                                                : py->lay.if_code;
+  int err = current_frame(py, mem, tstate, &top[0]);
+
+  top[1] = 0;
+  if (err == 0 && top[0])
+    err = pst_mem_read_u64(mem, top[0] + (uint64_t)code_off, &top[1]);
+  return err;
+}
+
 int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
                 struct pst_frame *frames, int max, int *truncated,
                 uint64_t *thread_obj) {
@@ -222,18 +254,7 @@ int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
 
   *truncated = 0;
   *thread_obj = 0;
-  if (l->ts_frame != PST_NOFF) {
-    err = pst_mem_read_u64(mem, tstate + (uint64_t)l->ts_frame, &frame);
-  } else if (l->ts_cframe != PST_NOFF) {
-    uint64_t cframe;
-    err = pst_mem_read_u64(mem, tstate + (uint64_t)l->ts_cframe, &cframe);
-    if (err == 0 && cframe)
-      err = pst_mem_read_u64(mem, cframe + (uint64_t)l->cf_current_frame,
-                             &frame);
-  } else {
-    err = pst_mem_read_u64(mem, tstate + (uint64_t)l->ts_current_frame,
-                           &frame);
-  }
+  err = current_frame(py, mem, tstate, &frame);
   if (err)
     return err;
   raw = malloc((size_t)max * sizeof(*raw));

@@ -94,6 +94,12 @@ int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
                 struct pst_frame *frames, int max, int *truncated,
                 uint64_t *thread_obj);
 
+/* The innermost frame of tstate and its code object: top[0], top[1] (0, 0
+ * when it runs no Python). Compared before and after a walk to detect a
+ * stack that moved while it was read. 0 or -errno. */
+int pst_py_top_frame(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
+                     uint64_t top[2]);
+
 /* code.c: the code-object cache. */
 struct pst_code_cache *pst_code_cache_new(void);
 void pst_code_cache_free(struct pst_code_cache *c);

@@ -1,11 +1,14 @@
 /* target.c: one attached Python process: analysis at open, then snapshots of
  * every thread's Python stack (the public API in pystitch.h).
  *
- * Thread identity: a tid is cached with its start time (from /proc); a tid
- * whose start time changed is a new thread, and its thread pointer is read
- * again. Thread pointers are read with ptrace once per thread lifetime.
+ * Thread identity: a tid is tracked with its start time (from /proc); a
+ * tid whose start time changed is a new thread, and its thread pointer is
+ * read again. Thread pointers are read with ptrace once per thread
+ * lifetime (pst_target_refresh); samples only read memory and each
+ * thread's already open /proc stat file (pst_target_sample).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,12 +26,14 @@
 
 #define FRAMES_MAX 1024 /* per thread; deeper stacks are truncated */
 
-struct tid_cache {
-  pid_t tid;
-  uint64_t starttime;
-  uint64_t tp;
-  int tp_err;
-  char pyname[64]; /* threading's name once read, "" until then */
+/* One OS thread as the target tracks it between refreshes. */
+struct slot {
+  struct pst_thread th;  /* fsbase, tstate, method, name: kept; the rest is
+                            per sample */
+  uint64_t starttime;    /* with the tid, identifies the thread */
+  int tp_err;            /* why fsbase could not be read (retried) */
+  int statfd;            /* /proc/PID/task/TID/stat, read per sample */
+  char pyname[64];       /* threading's name once read, "" until then */
 };
 
 struct pst_target {
@@ -39,11 +44,11 @@ struct pst_target {
   struct pst_tsd tsd;
   struct pst_py py;
   struct pst_target_info info;
-  struct tid_cache *cache;
-  size_t ncache;
-  struct pst_thread *threads;
-  size_t nthreads;
-  struct pst_frame *pool; /* frames of all threads of the last snapshot */
+  struct slot *slots;
+  size_t nslots;
+  struct pst_thread *view; /* what the last sample returned */
+  struct pst_frame *pool; /* frames of all threads of the last sample */
+  uint64_t torn_retries;   /* walks redone because the stack moved */
   size_t pool_cap;
 };
 
@@ -80,32 +85,51 @@ static int check_process(pid_t pid, struct pst_target_info *info) {
   return err == -EACCES ? -EPERM : err;
 }
 
-/* Reads the main thread's pointer into the tid cache. -EPERM when we may
- * not trace it, PST_ETRACED when a debugger already does; other failures
- * are left for the snapshot to report per thread. */
+static void slot_exit(struct slot *sl) {
+  if (sl->statfd >= 0)
+    close(sl->statfd);
+  sl->statfd = -1;
+}
+
+/* Starts tracking thread tid: its start time, /proc name, stat fd, and its
+ * thread pointer (one ptrace stop; not for a thread in uninterruptible
+ * sleep, which ptrace would wait for: retried at the next refresh). */
+static void slot_init(struct pst_target *t, struct slot *sl, pid_t tid,
+                      char state, uint64_t starttime) {
+  char path[80];
+
+  memset(sl, 0, sizeof(*sl));
+  sl->th.tid = tid;
+  sl->th.holds_gil = -1;
+  sl->starttime = starttime;
+  pst_proc_task_comm(t->pid, tid, sl->th.name, sizeof(sl->th.name));
+  snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)t->pid,
+           (int)tid);
+  sl->statfd = open(path, O_RDONLY | O_CLOEXEC);
+  sl->tp_err = state == 'D' ? -EAGAIN
+                            : pst_ptrace_thread_pointer(tid, &sl->th.fsbase);
+}
+
+/* Reads the main thread's pointer at open. -EPERM when we may not trace
+ * it, PST_ETRACED when a debugger already does; other failures are left
+ * for the samples to report per thread. */
 static int first_thread_pointer(struct pst_target *t) {
   struct pst_proc_status st;
-  struct tid_cache *c = calloc(1, sizeof(*c));
+  uint64_t starttime;
   char state;
 
-  if (!c)
-    return -ENOMEM;
-  c->tid = t->pid;
-  if (pst_proc_task_stat(t->pid, t->pid, &state, &c->starttime) ||
-      state == 'D') {
-    free(c); /* in uninterruptible sleep: ptrace would wait for it */
+  if (pst_proc_task_stat(t->pid, t->pid, &state, &starttime))
     return 0;
-  }
-  c->tp_err = pst_ptrace_thread_pointer(t->pid, &c->tp);
-  if (c->tp_err == -EPERM || c->tp_err == -EACCES) {
-    int err = -EPERM;
+  t->slots = calloc(1, sizeof(*t->slots));
+  if (!t->slots)
+    return -ENOMEM;
+  slot_init(t, &t->slots[0], t->pid, state, starttime);
+  t->nslots = 1;
+  if (t->slots[0].tp_err == -EPERM || t->slots[0].tp_err == -EACCES) {
     if (pst_proc_status(t->pid, &st) == 0 && st.tracer != 0)
-      err = PST_ETRACED;
-    free(c);
-    return err;
+      return PST_ETRACED;
+    return -EPERM;
   }
-  t->cache = c;
-  t->ncache = 1;
   return 0;
 }
 
@@ -163,8 +187,10 @@ void pst_target_close(struct pst_target *t) {
   pst_py_exit(&t->py);
   pst_maps_exit(&t->maps);
   pst_mem_exit(&t->mem);
-  free(t->cache);
-  free(t->threads);
+  for (size_t i = 0; i < t->nslots; i++)
+    slot_exit(&t->slots[i]);
+  free(t->slots);
+  free(t->view);
   free(t->pool);
   free(t);
 }
@@ -173,31 +199,11 @@ const struct pst_target_info *pst_target_info(const struct pst_target *t) {
   return &t->info;
 }
 
-/* The cached thread pointer of tid, read with ptrace when the tid is new or
- * was reused (start time changed). A thread in uninterruptible sleep (D) is
- * not stopped (ptrace would wait until it wakes): -EAGAIN, retried at the
- * next snapshot. */
-static int thread_pointer(const struct tid_cache *old, size_t nold,
-                          struct tid_cache *c, char state) {
-  for (size_t i = 0; i < nold; i++) {
-    if (old[i].tid == c->tid && old[i].starttime == c->starttime &&
-        !old[i].tp_err) {
-      c->tp = old[i].tp;
-      memcpy(c->pyname, old[i].pyname, sizeof(c->pyname));
-      return 0;
-    }
-  }
-  c->tp_err = state == 'D' ? -EAGAIN
-                           : pst_ptrace_thread_pointer(c->tid, &c->tp);
-  return c->tp_err;
-}
-
 /* Fallback mapping: the thread-state list, matched by thread_id == the
  * thread pointer (glibc: pthread_self() == fsbase), else native tid. */
-static uint64_t map_by_list(const uint64_t *ts,
-                            const uint64_t *tid_of, const uint64_t *native,
-                            int nts, pid_t tid, uint64_t tp,
-                            enum pst_map_method *method) {
+static uint64_t map_by_list(const uint64_t *ts, const uint64_t *tid_of,
+                            const uint64_t *native, int nts, pid_t tid,
+                            uint64_t tp, enum pst_map_method *method) {
   for (int i = 0; tp && i < nts; i++)
     if (tid_of[i] == tp) {
       *method = PST_MAP_LIST;
@@ -230,47 +236,6 @@ static uint64_t map_by_tsd(struct pst_target *t, uint64_t tp) {
   return cand;
 }
 
-static int grow_pool(struct pst_target *t, size_t need) {
-  struct pst_frame *p;
-  size_t cap = t->pool_cap ? t->pool_cap : 1024;
-
-  if (need <= t->pool_cap)
-    return 0;
-  while (cap < need)
-    cap *= 2;
-  p = realloc(t->pool, cap * sizeof(*p));
-  if (!p)
-    return -ENOMEM;
-  t->pool = p;
-  t->pool_cap = cap;
-  return 0;
-}
-
-/* The thread's name as threading knows it, read once per thread from its
- * Thread object; the main thread, which has no _bootstrap_inner frame, is
- * threading's "MainThread". Else /proc comm stays. */
-static void set_name(struct pst_target *t, struct pst_thread *x,
-                     struct tid_cache *c, uint64_t thread_obj) {
-  char *name = NULL;
-
-  if (!c->pyname[0] && thread_obj) {
-    int err = pst_py_thread_name(&t->py, &t->mem, thread_obj, &name);
-    if (err == 0) {
-      snprintf(c->pyname, sizeof(c->pyname), "%s", name);
-      free(name);
-    } else {
-      pst_debug("thread %d: Thread object 0x%llx: no name (%s)", (int)x->tid,
-                (unsigned long long)thread_obj, pst_strerror(err));
-    }
-  }
-  if (!c->pyname[0] && x->tid == t->pid)
-    snprintf(c->pyname, sizeof(c->pyname), "MainThread");
-  if (c->pyname[0]) {
-    snprintf(x->name, sizeof(x->name), "%s", c->pyname);
-    x->name_from_python = 1;
-  }
-}
-
 #define TSTATE_LIST_MAX 4096
 
 /* The interpreter's thread states with their ids, for the list fallback. */
@@ -294,88 +259,212 @@ static struct tstate_list *read_tstate_list(struct pst_target *t) {
   return l;
 }
 
-int pst_target_snapshot(struct pst_target *t,
-                        const struct pst_thread **threads) {
+/* The thread's name as threading knows it, read once per thread from its
+ * Thread object; the main thread, which has no _bootstrap_inner frame, is
+ * threading's "MainThread". Else /proc comm stays. */
+static void set_name(struct pst_target *t, struct slot *sl,
+                     uint64_t thread_obj) {
+  char *name = NULL;
+
+  if (!sl->pyname[0] && thread_obj) {
+    int err = pst_py_thread_name(&t->py, &t->mem, thread_obj, &name);
+    if (err == 0) {
+      snprintf(sl->pyname, sizeof(sl->pyname), "%s", name);
+      free(name);
+    } else {
+      pst_debug("thread %d: Thread object 0x%llx: no name (%s)",
+                (int)sl->th.tid, (unsigned long long)thread_obj,
+                pst_strerror(err));
+    }
+  }
+  if (!sl->pyname[0] && sl->th.tid == t->pid)
+    snprintf(sl->pyname, sizeof(sl->pyname), "MainThread");
+  if (sl->pyname[0]) {
+    snprintf(sl->th.name, sizeof(sl->th.name), "%s", sl->pyname);
+    sl->th.name_from_python = 1;
+  }
+}
+
+int pst_target_refresh(struct pst_target *t) {
   struct tstate_list *list = NULL;
-  struct tid_cache *cache = NULL;
-  struct pst_thread *th = NULL;
+  struct slot *slots;
   pid_t *tids = NULL;
-  size_t used = 0;
-  uint64_t gil = 0, thread_obj;
-  int n, err, gil_err;
+  int n, err = 0;
 
   n = pst_proc_tasks(t->pid, &tids);
   if (n < 0)
     return n;
-  cache = calloc((size_t)n + 1, sizeof(*cache));
-  th = calloc((size_t)n + 1, sizeof(*th));
-  if (!cache || !th) {
-    err = -ENOMEM;
-    goto out;
+  slots = calloc((size_t)n + 1, sizeof(*slots));
+  if (!slots) {
+    free(tids);
+    return -ENOMEM;
   }
-  gil_err = pst_py_gil_holder(&t->py, &t->mem, &gil);
   for (int i = 0; i < n; i++) {
-    struct pst_thread *x = &th[i];
-    struct tid_cache *c = &cache[i];
+    struct slot *sl = &slots[i];
+    uint64_t starttime = 0;
+    char state = '?';
+    size_t k;
 
-    x->tid = c->tid = tids[i];
-    x->holds_gil = -1;
-    if (pst_proc_task_stat(t->pid, x->tid, &x->state, &c->starttime))
-      x->state = '?';
-    x->idle = x->state != 'R';
-    pst_proc_task_comm(t->pid, x->tid, x->name, sizeof(x->name));
-    if (thread_pointer(t->cache, t->ncache, c, x->state) == 0)
-      x->fsbase = c->tp;
-    x->tstate = map_by_tsd(t, x->fsbase);
-    if (x->tstate) {
-      x->method = PST_MAP_TSD;
+    pst_proc_task_stat(t->pid, tids[i], &state, &starttime);
+    for (k = 0; k < t->nslots; k++)
+      if (t->slots[k].th.tid == tids[i] &&
+          t->slots[k].starttime == starttime)
+        break;
+    if (k < t->nslots) { /* known: move it over */
+      *sl = t->slots[k];
+      t->slots[k].statfd = -1;
+      if (sl->tp_err && state != 'D') /* retry a failed pointer read */
+        sl->tp_err = pst_ptrace_thread_pointer(sl->th.tid, &sl->th.fsbase);
     } else {
-      if (!list && !(list = read_tstate_list(t))) {
-        err = -ENOMEM;
-        goto out;
-      }
-      x->tstate = map_by_list(list->ts, list->tid_of, list->native, list->n,
-                              x->tid, x->fsbase, &x->method);
+      slot_init(t, sl, tids[i], state, starttime);
     }
-    if (!x->tstate) {
-      x->error = c->tp_err ? c->tp_err : PST_ENOTHREADSTATE;
+    /* Unmapped threads are mapped again: a native thread may enter Python
+     * later (PyGILState_Ensure). */
+    if (sl->th.tstate)
+      continue;
+    sl->th.tstate = map_by_tsd(t, sl->tp_err ? 0 : sl->th.fsbase);
+    if (sl->th.tstate) {
+      sl->th.method = PST_MAP_TSD;
       continue;
     }
-    if (!gil_err)
-      x->holds_gil = gil == x->tstate;
-    err = grow_pool(t, used + FRAMES_MAX);
-    if (err)
-      goto out;
-    /* Frames are placed at pool offsets; pointers fixed up below, after
-     * the pool stops moving. */
-    x->frames = (struct pst_frame *)(uintptr_t)used;
-    err = pst_py_walk(&t->py, &t->mem, x->tstate, t->pool + used, FRAMES_MAX,
-                      &x->truncated, &thread_obj);
-    set_name(t, x, c, thread_obj);
-    if (err < 0) {
-      x->error = err;
-      x->nframes = 0;
-    } else {
-      x->nframes = (size_t)err;
-      used += (size_t)err;
+    if (!list && !(list = read_tstate_list(t))) {
+      err = -ENOMEM;
+      break;
     }
+    sl->th.tstate = map_by_list(list->ts, list->tid_of, list->native,
+                                list->n, sl->th.tid,
+                                sl->tp_err ? 0 : sl->th.fsbase,
+                                &sl->th.method);
   }
-  for (int i = 0; i < n; i++)
-    th[i].frames = th[i].tstate ? t->pool + (uintptr_t)th[i].frames : NULL;
-  free(t->cache);
-  free(t->threads);
-  t->cache = cache;
-  t->ncache = (size_t)n;
-  t->threads = th;
-  t->nthreads = (size_t)n;
-  cache = NULL;
-  th = NULL;
-  *threads = t->threads;
-  err = n;
-out:
+  for (size_t k = 0; k < t->nslots; k++)
+    slot_exit(&t->slots[k]);
+  free(t->slots);
+  t->slots = slots;
+  t->nslots = (size_t)n;
   free(list);
-  free(cache);
-  free(th);
   free(tids);
-  return err;
+  return err ? err : n;
+}
+
+static int grow_pool(struct pst_target *t, size_t need) {
+  struct pst_frame *p;
+  size_t cap = t->pool_cap ? t->pool_cap : 1024;
+
+  if (need <= t->pool_cap)
+    return 0;
+  while (cap < need)
+    cap *= 2;
+  p = realloc(t->pool, cap * sizeof(*p));
+  if (!p)
+    return -ENOMEM;
+  t->pool = p;
+  t->pool_cap = cap;
+  return 0;
+}
+
+/* The kernel state letter of a tracked thread, from its open stat file
+ * (one pread), or '?'. */
+static char read_state(const struct slot *sl) {
+  char buf[512], *p;
+  ssize_t n;
+
+  if (sl->statfd < 0)
+    return '?';
+  n = pread(sl->statfd, buf, sizeof(buf) - 1, 0);
+  if (n <= 0)
+    return '?';
+  buf[n] = '\0';
+  p = strrchr(buf, ')');
+  return p && p[1] == ' ' ? p[2] : '?';
+}
+
+/* Torn reads: the stack is walked while the thread runs. The thread's
+ * current frame (and its code) read before and after the walk must agree,
+ * else the walk is retried; after TORN_RETRIES the sample is PST_ETORN. */
+#define TORN_RETRIES 2
+
+static int walk_thread(struct pst_target *t, struct slot *sl, int flags,
+                       struct pst_frame *frames, uint64_t *thread_obj) {
+  struct pst_thread *x = &sl->th;
+  int n = -EAGAIN, stopped = 0;
+
+  if (flags & PST_SAMPLE_BLOCKING) {
+    n = pst_ptrace_stop(x->tid);
+    if (n)
+      return n;
+    stopped = 1;
+  }
+  for (int attempt = 0; attempt <= TORN_RETRIES; attempt++) {
+    uint64_t before[2], after[2];
+    if (pst_py_top_frame(&t->py, &t->mem, x->tstate, before))
+      before[0] = before[1] = 1; /* unreadable: the walk will say */
+    n = pst_py_walk(&t->py, &t->mem, x->tstate, frames, FRAMES_MAX,
+                    &x->truncated, thread_obj);
+    if (stopped)
+      break; /* nothing moves */
+    if (pst_py_top_frame(&t->py, &t->mem, x->tstate, after) == 0 &&
+        after[0] == before[0] && after[1] == before[1])
+      break;
+    t->torn_retries++;
+    n = PST_ETORN;
+  }
+  if (stopped)
+    pst_ptrace_resume(x->tid);
+  return n;
+}
+
+int pst_target_sample(struct pst_target *t, int flags,
+                      const struct pst_thread **threads) {
+  struct pst_thread *view;
+  size_t used = 0;
+  uint64_t gil = 0;
+  int err, gil_err;
+
+  view = realloc(t->view, (t->nslots + 1) * sizeof(*view));
+  if (!view)
+    return -ENOMEM;
+  t->view = view;
+  err = grow_pool(t, t->nslots * FRAMES_MAX);
+  if (err)
+    return err;
+  gil_err = pst_py_gil_holder(&t->py, &t->mem, &gil);
+  for (size_t i = 0; i < t->nslots; i++) {
+    struct slot *sl = &t->slots[i];
+    struct pst_thread *x = &sl->th;
+    uint64_t thread_obj = 0;
+
+    x->state = read_state(sl);
+    x->idle = x->state != 'R';
+    x->holds_gil = gil_err ? -1 : x->tstate && gil == x->tstate;
+    x->error = 0;
+    x->nframes = 0;
+    x->truncated = 0;
+    x->frames = t->pool + used;
+    if (!x->tstate) {
+      x->error = sl->tp_err ? sl->tp_err : PST_ENOTHREADSTATE;
+    } else {
+      int n = walk_thread(t, sl, flags, t->pool + used, &thread_obj);
+      if (n < 0) {
+        x->error = n;
+      } else {
+        x->nframes = (size_t)n;
+        used += (size_t)n;
+      }
+      set_name(t, sl, thread_obj);
+    }
+    view[i] = *x;
+  }
+  *threads = view;
+  return (int)t->nslots;
+}
+
+int pst_target_snapshot(struct pst_target *t,
+                        const struct pst_thread **threads) {
+  int err = pst_target_refresh(t);
+
+  return err < 0 ? err : pst_target_sample(t, 0, threads);
+}
+
+uint64_t pst_target_torn_retries(const struct pst_target *t) {
+  return t->torn_retries;
 }
