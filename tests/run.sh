@@ -23,6 +23,7 @@ suite() {
 suite "$build/tests/unit/run-unit"
 suite python3 "$top/tests/integration/test_dump.py"
 suite python3 "$top/tests/integration/test_errors.py"
+suite python3 "$top/tests/integration/test_record.py"
 rm -f "$log"
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]

@@ -189,6 +189,11 @@ static void tstate_fields(void) {
   NOFF(ts_native_thread_id); /* the field appeared in 3.11 */
 #endif
   SIZE(ts_size, PyThreadState);
+#if PY_VERSION_HEX >= 0x030b0000
+  OFF(ts_datastack_chunk, PyThreadState, datastack_chunk);
+#else
+  NOFF(ts_datastack_chunk); /* frames are heap objects before 3.11 */
+#endif
 
 #if PY_VERSION_HEX >= 0x030b0000 && PY_VERSION_HEX < 0x030d0000
   OFF(cf_current_frame, _PyCFrame, current_frame);

@@ -12,4 +12,6 @@ apt-get install -y -qq --no-install-recommends \
   build-essential autoconf automake libtool pkg-config \
   libelf-dev libcapstone-dev libunwind-dev libuv1-dev \
   musl-tools debootstrap python3 util-linux procps ca-certificates strace \
+  protobuf-c-compiler libprotobuf-c-dev zlib1g-dev protobuf-compiler \
+  chromium \
   >/dev/null

@@ -29,6 +29,12 @@ struct pst_opts {
 };
 
 int pst_cmd_dump(const struct pst_opts *o);
+/* record parses its own options: argv[1] is "record". */
+int pst_cmd_record(int argc, char **argv);
+
+/* Prints the one-line message for an attach error of pid and returns its
+ * exit code. */
+int pst_cli_explain(pid_t pid, int err);
 int pst_cmd_info(const struct pst_opts *o);
 
 /* Opens the target named by o->pid, printing a one-line error that says

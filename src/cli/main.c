@@ -13,6 +13,8 @@ static const char usage_text[] =
     "usage: pystitch <command> [options]\n"
     "\n"
     "Commands:\n"
+    "  record -p PID | -- CMD sample to a profile (see 'pystitch record "
+    "--help')\n"
     "  dump -p PID [--json]   print every thread's current Python stack\n"
     "  info -p PID            show how pystitch sees the process\n"
     "\n"
@@ -24,6 +26,7 @@ static const char usage_text[] =
     "  -V, --version          print the version\n"
     "\n"
     "Examples:\n"
+    "  pystitch record -p 1234 -d 30 -o profile.svg\n"
     "  pystitch dump -p 1234\n"
     "  pystitch info -p $(pgrep -f myapp.py)\n"
     "\n"
@@ -63,7 +66,7 @@ int main(int argc, char **argv) {
   int c;
 
   if (argc < 2)
-    return usage_error("%s", "missing command (dump, info)");
+    return usage_error("%s", "missing command (record, dump, info)");
   cmd = argv[1];
   if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help")) {
     fputs(usage_text, stdout);
@@ -73,8 +76,11 @@ int main(int argc, char **argv) {
     printf("pystitch %s\n", PACKAGE_VERSION);
     return PST_EXIT_OK;
   }
+  if (!strcmp(cmd, "record"))
+    return pst_cmd_record(argc, argv);
   if (strcmp(cmd, "dump") && strcmp(cmd, "info"))
-    return usage_error("unknown command '%s' (expected dump or info)", cmd);
+    return usage_error("unknown command '%s' (expected record, dump or "
+                       "info)", cmd);
   optind = 2;
   opterr = 0; /* our own one-line messages */
   while ((c = getopt_long(argc, argv, "p:vhV", longopts, NULL)) != -1) {

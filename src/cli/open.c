@@ -5,7 +5,7 @@
 #include "cli/cli.h"
 #include "pystitch.h"
 
-static int explain(pid_t pid, int err) {
+int pst_cli_explain(pid_t pid, int err) {
   switch (err) {
   case -ESRCH:
     fprintf(stderr, "pystitch: error: no such process: %d (check the pid "
@@ -53,7 +53,7 @@ static int explain(pid_t pid, int err) {
 
 int pst_cli_open(const struct pst_opts *o, struct pst_target **t) {
   int err = pst_target_open(o->pid, t);
-  return err ? explain(o->pid, err) : 0;
+  return err ? pst_cli_explain(o->pid, err) : 0;
 }
 
 void pst_json_str(FILE *f, const char *s) {

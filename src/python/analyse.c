@@ -23,6 +23,8 @@ void pst_py_init(struct pst_py *py) {
 void pst_py_exit(struct pst_py *py) {
   pst_code_cache_free(py->codes);
   py->codes = NULL;
+  free(py->chunk_buf);
+  py->chunk_buf = NULL;
 }
 
 static int is_libpython(const char *base) {

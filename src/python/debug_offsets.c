@@ -22,7 +22,7 @@ struct schema {
   int rt_size, rt_interp_head;
   int is_next, is_threads_head, is_gil_locked, is_gil_holder;
   int ts_size, ts_next, ts_interp, ts_current_frame, ts_thread_id,
-      ts_native_thread_id;
+      ts_native_thread_id, ts_datastack_chunk;
   int if_size, if_previous, if_executable, if_instr_ptr, if_localsplus,
       if_owner;
   int co_size, co_filename, co_name, co_qualname, co_linetable,
@@ -40,7 +40,7 @@ static const struct schema s313 = {
     .is_next = 5, .is_threads_head = 6, .is_gil_locked = 14,
     .is_gil_holder = 15,
     .ts_size = 16, .ts_next = 18, .ts_interp = 19, .ts_current_frame = 20,
-    .ts_thread_id = 21, .ts_native_thread_id = 22,
+    .ts_thread_id = 21, .ts_native_thread_id = 22, .ts_datastack_chunk = 23,
     .if_size = 25, .if_previous = 26, .if_executable = 27,
     .if_instr_ptr = 28, .if_localsplus = 29, .if_owner = 30,
     .co_size = 31, .co_filename = 32, .co_name = 33, .co_qualname = 34,
@@ -63,7 +63,7 @@ static const struct schema s314 = {
     .is_next = 5, .is_threads_head = 6, .is_gil_locked = 15,
     .is_gil_holder = 16,
     .ts_size = 19, .ts_next = 21, .ts_interp = 22, .ts_current_frame = 23,
-    .ts_thread_id = 24, .ts_native_thread_id = 25,
+    .ts_thread_id = 24, .ts_native_thread_id = 25, .ts_datastack_chunk = 26,
     .if_size = 28, .if_previous = 29, .if_executable = 30,
     .if_instr_ptr = 31, .if_localsplus = 32, .if_owner = 33,
     .co_size = 36, .co_filename = 37, .co_name = 38, .co_qualname = 39,
@@ -153,6 +153,7 @@ int pst_py_debug_offsets(struct pst_mem *mem, uint64_t runtime,
   lay->ts_thread_id = (int32_t)w[s->ts_thread_id];
   lay->ts_native_thread_id = (int32_t)w[s->ts_native_thread_id];
   lay->ts_size = (int32_t)w[s->ts_size];
+  lay->ts_datastack_chunk = (int32_t)w[s->ts_datastack_chunk];
   lay->if_code = (int32_t)w[s->if_executable];
   lay->if_previous = (int32_t)w[s->if_previous];
   lay->if_instr = (int32_t)w[s->if_instr_ptr];

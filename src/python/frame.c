@@ -173,24 +173,73 @@ static int walk_frameobjects(struct pst_py *py, struct pst_mem *mem,
   return n;
 }
 
+/* 3.11+ frames live in the thread's data stack: the current chunk is read
+ * in one go (two reads: header, then the used part) and frames inside it
+ * are decoded from the copy. A chunk is 16 KiB at first; bigger ones are
+ * read up to CHUNK_MAX and the rest frame by frame. */
+#define CHUNK_MAX (64 * 1024)
+#define CHUNK_HEADER 24 /* _PyStackChunk {previous, size, top} */
+
+struct chunk {
+  uint64_t start, end; /* copied range [start, end) */
+  const uint8_t *buf;
+};
+
+static void read_chunk(struct pst_py *py, struct pst_mem *mem,
+                       uint64_t tstate, struct chunk *c) {
+  const struct pst_py_layout *l = &py->lay;
+  uint64_t addr, hdr[3];
+
+  c->buf = NULL;
+  if (l->ts_datastack_chunk == PST_NOFF ||
+      pst_mem_read_u64(mem, tstate + (uint64_t)l->ts_datastack_chunk,
+                       &addr) ||
+      !addr || pst_mem_read(mem, addr, hdr, sizeof(hdr)))
+    return;
+  if (hdr[1] <= CHUNK_HEADER)
+    return;
+  if (hdr[1] > CHUNK_MAX)
+    hdr[1] = CHUNK_MAX;
+  if (!py->chunk_buf && !(py->chunk_buf = malloc(CHUNK_MAX)))
+    return;
+  if (pst_mem_read(mem, addr, py->chunk_buf, hdr[1]))
+    return;
+  c->start = addr;
+  c->end = addr + hdr[1];
+  c->buf = py->chunk_buf;
+}
+
+/* len bytes of the frame at addr: from the chunk copy when inside it. */
+static int read_frame(struct pst_mem *mem, const struct chunk *c,
+                      uint64_t addr, uint8_t *buf, size_t len) {
+  if (c->buf && addr >= c->start && addr < c->end &&
+      len <= c->end - addr) {
+    memcpy(buf, c->buf + (addr - c->start), len);
+    return 0;
+  }
+  return pst_mem_read(mem, addr, buf, len);
+}
+
 /* 3.11+: _PyInterpreterFrame linked by previous. Frames owned by the C
  * stack (3.12+ shims) are skipped. */
 static int walk_iframes(struct pst_py *py, struct pst_mem *mem,
-                        uint64_t frame, struct raw_frame *raw, int max,
-                        int *truncated) {
+                        uint64_t tstate, uint64_t frame,
+                        struct raw_frame *raw, int max, int *truncated) {
   const struct pst_py_layout *l = &py->lay;
   uint8_t buf[PST_PY_FRAME_BUF];
   size_t len = (size_t)l->if_size < PST_PY_FRAME_BUF ? (size_t)l->if_size
-                                               : PST_PY_FRAME_BUF;
+                                                      : PST_PY_FRAME_BUF;
+  struct chunk c = {0, 0, NULL};
   int n = 0, steps = 0, err;
 
+  read_chunk(py, mem, tstate, &c);
   while (frame) {
     uint64_t code, instr, self = frame;
     if (n == max || ++steps > 4 * max) {
       *truncated = 1;
       break;
     }
-    err = pst_mem_read(mem, frame, buf, len);
+    err = read_frame(mem, &c, frame, buf, len);
     if (err)
       return err;
     frame = u64_at(buf, l->if_previous);
@@ -245,7 +294,7 @@ int pst_py_top_frame(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
 
 int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
                 struct pst_frame *frames, int max, int *truncated,
-                uint64_t *thread_obj) {
+                uint64_t *thread_obj, uint64_t top[2]) {
   const struct pst_py_layout *l = &py->lay;
   struct raw_frame *raw;
   uint64_t frame = 0;
@@ -254,9 +303,11 @@ int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
 
   *truncated = 0;
   *thread_obj = 0;
+  top[0] = top[1] = 0;
   err = current_frame(py, mem, tstate, &frame);
   if (err)
     return err;
+  top[0] = frame;
   raw = malloc((size_t)max * sizeof(*raw));
   if (!raw)
     return -ENOMEM;
@@ -264,9 +315,16 @@ int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
     n = walk_frameobjects(py, mem, frame, raw, max, truncated);
     locals = l->f_localsplus;
   } else {
-    n = walk_iframes(py, mem, frame, raw, max, truncated);
+    n = walk_iframes(py, mem, tstate, frame, raw, max, truncated);
     locals = l->if_localsplus;
   }
+  /* The top frame's code as the walk saw it (a skipped shim's too). */
+  if (n > 0 && raw[0].frame == frame)
+    top[1] = raw[0].code;
+  else if (frame && pst_mem_read_u64(mem, frame + (uint64_t)(
+                        l->f_code != PST_NOFF ? l->f_code : l->if_code),
+                                     &top[1]))
+    top[1] = 0;
   if (n >= 0)
     n = decode_frames(py, mem, raw, n, frames, locals, thread_obj);
   free(raw);

@@ -39,6 +39,7 @@
   X(ts_thread_id)       /* pthread_self() of the thread */                    \
   X(ts_native_thread_id) /* kernel tid (3.8+) */                              \
   X(ts_size)            /* sizeof(PyThreadState), for one batched read */     \
+  X(ts_datastack_chunk) /* _PyStackChunk *datastack_chunk (3.11+) */          \
   /* _PyCFrame (3.11, 3.12) */                                                \
   X(cf_current_frame)                                                         \
   /* PyFrameObject (<=3.10) */                                                \

@@ -43,6 +43,7 @@ struct pst_py {
   int owner_shim;            /* frame owners >= this are shims (3.12+) */
   unsigned tag_mask;         /* low bits to clear in f_executable (3.14) */
   uint64_t name_key;         /* the interned "_name" str once seen */
+  uint8_t *chunk_buf;        /* copy of a thread's data-stack chunk */
   struct pst_code_cache *codes;
 };
 
@@ -88,11 +89,12 @@ int pst_py_tstate_ids(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
 /* Walks the frames of thread state tstate, innermost first, into frames
  * (at most max). When a frame is threading's Thread._bootstrap_inner, its
  * `self` is stored in *thread_obj (else 0). Strings point into the code cache (owned by py). Returns
- * the number of frames, sets *truncated when max was reached; negative on
+ * the number of frames, sets *truncated when max was reached, and top[] as
+ * pst_py_top_frame() would have read it when the walk began; negative on
  * error (-EFAULT: unreadable memory, PST_EBADDATA: not a frame/code). */
 int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
                 struct pst_frame *frames, int max, int *truncated,
-                uint64_t *thread_obj);
+                uint64_t *thread_obj, uint64_t top[2]);
 
 /* The innermost frame of tstate and its code object: top[0], top[1] (0, 0
  * when it runs no Python). Compared before and after a walk to detect a

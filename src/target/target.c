@@ -289,7 +289,7 @@ int pst_target_refresh(struct pst_target *t) {
   struct tstate_list *list = NULL;
   struct slot *slots;
   pid_t *tids = NULL;
-  int n, err = 0;
+  int n, err = 0, alive = 0;
 
   n = pst_proc_tasks(t->pid, &tids);
   if (n < 0)
@@ -306,6 +306,7 @@ int pst_target_refresh(struct pst_target *t) {
     size_t k;
 
     pst_proc_task_stat(t->pid, tids[i], &state, &starttime);
+    alive += state != 'Z' && state != 'X' && state != '?';
     for (k = 0; k < t->nslots; k++)
       if (t->slots[k].th.tid == tids[i] &&
           t->slots[k].starttime == starttime)
@@ -343,6 +344,10 @@ int pst_target_refresh(struct pst_target *t) {
   t->nslots = (size_t)n;
   free(list);
   free(tids);
+  /* An exited process stays listed until its parent reaps it: with no
+   * thread left but zombies, it is gone. */
+  if (!err && !alive)
+    err = -ESRCH;
   return err ? err : n;
 }
 
@@ -379,8 +384,9 @@ static char read_state(const struct slot *sl) {
 }
 
 /* Torn reads: the stack is walked while the thread runs. The thread's
- * current frame (and its code) read before and after the walk must agree,
- * else the walk is retried; after TORN_RETRIES the sample is PST_ETORN. */
+ * current frame (and its code) as the walk began and as read after it must
+ * agree, else the walk is retried; after TORN_RETRIES the sample is
+ * PST_ETORN. */
 #define TORN_RETRIES 2
 
 static int walk_thread(struct pst_target *t, struct slot *sl, int flags,
@@ -396,10 +402,8 @@ static int walk_thread(struct pst_target *t, struct slot *sl, int flags,
   }
   for (int attempt = 0; attempt <= TORN_RETRIES; attempt++) {
     uint64_t before[2], after[2];
-    if (pst_py_top_frame(&t->py, &t->mem, x->tstate, before))
-      before[0] = before[1] = 1; /* unreadable: the walk will say */
     n = pst_py_walk(&t->py, &t->mem, x->tstate, frames, FRAMES_MAX,
-                    &x->truncated, thread_obj);
+                    &x->truncated, thread_obj, before);
     if (stopped)
       break; /* nothing moves */
     if (pst_py_top_frame(&t->py, &t->mem, x->tstate, after) == 0 &&

@@ -5,6 +5,7 @@
 #include "task.h"
 #include "test-list-disasm.h"
 #include "test-list-layout.h"
+#include "test-list-output.h"
 
 #define PST_LINES_TESTS(X)                                                     \
   X(lines_lnotab_27) X(lines_lnotab_36) X(lines_310) X(lines_311)
@@ -26,7 +27,8 @@
   PST_UTIL_TESTS(X)                                                            \
   PST_PY_TESTS(X)                                                              \
   PST_TSD_TESTS(X)                                                             \
-  PST_ELF_REAL_TESTS(X)
+  PST_ELF_REAL_TESTS(X)                                                        \
+  PST_OUTPUT_TESTS(X)
 
 #define PST_TEST_DECL(name) TEST_DECLARE(name)
 PST_TEST_LIST(PST_TEST_DECL)

@@ -23,6 +23,7 @@ static const struct pst_py_layout pst_py_layout_311 = {
   .ts_thread_id =         0x98,      /* PyThreadState.thread_id */
   .ts_native_thread_id =  0xa0,      /* PyThreadState.native_thread_id */
   .ts_size =              0x168,     /* sizeof(PyThreadState) */
+  .ts_datastack_chunk =   0x128,     /* PyThreadState.datastack_chunk */
   .cf_current_frame =     0x8,       /* _PyCFrame.current_frame */
   .f_back =               PST_NOFF,
   .f_code =               PST_NOFF,

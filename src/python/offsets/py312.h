@@ -23,6 +23,7 @@ static const struct pst_py_layout pst_py_layout_312 = {
   .ts_thread_id =         0x88,      /* PyThreadState.thread_id */
   .ts_native_thread_id =  0x90,      /* PyThreadState.native_thread_id */
   .ts_size =              0x120,     /* sizeof(PyThreadState) */
+  .ts_datastack_chunk =   0xe8,      /* PyThreadState.datastack_chunk */
   .cf_current_frame =     0x0,       /* _PyCFrame.current_frame */
   .f_back =               PST_NOFF,
   .f_code =               PST_NOFF,

@@ -23,6 +23,7 @@ static const struct pst_py_layout pst_py_layout_313 = {
   .ts_thread_id =         0x98,      /* PyThreadState.thread_id */
   .ts_native_thread_id =  0xa0,      /* PyThreadState.native_thread_id */
   .ts_size =              0x130,     /* sizeof(PyThreadState) */
+  .ts_datastack_chunk =   0xe8,      /* PyThreadState.datastack_chunk */
   .cf_current_frame =     PST_NOFF,
   .f_back =               PST_NOFF,
   .f_code =               PST_NOFF,

@@ -23,6 +23,7 @@ static const struct pst_py_layout pst_py_layout_36 = {
   .ts_thread_id =         0x98,      /* PyThreadState.thread_id */
   .ts_native_thread_id =  PST_NOFF,
   .ts_size =              0x8e0,     /* sizeof(PyThreadState) */
+  .ts_datastack_chunk =   PST_NOFF,
   .cf_current_frame =     PST_NOFF,
   .f_back =               0x18,      /* PyFrameObject.f_back */
   .f_code =               0x20,      /* PyFrameObject.f_code */

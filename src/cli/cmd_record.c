@@ -1,0 +1,291 @@
+/* cmd_record.c: `pystitch record`: sample targets at a steady rate, then
+ * write a profile (flame graph, speedscope, pprof, folded, Chrome trace). */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "output/writer.h"
+#include "proc/proc.h"
+#include "pystitch.h"
+#include "sampler/sampler.h"
+
+#define RATE_MAX 20000.0             /* Hz: beyond, samples overlap */
+#define DURATION_MAX (30.0 * 86400)  /* seconds */
+
+static const char record_usage[] =
+    "usage: pystitch record [options] -p PID[,PID...]\n"
+    "       pystitch record [options] -- COMMAND [ARGS...]\n"
+    "\n"
+    "Samples every thread of the target(s) until Ctrl-C, --duration or the\n"
+    "targets' exit, then writes a profile.\n"
+    "\n"
+    "  -p, --pid PID[,PID]    processes to record\n"
+    "  -r, --rate HZ          samples per second (default 100)\n"
+    "  -d, --duration SEC     stop after SEC seconds of wall-clock time\n"
+    "  -f, --format FMT       flamegraph (default), speedscope, pprof,\n"
+    "                         folded, chrome\n"
+    "  -o, --output PATH      output file (default from target and time)\n"
+    "  -s, --subprocesses     also record child processes\n"
+    "      --idle             keep samples of idle threads\n"
+    "      --gil              only the thread holding the GIL\n"
+    "      --threads          a root frame per thread\n"
+    "      --function         aggregate by function instead of line\n"
+    "      --blocking         stop each thread while its stack is read\n"
+    "  -v, --verbose          more diagnostics on stderr\n"
+    "\n"
+    "Examples:\n"
+    "  pystitch record -p 1234 -d 30 -o profile.svg\n"
+    "  pystitch record -f speedscope -- python3 app.py --workers 4\n";
+
+static int usage_error(const char *what, const char *arg) {
+  fprintf(stderr, "pystitch: error: %s '%s' (see 'pystitch record "
+                  "--help')\n", what, arg);
+  return PST_EXIT_USAGE;
+}
+
+static int parse_double(const char *s, double lo, double hi, double *out) {
+  char *end;
+  double v;
+
+  errno = 0;
+  v = strtod(s, &end);
+  if (errno || end == s || *end || !isfinite(v) || v <= lo || v > hi)
+    return -1;
+  *out = v;
+  return 0;
+}
+
+static int parse_pids(const char *s, struct pst_record_opts *o) {
+  char *copy = strdup(s), *tok, *save = NULL;
+  int err = 0;
+
+  if (!copy)
+    return -1;
+  for (tok = strtok_r(copy, ",", &save); tok;
+       tok = strtok_r(NULL, ",", &save)) {
+    char *end;
+    long v;
+    errno = 0;
+    v = strtol(tok, &end, 10);
+    if (errno || end == tok || *end || v <= 0 || v > INT_MAX ||
+        o->npids == PST_RECORD_PIDS_MAX) {
+      err = -1;
+      break;
+    }
+    o->pids[o->npids++] = (pid_t)v;
+  }
+  free(copy);
+  return err || o->npids == 0 ? -1 : 0;
+}
+
+/* The output must be creatable before we spend time recording: its
+ * directory exists and is writable, and the path is not a directory. */
+static int check_output(const char *path) {
+  char dir[4096];
+  struct stat st;
+  const char *slash = strrchr(path, '/');
+
+  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+    fprintf(stderr, "pystitch: error: output path %s is a directory; give "
+                    "a file name\n", path);
+    return PST_EXIT_USAGE;
+  }
+  if (!slash)
+    snprintf(dir, sizeof(dir), ".");
+  else
+    snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path + (slash == path)),
+             path);
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    fprintf(stderr, "pystitch: error: directory %s of the output does not "
+                    "exist; create it or choose another -o\n", dir);
+    return PST_EXIT_USAGE;
+  }
+  if (access(dir, W_OK) != 0) {
+    fprintf(stderr, "pystitch: error: directory %s of the output is not "
+                    "writable (%s); choose another -o\n", dir,
+            strerror(errno));
+    return PST_EXIT_USAGE;
+  }
+  return 0;
+}
+
+static void default_output(const struct pst_record_opts *o,
+                           const struct pst_writer_ops *w, char *buf,
+                           size_t len) {
+  char name[64] = "python";
+  struct pst_proc_status st;
+  time_t now = time(NULL);
+  char stamp[32];
+
+  if (o->npids && pst_proc_status(o->pids[0], &st) == 0)
+    snprintf(name, sizeof(name), "%s", st.name);
+  else if (o->argv) {
+    const char *b = strrchr(o->argv[0], '/');
+    snprintf(name, sizeof(name), "%s", b ? b + 1 : o->argv[0]);
+  }
+  strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", localtime(&now));
+  snprintf(buf, len, "pystitch-%s-%d-%s%s", name,
+           o->npids ? (int)o->pids[0] : 0, stamp, w->ext);
+}
+
+static void summary(const char *path, const struct pst_writer_ops *w,
+                    const struct pst_record_stats *st,
+                    const struct pst_profile *prof) {
+  uint64_t all = st->samples + st->errors;
+
+  fprintf(stderr,
+          "pystitch: wrote %s (%s): %llu samples of %zu threads in %d "
+          "process%s over %.1f s\n",
+          path, w->name, (unsigned long long)st->samples,
+          pst_profile_nthreads(prof), st->processes,
+          st->processes == 1 ? "" : "es", st->elapsed_s);
+  fprintf(stderr,
+          "pystitch: %llu errors (%.2f%%: %llu torn, %llu gone, %llu "
+          "other), %llu idle samples left out, %llu late ticks, max lag "
+          "%.1f ms\n",
+          (unsigned long long)st->errors,
+          all ? 100.0 * (double)st->errors / (double)all : 0.0,
+          (unsigned long long)st->torn, (unsigned long long)st->gone,
+          (unsigned long long)st->other,
+          (unsigned long long)st->idle_skipped,
+          (unsigned long long)st->late_ticks, st->max_lag_ms);
+}
+
+int pst_cmd_record(int argc, char **argv) {
+  enum { O_IDLE = 256, O_GIL, O_THREADS, O_FUNCTION, O_BLOCKING };
+  static const struct option longopts[] = {
+      {"pid", required_argument, NULL, 'p'},
+      {"rate", required_argument, NULL, 'r'},
+      {"duration", required_argument, NULL, 'd'},
+      {"format", required_argument, NULL, 'f'},
+      {"output", required_argument, NULL, 'o'},
+      {"subprocesses", no_argument, NULL, 's'},
+      {"idle", no_argument, NULL, O_IDLE},
+      {"gil", no_argument, NULL, O_GIL},
+      {"threads", no_argument, NULL, O_THREADS},
+      {"function", no_argument, NULL, O_FUNCTION},
+      {"blocking", no_argument, NULL, O_BLOCKING},
+      {"verbose", no_argument, NULL, 'v'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  struct pst_record_opts o = {.rate_hz = 100};
+  const struct pst_writer_ops *w = pst_writer_find("flamegraph");
+  struct pst_record_stats st;
+  struct pst_profile *prof;
+  const char *output = NULL;
+  char defpath[512];
+  int c, verbose = 0, err, rc;
+
+  optind = 2;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, "+p:r:d:f:o:svh", longopts, NULL)) !=
+         -1) {
+    switch (c) {
+    case 'p':
+      if (parse_pids(optarg, &o))
+        return usage_error("--pid: not a list of process ids:", optarg);
+      break;
+    case 'r':
+      if (parse_double(optarg, 0, RATE_MAX, &o.rate_hz))
+        return usage_error("--rate: want a number of Hz in (0, 20000], got",
+                           optarg);
+      break;
+    case 'd':
+      if (parse_double(optarg, 0, DURATION_MAX, &o.duration_s))
+        return usage_error("--duration: want seconds in (0, 30 days], got",
+                           optarg);
+      break;
+    case 'f':
+      w = pst_writer_find(optarg);
+      if (!w)
+        return usage_error("--format: unknown format (flamegraph, "
+                           "speedscope, pprof, folded, chrome)",
+                           optarg);
+      break;
+    case 'o':
+      output = optarg;
+      break;
+    case 's':
+      o.subprocesses = 1;
+      break;
+    case O_IDLE:
+      o.idle = 1;
+      break;
+    case O_GIL:
+      o.gil_only = 1;
+      break;
+    case O_THREADS:
+      o.threads_root = 1;
+      break;
+    case O_FUNCTION:
+      o.by_function = 1;
+      break;
+    case O_BLOCKING:
+      o.blocking = 1;
+      break;
+    case 'v':
+      verbose++;
+      break;
+    case 'h':
+      fputs(record_usage, stdout);
+      return PST_EXIT_OK;
+    default:
+      return usage_error("unknown or incomplete option", argv[optind - 1]);
+    }
+  }
+  if (optind < argc)
+    o.argv = argv + optind;
+  if (!o.npids && !o.argv) {
+    fprintf(stderr, "pystitch: error: record needs -p PID or -- COMMAND "
+                    "(see 'pystitch record --help')\n");
+    return PST_EXIT_USAGE;
+  }
+  if (o.argv && o.npids) {
+    fprintf(stderr, "pystitch: error: give -p PID or -- COMMAND, not both "
+                    "(see 'pystitch record --help')\n");
+    return PST_EXIT_USAGE;
+  }
+  pst_log_set_level(verbose);
+  if (!output) {
+    default_output(&o, w, defpath, sizeof(defpath));
+    output = defpath;
+  }
+  rc = check_output(output);
+  if (rc)
+    return rc;
+  o.progress = isatty(2);
+  prof = pst_profile_new((uint64_t)(1e9 / o.rate_hz));
+  if (!prof)
+    return PST_EXIT_ERROR;
+  err = pst_record_run(&o, prof, &st);
+  if (err) {
+    pst_profile_free(prof);
+    if (err == -ENOENT && o.argv) {
+      fprintf(stderr, "pystitch: error: command not found: %s\n",
+              o.argv[0]);
+      return PST_EXIT_NO_PROCESS;
+    }
+    return pst_cli_explain(o.npids ? o.pids[0] : 0, err);
+  }
+  if (st.child_exited && st.child_status != 0)
+    fprintf(stderr, "pystitch: the command exited with status %d\n",
+            st.child_status);
+  err = pst_writer_save(w, prof, output);
+  if (err) {
+    fprintf(stderr, "pystitch: error: cannot write %s: %s\n", output,
+            pst_strerror(err));
+    pst_profile_free(prof);
+    return PST_EXIT_ERROR;
+  }
+  summary(output, w, &st, prof);
+  pst_profile_free(prof);
+  return PST_EXIT_OK;
+}

@@ -1,0 +1,221 @@
+/* chrome.c: the Chrome trace event format (JSON object form), read by
+ * Perfetto (ui.perfetto.dev) and chrome://tracing: each thread's samples as
+ * a flame chart over time.
+ *
+ * Metadata events ("ph":"M") name the processes (command line and ranks;
+ * process_sort_index orders them by rank) and threads. Each run of a thread
+ * covers [first sample, last sample + its average weight); the end is
+ * stretched to the next run's start when the gap is at most two sample
+ * weights (timer jitter), so consecutive runs touch. Every level of a run's
+ * stack is a complete event ("ph":"X"); a level continues the event of the
+ * previous run when the runs touch and the stacks agree from the root down
+ * to that level, so a frame that stays on the stack is one long event with
+ * its changing callees nested in it. ts and dur are microseconds (exact to
+ * the nanosecond, three decimals) since the recording began; the start time
+ * in Unix nanoseconds is in otherData. Events of a thread are written
+ * parents first in start order, the order trace viewers nest them in.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "output/json.h"
+#include "output/writer.h"
+
+/* One complete event: a frame held on the stack from b to e (ns). */
+struct slice {
+  uint32_t frame;
+  uint64_t b, e;
+};
+
+struct slices {
+  struct slice *v;
+  size_t n, cap;
+  uint32_t *open; /* index in v of the event open at each depth */
+  size_t open_cap;
+};
+
+static int reserve(void **v, size_t *cap, size_t need, size_t elt) {
+  size_t c = *cap ? *cap : 64;
+  void *nv;
+
+  if (need <= *cap)
+    return 0;
+  while (c < need)
+    c *= 2;
+  nv = realloc(*v, c * elt);
+  if (!nv)
+    return -ENOMEM;
+  *v = nv;
+  *cap = c;
+  return 0;
+}
+
+/* The time one sample of r stands for. */
+static uint64_t sample_weight(const struct pst_prof_run *r, uint64_t period) {
+  uint64_t w = r->count ? r->weight_ns / r->count : 0;
+  return w ? w : period;
+}
+
+#ifndef NDEBUG
+/* No event ends before it starts. (Nesting and start order follow from
+ * the runs' time order, which the profile guarantees, and are checked by
+ * the unit tests.) */
+static void check_invariants(const struct slices *s) {
+  for (size_t i = 0; i < s->n; i++)
+    assert(s->v[i].b <= s->v[i].e);
+}
+#else
+static void check_invariants(const struct slices *s) { (void)s; }
+#endif
+
+/* Turns the runs of thread ti into s->v (cleared first). */
+static int build_slices(const struct pst_profile *p, uint32_t ti,
+                        struct slices *s) {
+  uint64_t period = pst_profile_period_ns(p), prev_e = 0;
+  size_t nruns, depth = 0;
+  const struct pst_prof_run *runs = pst_profile_runs(p, ti, &nruns);
+
+  s->n = 0;
+  for (size_t r = 0; r < nruns; r++) {
+    uint64_t w = sample_weight(&runs[r], period);
+    uint64_t b = runs[r].start_ns, e = runs[r].end_ns + w;
+    size_t n, k = 0;
+    const uint32_t *ids = pst_profile_stack(p, runs[r].stack, &n);
+
+    if (r + 1 < nruns && runs[r + 1].start_ns <= runs[r].end_ns + 2 * w)
+      e = runs[r + 1].start_ns;
+    if (e < b)
+      e = b;
+    if (r > 0 && prev_e == b)
+      while (k < depth && k < n && s->v[s->open[k]].frame == ids[k])
+        k++;
+    for (size_t d = 0; d < k; d++)
+      s->v[s->open[d]].e = e;
+    if (reserve((void **)&s->v, &s->cap, s->n + (n - k), sizeof(*s->v)) ||
+        reserve((void **)&s->open, &s->open_cap, n, sizeof(*s->open)))
+      return -ENOMEM;
+    for (size_t d = k; d < n; d++) {
+      s->open[d] = (uint32_t)s->n;
+      s->v[s->n++] = (struct slice){ids[d], b, e};
+    }
+    depth = n;
+    prev_e = e;
+  }
+  check_invariants(s);
+  return 0;
+}
+
+static void write_meta(struct pst_json *j, const char *what, int pid, int tid,
+                       const char *key, const char *str, int64_t num) {
+  pst_json_object_begin(j);
+  pst_json_kv_string(j, "ph", "M");
+  pst_json_kv_string(j, "name", what);
+  pst_json_kv_int(j, "pid", pid);
+  pst_json_kv_int(j, "tid", tid);
+  pst_json_key(j, "args");
+  pst_json_object_begin(j);
+  if (str)
+    pst_json_kv_string(j, key, str);
+  else
+    pst_json_kv_int(j, key, num);
+  pst_json_object_end(j);
+  pst_json_object_end(j);
+}
+
+static int write_metadata(const struct pst_profile *p, struct pst_json *j) {
+  size_t nprocs = pst_profile_nprocesses(p), nthreads = pst_profile_nthreads(p);
+
+  for (uint32_t i = 0; i < nprocs; i++) {
+    const struct pst_prof_process *pr = pst_profile_proc(p, i);
+    char *label = pst_writer_proc_label(pr);
+
+    if (!label)
+      return -ENOMEM;
+    write_meta(j, "process_name", pr->pid, 0, "name", label, 0);
+    free(label);
+    if (pr->rank >= 0)
+      write_meta(j, "process_sort_index", pr->pid, 0, "sort_index", NULL,
+                 pr->rank);
+  }
+  for (uint32_t i = 0; i < nthreads; i++) {
+    const struct pst_prof_thread *t = pst_profile_thread_at(p, i);
+    const struct pst_prof_process *pr = pst_profile_proc(p, t->process);
+
+    write_meta(j, "thread_name", pr ? pr->pid : 0, t->tid, "name", t->name, 0);
+  }
+  return 0;
+}
+
+static void write_slices(const struct pst_profile *p, struct pst_json *j,
+                         const struct slices *s, int pid, int tid) {
+  for (size_t i = 0; i < s->n; i++) {
+    const struct pst_prof_frame *fr = pst_profile_frame(p, s->v[i].frame);
+
+    pst_json_object_begin(j);
+    pst_json_kv_string(j, "ph", "X");
+    pst_json_kv_string(j, "name", fr->name);
+    pst_json_kv_int(j, "pid", pid);
+    pst_json_kv_int(j, "tid", tid);
+    pst_json_key(j, "ts");
+    pst_json_fixed(j, s->v[i].b, 3);
+    pst_json_key(j, "dur");
+    pst_json_fixed(j, s->v[i].e - s->v[i].b, 3);
+    if (fr->file && *fr->file) {
+      pst_json_key(j, "args");
+      pst_json_object_begin(j);
+      pst_json_kv_string(j, "file", fr->file);
+      if (fr->line > 0)
+        pst_json_kv_int(j, "line", fr->line);
+      pst_json_object_end(j);
+    }
+    pst_json_object_end(j);
+  }
+}
+
+static int chrome_write(const struct pst_profile *p, FILE *f) {
+  size_t nthreads = pst_profile_nthreads(p);
+  struct slices s = {0};
+  struct pst_json j;
+  int err;
+
+  pst_json_init(&j, f);
+  pst_json_object_begin(&j);
+  pst_json_key(&j, "traceEvents");
+  pst_json_array_begin(&j);
+  err = write_metadata(p, &j);
+  if (err)
+    goto out;
+  for (uint32_t t = 0; t < nthreads; t++) {
+    const struct pst_prof_thread *th = pst_profile_thread_at(p, t);
+    const struct pst_prof_process *pr = pst_profile_proc(p, th->process);
+
+    err = build_slices(p, t, &s);
+    if (err)
+      goto out;
+    write_slices(p, &j, &s, pr ? pr->pid : 0, th->tid);
+  }
+  pst_json_array_end(&j);
+  pst_json_kv_string(&j, "displayTimeUnit", "ms");
+  pst_json_key(&j, "otherData");
+  pst_json_object_begin(&j);
+  pst_json_kv_string(&j, "exporter", PACKAGE_NAME " " PACKAGE_VERSION);
+  pst_json_kv_uint(&j, "period_ns", pst_profile_period_ns(p));
+  pst_json_kv_uint(&j, "start_unix_ns", pst_profile_start_unix_ns(p));
+  pst_json_kv_uint(&j, "samples", pst_profile_samples(p));
+  pst_json_object_end(&j);
+  pst_json_object_end(&j);
+  err = pst_json_finish(&j);
+out:
+  free(s.v);
+  free(s.open);
+  return err;
+}
+
+const struct pst_writer_ops pst_writer_chrome = {
+    .name = "chrome",
+    .ext = ".trace.json",
+    .desc = "Chrome trace events: per-thread flame charts over time (Perfetto)",
+    .write = chrome_write,
+};

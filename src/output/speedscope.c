@@ -1,0 +1,178 @@
+/* speedscope.c: speedscope's JSON file format
+ * (https://www.speedscope.app/file-format-schema.json): the profile's frames
+ * shared by one "sampled" profile per thread.
+ *
+ * Each run of a thread becomes one sample (its stack, root first, as frame
+ * indexes) weighted by the run's weight in nanoseconds, so the "time order"
+ * view shows the thread's stacks in the order they were seen, and the
+ * "left heavy" and "sandwich" views aggregate them. A run without a recorded
+ * weight stands for count * period. startValue is the thread's first sample
+ * time (since the recording began); endValue is the later of the end of its
+ * last sample (its time plus its weight) and startValue plus the sum of the
+ * weights, as speedscope expects endValue - startValue to cover the
+ * weights. Threads without samples are
+ * left out; a profile with no samples at all still gets one empty profile,
+ * which speedscope needs to open the file.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "output/json.h"
+#include "output/writer.h"
+
+#define SPEEDSCOPE_SCHEMA "https://www.speedscope.app/file-format-schema.json"
+
+static uint64_t run_weight(const struct pst_prof_run *r, uint64_t period) {
+  return r->weight_ns ? r->weight_ns : r->count * period;
+}
+
+/* The profile's name: "thread TID NAME" and its process's label. */
+static char *thread_title(const struct pst_profile *p,
+                          const struct pst_prof_thread *t) {
+  const struct pst_prof_process *pr = pst_profile_proc(p, t->process);
+  char *name = pst_writer_clean(t->name, PST_CLEAN_CTRL);
+  char *proc = pr ? pst_writer_proc_label(pr) : NULL;
+  char *buf = NULL;
+  size_t size;
+
+  if (!name || (pr && !proc))
+    goto out;
+  size = strlen(name) + (proc ? strlen(proc) : 0) + 64;
+  buf = malloc(size);
+  if (!buf)
+    goto out;
+  if (pr && pr->cmdline && *pr->cmdline)
+    snprintf(buf, size, "thread %d %s (pid %d: %s)", t->tid, name, pr->pid,
+             proc);
+  else if (pr) /* the label starts with "pid N" */
+    snprintf(buf, size, "thread %d %s (%s)", t->tid, name, proc);
+  else
+    snprintf(buf, size, "thread %d %s", t->tid, name);
+out:
+  free(name);
+  free(proc);
+  return buf;
+}
+
+static void write_frames(const struct pst_profile *p, struct pst_json *j) {
+  size_t n = pst_profile_nframes(p);
+
+  pst_json_key(j, "shared");
+  pst_json_object_begin(j);
+  pst_json_key(j, "frames");
+  pst_json_array_begin(j);
+  for (uint32_t i = 0; i < n; i++) {
+    const struct pst_prof_frame *fr = pst_profile_frame(p, i);
+
+    pst_json_object_begin(j);
+    pst_json_kv_string(j, "name", fr->name);
+    if (fr->file && *fr->file)
+      pst_json_kv_string(j, "file", fr->file);
+    if (fr->line > 0)
+      pst_json_kv_int(j, "line", fr->line);
+    pst_json_object_end(j);
+  }
+  pst_json_array_end(j);
+  pst_json_object_end(j);
+}
+
+static int write_thread(const struct pst_profile *p, struct pst_json *j,
+                        uint32_t ti) {
+  const struct pst_prof_thread *t = pst_profile_thread_at(p, ti);
+  uint64_t period = pst_profile_period_ns(p), sum = 0, start, end;
+  size_t nruns;
+  const struct pst_prof_run *runs = pst_profile_runs(p, ti, &nruns), *last;
+  char *title = thread_title(p, t);
+
+  if (!title)
+    return -ENOMEM;
+  for (size_t r = 0; r < nruns; r++)
+    sum += run_weight(&runs[r], period);
+  start = runs[0].start_ns;
+  /* The last sample stands for the time after it. */
+  last = &runs[nruns - 1];
+  end =
+      last->end_ns + run_weight(last, period) / (last->count ? last->count : 1);
+  if (end < start + sum)
+    end = start + sum;
+
+  pst_json_object_begin(j);
+  pst_json_kv_string(j, "type", "sampled");
+  pst_json_kv_string(j, "name", title);
+  pst_json_kv_string(j, "unit", "nanoseconds");
+  pst_json_kv_uint(j, "startValue", start);
+  pst_json_kv_uint(j, "endValue", end);
+  pst_json_key(j, "samples");
+  pst_json_array_begin(j);
+  for (size_t r = 0; r < nruns; r++) {
+    size_t n;
+    const uint32_t *ids = pst_profile_stack(p, runs[r].stack, &n);
+
+    pst_json_array_begin(j);
+    for (size_t i = 0; i < n; i++)
+      pst_json_uint(j, ids[i]);
+    pst_json_array_end(j);
+  }
+  pst_json_array_end(j);
+  pst_json_key(j, "weights");
+  pst_json_array_begin(j);
+  for (size_t r = 0; r < nruns; r++)
+    pst_json_uint(j, run_weight(&runs[r], period));
+  pst_json_array_end(j);
+  pst_json_object_end(j);
+  free(title);
+  return 0;
+}
+
+static int speedscope_write(const struct pst_profile *p, FILE *f) {
+  size_t nthreads = pst_profile_nthreads(p), written = 0;
+  struct pst_json j;
+  int err;
+
+  pst_json_init(&j, f);
+  pst_json_object_begin(&j);
+  pst_json_kv_string(&j, "$schema", SPEEDSCOPE_SCHEMA);
+  pst_json_kv_string(&j, "exporter", PACKAGE_NAME " " PACKAGE_VERSION);
+  pst_json_kv_string(&j, "name", "pystitch profile");
+  pst_json_kv_uint(&j, "activeProfileIndex", 0);
+  write_frames(p, &j);
+  pst_json_key(&j, "profiles");
+  pst_json_array_begin(&j);
+  for (uint32_t t = 0; t < nthreads; t++) {
+    size_t nruns;
+
+    pst_profile_runs(p, t, &nruns);
+    if (!nruns)
+      continue;
+    err = write_thread(p, &j, t);
+    if (err)
+      return err;
+    written++;
+  }
+  if (!written) {
+    pst_json_object_begin(&j);
+    pst_json_kv_string(&j, "type", "sampled");
+    pst_json_kv_string(&j, "name", "no samples");
+    pst_json_kv_string(&j, "unit", "nanoseconds");
+    pst_json_kv_uint(&j, "startValue", 0);
+    pst_json_kv_uint(&j, "endValue", 0);
+    pst_json_key(&j, "samples");
+    pst_json_array_begin(&j);
+    pst_json_array_end(&j);
+    pst_json_key(&j, "weights");
+    pst_json_array_begin(&j);
+    pst_json_array_end(&j);
+    pst_json_object_end(&j);
+  }
+  pst_json_array_end(&j);
+  pst_json_object_end(&j);
+  return pst_json_finish(&j);
+}
+
+const struct pst_writer_ops pst_writer_speedscope = {
+    .name = "speedscope",
+    .ext = ".speedscope.json",
+    .desc = "speedscope JSON, one sampled profile per thread, time ordered",
+    .write = speedscope_write,
+};

@@ -1,0 +1,544 @@
+/* sampler.c: the record loop on libuv: a timerfd-driven sampling tick, a
+ * refresh of threads and child processes, signals, and `-- command`.
+ *
+ * Threading: everything runs on the loop thread, so every ptrace call comes
+ * from the thread that attached (ptrace's rule).
+ * Timing: the tick is a timerfd armed at absolute times (nanosecond
+ * precision; libuv timers have milliseconds), each period plus a small
+ * random jitter so that sampling does not alias with periodic work. A tick
+ * that fires more than two periods late re-bases the schedule instead of
+ * bursting to catch up.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "proc/proc.h"
+#include "pystitch.h"
+#include "sampler/sampler.h"
+#include "util/log.h"
+
+#define REFRESH_MS 100      /* threads and children: new ones within this */
+#define ATTACH_RETRY_MS 10  /* a spawned command, until its Python is up */
+#define ATTACH_TRIES 1000   /* 10 s of retries for an uninitialised target */
+#define PROGRESS_MS 250
+#define TARGETS_MAX 1024
+#define STACK_MAX 1100      /* frames per sample incl. synthetic roots */
+
+struct tmap {
+  pid_t tid;
+  int prof_thread;
+  char name[64];
+};
+
+struct entry {
+  pid_t pid;
+  struct pst_target *t;  /* NULL until attached, and after it ended */
+  int prof_proc;
+  int tries;             /* attach attempts */
+  int done;              /* ended, or not Python: never tried again */
+  char root[300];        /* synthetic process root frame */
+  struct tmap *tm;
+  size_t ntm;
+};
+
+struct rec {
+  uv_loop_t loop;
+  uv_poll_t tick;
+  uv_timer_t refresh, attach, stop, progress;
+  uv_signal_t sig[3];
+  uv_process_t child;
+  int tfd;
+  int child_running, stopping, have_tick, have_child;
+  const struct pst_record_opts *o;
+  struct pst_profile *prof;
+  struct pst_record_stats *st;
+  struct entry *e;
+  size_t n;
+  uint64_t period_ns, start_ns, sched_ns, last_ns;
+  int first_err;
+  unsigned seed;
+};
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- targets ---- */
+
+static int read_env_int(pid_t pid, const char *key, int *out) {
+  char path[64], buf[65536];
+  size_t klen = strlen(key);
+  ssize_t n;
+
+  snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+  n = pst_proc_read(path, buf, sizeof(buf));
+  for (ssize_t i = 0; n > 0 && i < n; i += (ssize_t)strlen(buf + i) + 1)
+    if (!strncmp(buf + i, key, klen) && buf[i + klen] == '=') {
+      *out = atoi(buf + i + klen + 1);
+      return 0;
+    }
+  return -ENOENT;
+}
+
+static void read_cmdline(pid_t pid, char *buf, size_t len) {
+  char path[64];
+  ssize_t n;
+
+  snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+  n = pst_proc_read(path, buf, len);
+  for (ssize_t i = 0; i + 1 < n; i++)
+    if (buf[i] == '\0')
+      buf[i] = ' ';
+  if (n <= 0)
+    buf[0] = '\0';
+}
+
+static struct entry *add_entry(struct rec *r, pid_t pid) {
+  struct entry *ne;
+
+  for (size_t i = 0; i < r->n; i++)
+    if (r->e[i].pid == pid)
+      return &r->e[i];
+  if (r->n == TARGETS_MAX)
+    return NULL;
+  ne = realloc(r->e, (r->n + 1) * sizeof(*ne));
+  if (!ne)
+    return NULL;
+  r->e = ne;
+  memset(&r->e[r->n], 0, sizeof(*ne));
+  r->e[r->n].pid = pid;
+  r->e[r->n].prof_proc = -1;
+  return &r->e[r->n++];
+}
+
+/* Tries to attach e. Returns 0 when attached, 1 to retry later, or a
+ * negative error when it never will be (e->done set). */
+static int attach(struct rec *r, struct entry *e) {
+  int rank = -1, local = -1, world = -1, err;
+  char cmd[256];
+
+  err = pst_target_open(e->pid, &e->t);
+  if (err == PST_EBADDATA || err == PST_ENOTPY) {
+    /* Not (yet) an initialised interpreter: a command still exec'ing, or
+     * a child about to exec; give up after ATTACH_TRIES. */
+    if (++e->tries < ATTACH_TRIES)
+      return 1;
+  }
+  if (err) {
+    e->done = 1;
+    e->t = NULL;
+    return err;
+  }
+  read_cmdline(e->pid, cmd, sizeof(cmd));
+  read_env_int(e->pid, "RANK", &rank);
+  read_env_int(e->pid, "LOCAL_RANK", &local);
+  read_env_int(e->pid, "WORLD_SIZE", &world);
+  e->prof_proc = pst_profile_process(r->prof, e->pid, cmd, rank, local,
+                                     world);
+  if (rank >= 0)
+    snprintf(e->root, sizeof(e->root), "process %d [rank %d/%d] %.200s",
+             (int)e->pid, rank, world, cmd);
+  else
+    snprintf(e->root, sizeof(e->root), "process %d %.240s", (int)e->pid,
+             cmd);
+  r->st->processes++;
+  pst_info("recording process %d (%s)", (int)e->pid,
+           pst_target_info(e->t)->version);
+  return 0;
+}
+
+static void end_entry(struct entry *e) {
+  pst_target_close(e->t);
+  e->t = NULL;
+  e->done = 1;
+}
+
+static int live_targets(const struct rec *r) {
+  int n = 0;
+  for (size_t i = 0; i < r->n; i++)
+    n += r->e[i].t != NULL || !r->e[i].done;
+  return n;
+}
+
+/* ---- samples ---- */
+
+static int prof_thread(struct rec *r, struct entry *e,
+                       const struct pst_thread *x) {
+  struct tmap *m = NULL, *nm;
+
+  for (size_t i = 0; i < e->ntm; i++)
+    if (e->tm[i].tid == x->tid) {
+      m = &e->tm[i];
+      break;
+    }
+  if (m && !strcmp(m->name, x->name))
+    return m->prof_thread;
+  if (!m) {
+    nm = realloc(e->tm, (e->ntm + 1) * sizeof(*nm));
+    if (!nm)
+      return -ENOMEM;
+    e->tm = nm;
+    m = &e->tm[e->ntm++];
+    m->tid = x->tid;
+  }
+  snprintf(m->name, sizeof(m->name), "%s", x->name);
+  m->prof_thread = pst_profile_thread(r->prof, (uint32_t)e->prof_proc,
+                                      x->tid, x->name);
+  return m->prof_thread;
+}
+
+static void count_error(struct pst_record_stats *st, int err) {
+  st->errors++;
+  if (err == PST_ETORN)
+    st->torn++;
+  else if (err == -ESRCH)
+    st->gone++;
+  else
+    st->other++;
+}
+
+static void sample_entry(struct rec *r, struct entry *e, uint64_t t_ns,
+                         uint64_t weight) {
+  static struct pst_prof_frame frames[STACK_MAX];
+  const struct pst_record_opts *o = r->o;
+  const struct pst_thread *th;
+  char troot[128];
+  int n = pst_target_sample(e->t, o->blocking ? PST_SAMPLE_BLOCKING : 0,
+                            &th);
+
+  if (n < 0)
+    return;
+  for (int i = 0; i < n; i++) {
+    const struct pst_thread *x = &th[i];
+    size_t k = 0;
+    int pt;
+
+    if (!x->tstate)
+      continue; /* no Python state: nothing to record without --native */
+    if (x->error) {
+      count_error(r->st, x->error);
+      continue;
+    }
+    if ((o->gil_only && x->holds_gil != 1) ||
+        (!o->idle && x->idle && x->holds_gil != 1) || x->nframes == 0) {
+      r->st->idle_skipped++;
+      continue;
+    }
+    if (o->npids > 1 || o->subprocesses)
+      frames[k++] = (struct pst_prof_frame){e->root, "", 0};
+    if (o->threads_root) {
+      snprintf(troot, sizeof(troot), "thread %d \"%s\"", (int)x->tid,
+               x->name);
+      frames[k++] = (struct pst_prof_frame){troot, "", 0};
+    }
+    for (size_t f = x->nframes; f > 0 && k < STACK_MAX; f--) {
+      const struct pst_frame *pf = &x->frames[f - 1];
+      frames[k++] = (struct pst_prof_frame){pf->name, pf->filename,
+                                            o->by_function ? 0 : pf->line};
+    }
+    pt = prof_thread(r, e, x);
+    if (pt < 0 || pst_profile_add(r->prof, (uint32_t)pt, frames, k, t_ns,
+                                  weight) < 0) {
+      count_error(r->st, -ENOMEM);
+      continue;
+    }
+    r->st->samples++;
+  }
+}
+
+static void arm_tick(struct rec *r) {
+  struct itimerspec its = {{0, 0}, {0, 0}};
+  int64_t jitter = 0;
+  uint64_t at;
+
+  /* +-5% of the period, uniformly. */
+  if (r->period_ns >= 40)
+    jitter = (int64_t)(rand_r(&r->seed) % (r->period_ns / 10)) -
+             (int64_t)(r->period_ns / 20);
+  at = (uint64_t)((int64_t)r->sched_ns + jitter);
+  its.it_value.tv_sec = (time_t)(at / 1000000000ULL);
+  its.it_value.tv_nsec = (long)(at % 1000000000ULL);
+  timerfd_settime(r->tfd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+static void on_tick(uv_poll_t *h, int status, int events) {
+  struct rec *r = h->data;
+  uint64_t expirations, now, weight;
+  double lag_ms;
+
+  (void)status;
+  (void)events;
+  if (read(r->tfd, &expirations, sizeof(expirations)) < 0)
+    return;
+  now = now_ns();
+  lag_ms = now > r->sched_ns ? (double)(now - r->sched_ns) / 1e6 : 0;
+  if (lag_ms > r->st->max_lag_ms)
+    r->st->max_lag_ms = lag_ms;
+  if (now > r->sched_ns + r->period_ns) {
+    r->st->late_ticks++;
+    if (now > r->sched_ns + 2 * r->period_ns)
+      r->sched_ns = now; /* re-base: do not burst to catch up */
+  }
+  weight = r->last_ns ? now - r->last_ns : r->period_ns;
+  r->last_ns = now;
+  r->st->ticks++;
+  for (size_t i = 0; i < r->n; i++)
+    if (r->e[i].t)
+      sample_entry(r, &r->e[i], now - r->start_ns, weight);
+  r->sched_ns += r->period_ns;
+  arm_tick(r);
+}
+
+/* ---- lifecycle ---- */
+
+static void on_close(uv_handle_t *h) { (void)h; }
+
+static void stop_all(struct rec *r) {
+  if (r->stopping)
+    return;
+  r->stopping = 1;
+  if (r->have_tick)
+    uv_close((uv_handle_t *)&r->tick, on_close);
+  uv_close((uv_handle_t *)&r->refresh, on_close);
+  uv_close((uv_handle_t *)&r->attach, on_close);
+  uv_close((uv_handle_t *)&r->stop, on_close);
+  uv_close((uv_handle_t *)&r->progress, on_close);
+  for (int i = 0; i < 3; i++)
+    uv_close((uv_handle_t *)&r->sig[i], on_close);
+  if (r->have_child && !uv_is_closing((uv_handle_t *)&r->child))
+    uv_close((uv_handle_t *)&r->child, on_close);
+}
+
+static void find_children(struct rec *r, pid_t pid) {
+  pid_t *tids;
+  int n = pst_proc_tasks(pid, &tids);
+
+  for (int i = 0; i < n; i++) {
+    char path[80], buf[4096], *p, *end;
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid,
+             (int)tids[i]);
+    if (pst_proc_read(path, buf, sizeof(buf)) <= 0)
+      continue;
+    for (p = buf;; p = end) {
+      long c = strtol(p, &end, 10);
+      if (end == p)
+        break;
+      add_entry(r, (pid_t)c);
+    }
+  }
+  if (n > 0)
+    free(tids);
+}
+
+static void try_attach_pending(struct rec *r) {
+  for (size_t i = 0; i < r->n; i++) {
+    struct entry *e = &r->e[i];
+    int err;
+    if (e->t || e->done)
+      continue;
+    err = attach(r, e);
+    if (err < 0) {
+      if (!r->first_err)
+        r->first_err = err;
+      /* Children that are not Python are skipped quietly. */
+      if (err == PST_ENOTPY && i >= (size_t)r->o->npids && !r->have_child)
+        pst_debug("process %d is not Python: skipped", (int)e->pid);
+      else
+        pst_warn("cannot record process %d: %s", (int)e->pid,
+                 pst_strerror(err));
+    }
+  }
+}
+
+static void on_refresh(uv_timer_t *h) {
+  struct rec *r = h->data;
+
+  for (size_t i = 0; i < r->n; i++) {
+    struct entry *e = &r->e[i];
+    if (!e->t)
+      continue;
+    if (pst_target_refresh(e->t) < 0) {
+      pst_info("process %d ended", (int)e->pid);
+      end_entry(e);
+      continue;
+    }
+    if (r->o->subprocesses)
+      find_children(r, e->pid);
+  }
+  try_attach_pending(r);
+  if (!live_targets(r) && !r->child_running)
+    stop_all(r);
+}
+
+static void on_attach(uv_timer_t *h) {
+  struct rec *r = h->data;
+  int pending = 0;
+
+  try_attach_pending(r);
+  for (size_t i = 0; i < r->n; i++)
+    pending += !r->e[i].t && !r->e[i].done;
+  if (!pending)
+    uv_timer_stop(h);
+}
+
+static void on_stop(uv_timer_t *h) { stop_all(h->data); }
+
+static void on_signal(uv_signal_t *h, int signum) {
+  struct rec *r = h->data;
+  pst_info("signal %d: writing the profile", signum);
+  r->st->interrupted = 1;
+  stop_all(r);
+}
+
+static void on_progress(uv_timer_t *h) {
+  struct rec *r = h->data;
+  const struct pst_record_stats *st = r->st;
+  uint64_t all = st->samples + st->errors;
+
+  fprintf(stderr,
+          "\r\033[Kpystitch: %.1f s, %" PRIu64 " samples, %d process%s, "
+          "%.2f%% errors, lag %.1f ms",
+          (double)(now_ns() - r->start_ns) / 1e9, st->samples,
+          st->processes, st->processes == 1 ? "" : "es",
+          all ? 100.0 * (double)st->errors / (double)all : 0.0,
+          r->last_ns > r->sched_ns
+              ? (double)(r->last_ns - r->sched_ns) / 1e6 : 0.0);
+}
+
+static void on_child_exit(uv_process_t *p, int64_t status, int signum) {
+  struct rec *r = p->data;
+
+  r->child_running = 0;
+  r->st->child_exited = 1;
+  r->st->child_status = signum ? 128 + signum : (int)status;
+  uv_close((uv_handle_t *)p, on_close);
+  /* Its threads are gone: the next refresh ends its entry, then the
+   * recording when nothing else is left. */
+}
+
+static int spawn(struct rec *r) {
+  uv_process_options_t po;
+  uv_stdio_container_t stdio[3];
+  const char *sudo_uid = getenv("SUDO_UID"), *sudo_gid = getenv("SUDO_GID");
+  int err;
+
+  memset(&po, 0, sizeof(po));
+  for (int i = 0; i < 3; i++) {
+    stdio[i].flags = UV_INHERIT_FD;
+    stdio[i].data.fd = i;
+  }
+  po.file = r->o->argv[0];
+  po.args = r->o->argv;
+  po.exit_cb = on_child_exit;
+  po.stdio = stdio;
+  po.stdio_count = 3;
+  /* Under sudo the command runs as the user who ran sudo. */
+  if (getuid() == 0 && sudo_uid && sudo_gid) {
+    po.uid = (uv_uid_t)atoi(sudo_uid);
+    po.gid = (uv_gid_t)atoi(sudo_gid);
+    po.flags |= UV_PROCESS_SETUID | UV_PROCESS_SETGID;
+  }
+  r->child.data = r;
+  err = uv_spawn(&r->loop, &r->child, &po);
+  if (err)
+    return err;
+  r->have_child = r->child_running = 1;
+  add_entry(r, r->child.pid);
+  return 0;
+}
+
+int pst_record_run(const struct pst_record_opts *o, struct pst_profile *prof,
+                   struct pst_record_stats *st) {
+  static const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
+  struct rec r;
+  int err = 0;
+
+  memset(&r, 0, sizeof(r));
+  memset(st, 0, sizeof(*st));
+  r.o = o;
+  r.prof = prof;
+  r.st = st;
+  r.tfd = -1;
+  r.seed = (unsigned)now_ns();
+  r.period_ns = (uint64_t)(1e9 / o->rate_hz);
+  if (uv_loop_init(&r.loop))
+    return -ENOMEM;
+  /* Attach the given pids first: an error there is the user's to see. */
+  for (int i = 0; i < o->npids; i++) {
+    struct entry *e = add_entry(&r, o->pids[i]);
+    err = e ? attach(&r, e) : -ENOMEM;
+    if (err) {
+      err = err > 0 ? PST_EBADDATA : err;
+      goto out_loop;
+    }
+  }
+  if (o->argv) {
+    err = spawn(&r);
+    if (err)
+      goto out_loop;
+  }
+  r.tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+  if (r.tfd < 0) {
+    err = -errno;
+    goto out_loop;
+  }
+  uv_poll_init(&r.loop, &r.tick, r.tfd);
+  r.have_tick = 1;
+  uv_timer_init(&r.loop, &r.refresh);
+  uv_timer_init(&r.loop, &r.attach);
+  uv_timer_init(&r.loop, &r.stop);
+  uv_timer_init(&r.loop, &r.progress);
+  r.tick.data = r.refresh.data = r.attach.data = r.stop.data =
+      r.progress.data = &r;
+  for (int i = 0; i < 3; i++) {
+    uv_signal_init(&r.loop, &r.sig[i]);
+    r.sig[i].data = &r;
+    uv_signal_start(&r.sig[i], on_signal, sigs[i]);
+  }
+  r.start_ns = r.sched_ns = now_ns();
+  r.sched_ns += r.period_ns;
+  arm_tick(&r);
+  uv_poll_start(&r.tick, UV_READABLE, on_tick);
+  uv_timer_start(&r.refresh, on_refresh, REFRESH_MS, REFRESH_MS);
+  if (o->argv)
+    uv_timer_start(&r.attach, on_attach, 0, ATTACH_RETRY_MS);
+  if (o->duration_s > 0)
+    uv_timer_start(&r.stop, on_stop, (uint64_t)(o->duration_s * 1000), 0);
+  if (o->progress)
+    uv_timer_start(&r.progress, on_progress, PROGRESS_MS, PROGRESS_MS);
+  uv_run(&r.loop, UV_RUN_DEFAULT);
+  if (o->progress)
+    fputs("\r\033[K", stderr);
+  st->elapsed_s = (double)(now_ns() - r.start_ns) / 1e9;
+  for (size_t i = 0; i < r.n; i++)
+    if (r.e[i].t)
+      st->torn_retries += pst_target_torn_retries(r.e[i].t);
+  err = 0;
+out_loop:
+  /* A spawned command still running when we stop keeps running. */
+  if (r.have_child && !uv_is_closing((uv_handle_t *)&r.child))
+    uv_close((uv_handle_t *)&r.child, on_close);
+  if (r.have_tick && !r.stopping)
+    stop_all(&r);
+  uv_run(&r.loop, UV_RUN_DEFAULT);
+  if (uv_loop_close(&r.loop))
+    pst_debug("uv_loop_close: handles left open");
+  if (r.tfd >= 0)
+    close(r.tfd);
+  for (size_t i = 0; i < r.n; i++) {
+    pst_target_close(r.e[i].t);
+    free(r.e[i].tm);
+  }
+  free(r.e);
+  return err;
+}

@@ -1,0 +1,287 @@
+# test_record.py: `pystitch record` end to end against real targets:
+# attribution (no sample of a thread holds another thread's functions) on
+# every CPython found, proportions of time, lifecycle (SIGINT, target exit,
+# a failing command, thread churn, subprocesses) and every output format
+# read back by an independent reader. Prints TAP and the summary line.
+import gzip
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pytargets  # noqa: E402
+import tap  # noqa: E402
+
+PST = os.environ.get("PST", "./pystitch")
+TAP = tap.Tap()
+report = TAP.report
+TMP = tempfile.mkdtemp(prefix="pst-record-")
+THREAD_ROOT = re.compile(r'^thread (\d+) "(.*)"$')
+
+
+def folded(path):
+    """[(frames root first, count)] from a folded file."""
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            stack, _, count = line.rstrip("\n").rpartition(" ")
+            out.append((stack.split(";"), int(count)))
+    return out
+
+
+def record(args, timeout=120):
+    out = os.path.join(TMP, "out-%d" % len(os.listdir(TMP)))
+    r = subprocess.run([PST, "record", "-o", out] + args,
+                       capture_output=True, timeout=timeout)
+    return r, out
+
+
+def wait_ready(t):
+    while t.readline().strip() != "ready":
+        pass
+
+
+def check_attribution(interp):
+    t = pytargets.Target(interp, "attribution.py", ["6"])
+    try:
+        wait_ready(t)
+        r, out = record(["-p", str(t.pid), "-d", "1.5", "-r", "200",
+                         "-f", "folded", "--threads"])
+        if r.returncode != 0:
+            return "record exited %d: %s" % (r.returncode, r.stderr)
+        errors, seen = [], set()
+        for stack, count in folded(out):
+            m = THREAD_ROOT.match(stack[0])
+            if not m:
+                errors.append("no thread root: %s" % stack[0])
+                continue
+            name = m.group(2)
+            for fr in stack[1:]:
+                fm = re.match(r"(?:.*\.)?work_(\d+)_[ab] ", fr)
+                if fm and name != "worker-" + fm.group(1):
+                    errors.append("%s holds %s" % (name, fr))
+                elif fm:
+                    seen.add(name)
+        if len(seen) != 6:
+            errors.append("workers seen: %s" % sorted(seen))
+        return "\n".join(errors[:10])
+    finally:
+        t.stop()
+
+
+def check_proportions(interp):
+    t = pytargets.Target(interp, "proportions.py")
+    try:
+        wait_ready(t)
+        r, out = record(["-p", str(t.pid), "-d", "3", "-r", "250",
+                         "-f", "folded", "--function"])
+        if r.returncode != 0:
+            return "record exited %d: %s" % (r.returncode, r.stderr)
+        n = {"heavy": 0, "medium": 0, "light": 0}
+        for stack, count in folded(out):
+            for fr in stack:
+                name = fr.split(" (")[0]
+                if name in n:
+                    n[name] += count
+        total = sum(n.values())
+        if total < 300:
+            return "only %d samples in the three functions" % total
+        want = {"heavy": 60, "medium": 30, "light": 10}
+        bad = ["%s %.1f%% (want %d%%)" % (k, 100.0 * v / total, want[k])
+               for k, v in n.items() if abs(100.0 * v / total - want[k]) > 5]
+        return "; ".join(bad)
+    finally:
+        t.stop()
+
+
+def check_sigint(interp):
+    t = pytargets.Target(interp, "attribution.py", ["2"])
+    out = os.path.join(TMP, "sigint.folded")
+    try:
+        wait_ready(t)
+        p = subprocess.Popen([PST, "record", "-p", str(t.pid), "-f",
+                              "folded", "-o", out], stderr=subprocess.PIPE)
+        time.sleep(1.5)
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=30)
+        if p.returncode != 0:
+            return "exit %d after SIGINT: %s" % (p.returncode, err)
+        total = sum(c for _, c in folded(out))
+        return "" if total > 50 else "only %d samples" % total
+    finally:
+        t.stop()
+
+
+def check_target_exit(interp):
+    t = pytargets.Target(interp, "attribution.py", ["2", "2"])
+    try:
+        wait_ready(t)
+        start = time.time()
+        r, out = record(["-p", str(t.pid), "-f", "folded"], timeout=60)
+        took = time.time() - start
+        if r.returncode != 0:
+            return "exit %d: %s" % (r.returncode, r.stderr)
+        if took > 10:
+            return "recording went on %.1f s after the target's exit" % took
+        total = sum(c for _, c in folded(out))
+        return "" if total > 20 else "only %d samples" % total
+    finally:
+        t.stop()
+
+
+def check_command_fails(interp):
+    if interp.rootfs:
+        return None
+    code = ("import sys, time\n"
+            "def busy_then_fail():\n"
+            "    end = time.time() + 1.5\n"
+            "    while time.time() < end:\n"
+            "        sum(range(1000))\n"
+            "    sys.exit(3)\n"
+            "busy_then_fail()\n")
+    r, out = record(["-f", "folded", "--", interp.exe, "-c", code])
+    err = r.stderr.decode(errors="replace")
+    problems = []
+    if r.returncode != 0:
+        problems.append("exit %d: %s" % (r.returncode, err))
+    if "status 3" not in err:
+        problems.append("failure not reported: %s" % err)
+    if os.path.exists(out):
+        if not any("busy_then_fail" in ";".join(s) for s, _ in folded(out)):
+            problems.append("busy_then_fail never sampled")
+    else:
+        problems.append("no profile written")
+    return "\n".join(problems)
+
+
+def check_churn(interp):
+    t = pytargets.Target(interp, "churn.py", ["3"])
+    try:
+        wait_ready(t)
+        r, out = record(["-p", str(t.pid), "-d", "2", "-r", "200", "-f",
+                         "folded"])
+        if r.returncode != 0:
+            return "exit %d: %s" % (r.returncode, r.stderr)
+        names = ";".join(";".join(s) for s, _ in folded(out))
+        missing = [f for f in ("long_lived", "short_lived") if f not in names]
+        return "missing %s" % missing if missing else ""
+    finally:
+        t.stop()
+
+
+def check_subprocesses(interp):
+    t = pytargets.Target(interp, "mp.py", ["4"])
+    try:
+        wait_ready(t)
+        r, out = record(["-p", str(t.pid), "-s", "-d", "2", "-r", "100",
+                         "-f", "folded", "--idle"])
+        if r.returncode != 0:
+            return "exit %d: %s" % (r.returncode, r.stderr)
+        procs = set()
+        child = 0
+        for stack, count in folded(out):
+            if stack[0].startswith("process "):
+                procs.add(stack[0].split()[1])
+            if any(f.startswith("child_work") for f in stack):
+                child += count
+        if len(procs) < 3 or child == 0:
+            return "processes %s, child_work samples %d" % (sorted(procs),
+                                                            child)
+        return ""
+    finally:
+        t.stop()
+
+
+def check_formats(interp):
+    t = pytargets.Target(interp, "attribution.py", ["3"])
+    problems = []
+    try:
+        wait_ready(t)
+        for fmt in ("flamegraph", "speedscope", "chrome", "pprof", "folded"):
+            r, out = record(["-p", str(t.pid), "-d", "0.7", "-f", fmt])
+            if r.returncode != 0:
+                problems.append("%s: exit %d: %s" % (fmt, r.returncode,
+                                                     r.stderr))
+                continue
+            try:
+                if fmt == "flamegraph":
+                    root = ET.parse(out).getroot()
+                    if not root.tag.endswith("svg") or \
+                            "work_" not in open(out, encoding="utf-8").read():
+                        problems.append("svg without the workers")
+                elif fmt == "speedscope":
+                    d = json.load(open(out, encoding="utf-8"))
+                    if not d["profiles"] or not d["shared"]["frames"]:
+                        problems.append("speedscope: empty")
+                elif fmt == "chrome":
+                    d = json.load(open(out, encoding="utf-8"))
+                    ev = d["traceEvents"] if isinstance(d, dict) else d
+                    if not any(e.get("ph") == "X" for e in ev):
+                        problems.append("chrome: no complete events")
+                elif fmt == "pprof":
+                    data = gzip.open(out).read()
+                    if b"work_" not in data:
+                        problems.append("pprof: names missing")
+                    proto = os.path.join(pytargets.HERE, "..", "..",
+                                         "proto", "profile.proto")
+                    if shutil.which("protoc") and os.path.exists(proto):
+                        d = subprocess.run(
+                            ["protoc", "--decode=perftools.profiles.Profile",
+                             "-I", os.path.dirname(proto),
+                             os.path.basename(proto)], input=data,
+                            capture_output=True)
+                        if d.returncode != 0 or b"sample" not in d.stdout:
+                            problems.append("protoc: %s" % d.stderr[:200])
+                else:
+                    if not folded(out):
+                        problems.append("folded: empty")
+            except Exception as e:
+                problems.append("%s: %s: %s" % (fmt, type(e).__name__, e))
+        return "\n".join(problems)
+    finally:
+        t.stop()
+
+
+def run(name, fn, interp):
+    try:
+        err = fn(interp)
+    except Exception as e:
+        err = "%s: %s" % (type(e).__name__, e)
+    if err is None:
+        report(None, "%s %s" % (name, interp.label), "not applicable")
+    else:
+        report(not err, "%s %s" % (name, interp.label), err)
+
+
+def main():
+    found, skipped = pytargets.interpreters()
+    for label, why in skipped:
+        report(None, "record " + label, why)
+    if not found:
+        report(False, "at least one interpreter", "no CPython found")
+        return TAP.finish()
+    for interp in found:
+        run("attribution", check_attribution, interp)
+    # The rest on the newest local interpreter and the oldest one.
+    local = [i for i in found if not i.rootfs]
+    for interp in {id(i): i for i in (local[0], local[-1])}.values():
+        run("proportions", check_proportions, interp)
+        run("SIGINT writes a valid profile", check_sigint, interp)
+        run("target exit ends the run", check_target_exit, interp)
+        run("failing command reported", check_command_fails, interp)
+        run("thread churn", check_churn, interp)
+        run("subprocesses", check_subprocesses, interp)
+        run("formats", check_formats, interp)
+    shutil.rmtree(TMP, ignore_errors=True)
+    return TAP.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
