@@ -6,6 +6,7 @@ import pwd
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -60,6 +61,38 @@ def free_pid():
     return pid
 
 
+def record_bad_input():
+    """record: bad values and output paths fail before any recording,
+    with nothing written."""
+    tmp = tempfile.mkdtemp(prefix="pst-err-")
+    out = os.path.join(tmp, "x.folded")
+    for val in ("0", "-5", "abc", "1e9", "nan"):
+        expect("record --rate %s" % val,
+               run([PST, "record", "--rate", val, "-p", "1", "-o", out]),
+               EXIT_USAGE, ["--rate", val])
+    for val in ("0", "-1", "soon"):
+        expect("record --duration %s" % val,
+               run([PST, "record", "-d", val, "-p", "1", "-o", out]),
+               EXIT_USAGE, ["--duration", val])
+    expect("record unknown format",
+           run([PST, "record", "-f", "gif", "-p", "1", "-o", out]),
+           EXIT_USAGE, ["--format", "gif"])
+    expect("record output in a missing directory",
+           run([PST, "record", "-p", "1", "-o",
+                os.path.join(tmp, "no", "x.svg")]),
+           EXIT_USAGE, ["does not exist"])
+    expect("record output is a directory",
+           run([PST, "record", "-p", "1", "-o", tmp]), EXIT_USAGE,
+           ["is a directory"])
+    expect("record command that does not exist",
+           run([PST, "record", "-o", out, "--",
+                "/nonexistent/pystitch-no-such-command"]),
+           EXIT_NO_PROCESS, ["command not found"])
+    if os.listdir(tmp):
+        report(False, "record bad input wrote nothing", str(os.listdir(tmp)))
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
 def traced_by_strace():
     """A target another debugger (strace) already traces."""
     if not shutil.which("strace"):
@@ -102,6 +135,7 @@ def main():
     finally:
         sleeper.kill()
         sleeper.wait()
+    record_bad_input()
     traced_by_strace()
     # exec replaces the shell, so $$ is pystitch's own pid.
     expect("own pid", run(["sh", "-c", 'exec "$0" dump -p $$', PST]),
