@@ -76,15 +76,29 @@ def check_attribution(interp):
         t.stop()
 
 
+def last_totals(t, after):
+    """The target's first "totals" line printed after time `after`."""
+    while True:
+        line = t.readline().strip()
+        if line.startswith("totals ") and time.time() > after:
+            return [float(x) for x in line.split()[1:]]
+
+
 def check_proportions(interp):
+    """The profile's shares of heavy/medium/light match the shares of time
+    the target measured itself over the same window, within 5 points."""
     t = pytargets.Target(interp, "proportions.py")
     try:
         wait_ready(t)
+        before = last_totals(t, time.time())
         r, out = record(["-p", str(t.pid), "-d", "3", "-r", "250",
                          "-f", "folded", "--function"])
+        after = last_totals(t, time.time())
         if r.returncode != 0:
             return "record exited %d: %s" % (r.returncode, r.stderr)
-        n = {"heavy": 0, "medium": 0, "light": 0}
+        spent = [a - b for a, b in zip(after, before)]
+        names = ["heavy", "medium", "light"]
+        n = dict.fromkeys(names, 0)
         for stack, count in folded(out):
             for fr in stack:
                 name = fr.split(" (")[0]
@@ -93,9 +107,13 @@ def check_proportions(interp):
         total = sum(n.values())
         if total < 300:
             return "only %d samples in the three functions" % total
-        want = {"heavy": 60, "medium": 30, "light": 10}
-        bad = ["%s %.1f%% (want %d%%)" % (k, 100.0 * v / total, want[k])
-               for k, v in n.items() if abs(100.0 * v / total - want[k]) > 5]
+        bad = []
+        for k, name in enumerate(names):
+            got = 100.0 * n[name] / total
+            want = 100.0 * spent[k] / sum(spent)
+            if abs(got - want) > 5:
+                bad.append("%s %.1f%% of samples, %.1f%% of the time the "
+                           "target measured" % (name, got, want))
         return "; ".join(bad)
     finally:
         t.stop()
