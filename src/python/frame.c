@@ -134,7 +134,8 @@ static int decode_frames(struct pst_py *py, struct pst_mem *mem,
                   : -EFAULT;
     if (err)
       goto out;
-    if (locals != PST_NOFF && ends_with(f->name, "_bootstrap_inner") &&
+    if (thread_obj && locals != PST_NOFF &&
+        ends_with(f->name, "_bootstrap_inner") &&
         ends_with(f->filename, "threading.py") &&
         pst_mem_read_u64(mem, raw[i].frame + (uint64_t)locals,
                          thread_obj) == 0)
@@ -185,27 +186,18 @@ struct chunk {
   const uint8_t *buf;
 };
 
-static void read_chunk(struct pst_py *py, struct pst_mem *mem,
-                       uint64_t tstate, struct chunk *c) {
-  const struct pst_py_layout *l = &py->lay;
-  uint64_t addr, hdr[3];
-
+/* Copies [start, top) of the thread's current chunk: the frames in use. */
+static void read_chunk(struct pst_py *py, struct pst_mem *mem, uint64_t start,
+                       uint64_t top, struct chunk *c) {
   c->buf = NULL;
-  if (l->ts_datastack_chunk == PST_NOFF ||
-      pst_mem_read_u64(mem, tstate + (uint64_t)l->ts_datastack_chunk,
-                       &addr) ||
-      !addr || pst_mem_read(mem, addr, hdr, sizeof(hdr)))
+  if (!start || top < start + CHUNK_HEADER || top - start > CHUNK_MAX)
     return;
-  if (hdr[1] <= CHUNK_HEADER)
-    return;
-  if (hdr[1] > CHUNK_MAX)
-    hdr[1] = CHUNK_MAX;
   if (!py->chunk_buf && !(py->chunk_buf = malloc(CHUNK_MAX)))
     return;
-  if (pst_mem_read(mem, addr, py->chunk_buf, hdr[1]))
+  if (pst_mem_read(mem, start, py->chunk_buf, top - start))
     return;
-  c->start = addr;
-  c->end = addr + hdr[1];
+  c->start = start;
+  c->end = top;
   c->buf = py->chunk_buf;
 }
 
@@ -223,16 +215,15 @@ static int read_frame(struct pst_mem *mem, const struct chunk *c,
 /* 3.11+: _PyInterpreterFrame linked by previous. Frames owned by the C
  * stack (3.12+ shims) are skipped. */
 static int walk_iframes(struct pst_py *py, struct pst_mem *mem,
-                        uint64_t tstate, uint64_t frame,
+                        const struct chunk *cp, uint64_t frame,
                         struct raw_frame *raw, int max, int *truncated) {
   const struct pst_py_layout *l = &py->lay;
   uint8_t buf[PST_PY_FRAME_BUF];
   size_t len = (size_t)l->if_size < PST_PY_FRAME_BUF ? (size_t)l->if_size
                                                       : PST_PY_FRAME_BUF;
-  struct chunk c = {0, 0, NULL};
+  struct chunk c = *cp;
   int n = 0, steps = 0, err;
 
-  read_chunk(py, mem, tstate, &c);
   while (frame) {
     uint64_t code, instr, self = frame;
     if (n == max || ++steps > 4 * max) {
@@ -260,51 +251,107 @@ static int walk_iframes(struct pst_py *py, struct pst_mem *mem,
   return n;
 }
 
-/* The thread's innermost frame pointer, 0 when it runs no Python. */
-static int current_frame(struct pst_py *py, struct pst_mem *mem,
-                         uint64_t tstate, uint64_t *frame) {
+/* The thread state's fields, read in one go: every field the walk needs
+ * lies in the first TS_VIEW_MAX bytes (3.6's 2 KiB state has its frame
+ * pointer near the start), and in 3.11/3.12 the usual _PyCFrame
+ * (root_cframe) is inside the state too. */
+#define TS_VIEW_MAX 1024
+
+struct ts_view {
+  uint64_t addr;
+  size_t len;
+  uint8_t buf[TS_VIEW_MAX];
+};
+
+static size_t view_len(const struct pst_py_layout *l) {
+  return l->ts_size > 0 && l->ts_size < TS_VIEW_MAX ? (size_t)l->ts_size
+                                                     : TS_VIEW_MAX;
+}
+
+/* u64 at addr + off from the view when it holds it, else from memory. */
+static int view_u64(struct pst_mem *mem, const struct ts_view *v,
+                    uint64_t addr, uint64_t *out) {
+  if (addr >= v->addr && addr < v->addr + v->len &&
+      v->addr + v->len - addr >= 8) {
+    memcpy(out, v->buf + (addr - v->addr), 8);
+    return 0;
+  }
+  return pst_mem_read_u64(mem, addr, out);
+}
+
+/* The thread's innermost frame pointer (0 when it runs no Python). */
+static int view_frame(struct pst_py *py, struct pst_mem *mem,
+                      const struct ts_view *v, uint64_t *frame) {
   const struct pst_py_layout *l = &py->lay;
   uint64_t cframe;
   int err;
 
   *frame = 0;
   if (l->ts_frame != PST_NOFF)
-    return pst_mem_read_u64(mem, tstate + (uint64_t)l->ts_frame, frame);
+    return view_u64(mem, v, v->addr + (uint64_t)l->ts_frame, frame);
   if (l->ts_current_frame != PST_NOFF)
-    return pst_mem_read_u64(mem, tstate + (uint64_t)l->ts_current_frame,
-                            frame);
-  err = pst_mem_read_u64(mem, tstate + (uint64_t)l->ts_cframe, &cframe);
+    return view_u64(mem, v, v->addr + (uint64_t)l->ts_current_frame, frame);
+  err = view_u64(mem, v, v->addr + (uint64_t)l->ts_cframe, &cframe);
   if (err == 0 && cframe)
-    err = pst_mem_read_u64(mem, cframe + (uint64_t)l->cf_current_frame,
-                           frame);
+    err = view_u64(mem, v, cframe + (uint64_t)l->cf_current_frame, frame);
   return err;
 }
 
-int pst_py_top_frame(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
-                     uint64_t top[2]) {
-  int32_t code_off = py->lay.f_code != PST_NOFF ? py->lay.f_code
-                                                : py->lay.if_code;
-  int err = current_frame(py, mem, tstate, &top[0]);
+static int32_t code_off(const struct pst_py_layout *l) {
+  return l->f_code != PST_NOFF ? l->f_code : l->if_code;
+}
 
+int pst_py_top_frame(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
+                     const uint64_t before[2], uint64_t top[2]) {
+  struct ts_view v;
+  struct pst_mem_iov iov[2];
+  size_t n = 1;
+  int got, err;
+
+  v.addr = tstate;
+  v.len = view_len(&py->lay);
+  iov[0] = (struct pst_mem_iov){tstate, v.buf, v.len};
   top[1] = 0;
-  if (err == 0 && top[0])
-    err = pst_mem_read_u64(mem, top[0] + (uint64_t)code_off, &top[1]);
-  return err;
+  /* The code of the frame that was on top, in the same read. */
+  if (before && before[0])
+    iov[n++] = (struct pst_mem_iov){
+        before[0] + (uint64_t)code_off(&py->lay), &top[1], 8};
+  got = pst_mem_readv(mem, iov, n);
+  if (got < 1)
+    return got < 0 ? got : -EFAULT;
+  err = view_frame(py, mem, &v, &top[0]);
+  if (err)
+    return err;
+  if (!before || top[0] != before[0] || (size_t)got < n) {
+    top[1] = 0;
+    if (top[0] &&
+        pst_mem_read_u64(mem, top[0] + (uint64_t)code_off(&py->lay),
+                         &top[1]))
+      top[1] = 0;
+  }
+  return 0;
 }
 
 int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
                 struct pst_frame *frames, int max, int *truncated,
                 uint64_t *thread_obj, uint64_t top[2]) {
   const struct pst_py_layout *l = &py->lay;
+  struct chunk c = {0, 0, NULL};
   struct raw_frame *raw;
+  struct ts_view v;
   uint64_t frame = 0;
   int32_t locals;
   int n, err;
 
   *truncated = 0;
-  *thread_obj = 0;
+  if (thread_obj)
+    *thread_obj = 0;
   top[0] = top[1] = 0;
-  err = current_frame(py, mem, tstate, &frame);
+  v.addr = tstate;
+  v.len = view_len(l);
+  err = pst_mem_read(mem, tstate, v.buf, v.len);
+  if (err == 0)
+    err = view_frame(py, mem, &v, &frame);
   if (err)
     return err;
   top[0] = frame;
@@ -315,15 +362,22 @@ int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
     n = walk_frameobjects(py, mem, frame, raw, max, truncated);
     locals = l->f_localsplus;
   } else {
-    n = walk_iframes(py, mem, tstate, frame, raw, max, truncated);
+    /* datastack_top follows datastack_chunk (3.11-3.14). */
+    uint64_t start = 0, stop = 0;
+    if (l->ts_datastack_chunk != PST_NOFF &&
+        (size_t)l->ts_datastack_chunk + 16 <= v.len) {
+      memcpy(&start, v.buf + l->ts_datastack_chunk, 8);
+      memcpy(&stop, v.buf + l->ts_datastack_chunk + 8, 8);
+    }
+    read_chunk(py, mem, start, stop, &c);
+    n = walk_iframes(py, mem, &c, frame, raw, max, truncated);
     locals = l->if_localsplus;
   }
   /* The top frame's code as the walk saw it (a skipped shim's too). */
   if (n > 0 && raw[0].frame == frame)
     top[1] = raw[0].code;
-  else if (frame && pst_mem_read_u64(mem, frame + (uint64_t)(
-                        l->f_code != PST_NOFF ? l->f_code : l->if_code),
-                                     &top[1]))
+  else if (frame && (read_frame(mem, &c, frame + (uint64_t)code_off(l),
+                                (uint8_t *)&top[1], 8)))
     top[1] = 0;
   if (n >= 0)
     n = decode_frames(py, mem, raw, n, frames, locals, thread_obj);

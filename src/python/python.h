@@ -88,7 +88,8 @@ int pst_py_tstate_ids(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
 
 /* Walks the frames of thread state tstate, innermost first, into frames
  * (at most max). When a frame is threading's Thread._bootstrap_inner, its
- * `self` is stored in *thread_obj (else 0). Strings point into the code cache (owned by py). Returns
+ * `self` is stored in *thread_obj (else 0; thread_obj may be NULL when the
+ * caller already knows the name: one read less). Strings point into the code cache (owned by py). Returns
  * the number of frames, sets *truncated when max was reached, and top[] as
  * pst_py_top_frame() would have read it when the walk began; negative on
  * error (-EFAULT: unreadable memory, PST_EBADDATA: not a frame/code). */
@@ -97,10 +98,11 @@ int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
                 uint64_t *thread_obj, uint64_t top[2]);
 
 /* The innermost frame of tstate and its code object: top[0], top[1] (0, 0
- * when it runs no Python). Compared before and after a walk to detect a
- * stack that moved while it was read. 0 or -errno. */
+ * when it runs no Python). Compared with what pst_py_walk() saw (before,
+ * may be NULL: then read in the same syscall as the thread state) to
+ * detect a stack that moved while it was read. 0 or -errno. */
 int pst_py_top_frame(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
-                     uint64_t top[2]);
+                     const uint64_t before[2], uint64_t top[2]);
 
 /* code.c: the code-object cache. */
 struct pst_code_cache *pst_code_cache_new(void);

@@ -403,10 +403,11 @@ static int walk_thread(struct pst_target *t, struct slot *sl, int flags,
   for (int attempt = 0; attempt <= TORN_RETRIES; attempt++) {
     uint64_t before[2], after[2];
     n = pst_py_walk(&t->py, &t->mem, x->tstate, frames, FRAMES_MAX,
-                    &x->truncated, thread_obj, before);
+                    &x->truncated, sl->pyname[0] ? NULL : thread_obj,
+                    before);
     if (stopped)
       break; /* nothing moves */
-    if (pst_py_top_frame(&t->py, &t->mem, x->tstate, after) == 0 &&
+    if (pst_py_top_frame(&t->py, &t->mem, x->tstate, before, after) == 0 &&
         after[0] == before[0] && after[1] == before[1])
       break;
     t->torn_retries++;
