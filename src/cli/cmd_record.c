@@ -157,6 +157,10 @@ static void summary(const char *path, const struct pst_writer_ops *w,
           (unsigned long long)st->other,
           (unsigned long long)st->idle_skipped,
           (unsigned long long)st->late_ticks, st->max_lag_ms);
+  if (st->torn_retries)
+    fprintf(stderr, "pystitch: %llu walks redone because the stack moved "
+                    "while it was read\n",
+            (unsigned long long)st->torn_retries);
 }
 
 int pst_cmd_record(int argc, char **argv) {

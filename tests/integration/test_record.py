@@ -119,6 +119,35 @@ def check_proportions(interp):
         t.stop()
 
 
+def check_torn(interp):
+    """Stacks that change all the time: samples are dropped as torn, never
+    written wrong (top;mid;leaf order only), with or without --blocking."""
+    t = pytargets.Target(interp, "callstorm.py")
+    problems = []
+    try:
+        wait_ready(t)
+        for mode in ([], ["--blocking"]):
+            r, out = record(["-p", str(t.pid), "-d", "2", "-r", "500",
+                             "-f", "folded", "--idle"] + mode)
+            if r.returncode != 0:
+                problems.append("exit %d: %s" % (r.returncode, r.stderr))
+                continue
+            total = 0
+            for stack, count in folded(out):
+                names = [f.split(" (")[0].split(".")[-1] for f in stack]
+                fs = [n for n in names if n in ("top", "mid", "leaf")]
+                total += count
+                if "top" in names and fs not in (
+                        ["top"], ["top", "mid"], ["top", "mid", "leaf"]):
+                    problems.append("%s: impossible stack %s" % (
+                        mode or "default", names))
+            if total < 500:
+                problems.append("%s: only %d samples" % (mode, total))
+        return "\n".join(problems[:10])
+    finally:
+        t.stop()
+
+
 def check_sigint(interp):
     t = pytargets.Target(interp, "attribution.py", ["2"])
     out = os.path.join(TMP, "sigint.folded")
@@ -291,6 +320,7 @@ def main():
     local = [i for i in found if not i.rootfs]
     for interp in {id(i): i for i in (local[0], local[-1])}.values():
         run("proportions", check_proportions, interp)
+        run("torn reads never written", check_torn, interp)
         run("SIGINT writes a valid profile", check_sigint, interp)
         run("target exit ends the run", check_target_exit, interp)
         run("failing command reported", check_command_fails, interp)
