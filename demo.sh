@@ -1,6 +1,7 @@
 #!/bin/sh
 # demo.sh: installs what pystitch needs, builds it, starts a multi-threaded
-# Python demo and shows its threads with `pystitch dump` (as root).
+# Python demo, shows its threads with `pystitch dump`, then records it for
+# 3 seconds into a flame graph (as root).
 set -eu
 cd "$(dirname "$0")"
 ./tools/install-deps.sh
@@ -12,3 +13,5 @@ pid=$!
 trap 'kill $pid 2>/dev/null' EXIT
 while ! grep -q '^ready' /tmp/pystitch-demo.out 2>/dev/null; do sleep 0.1; done
 ./pystitch dump -p "$pid"
+./pystitch record -p "$pid" -d 3 --threads -o pystitch-demo.svg
+echo "open pystitch-demo.svg in a browser to explore the flame graph"
