@@ -124,11 +124,13 @@ struct pst_target_info {
  * PST_ENOTPY, PST_EPYVERSION, PST_ESELF, PST_EZOMBIE, ... */
 PST_API int pst_target_open(pid_t pid, struct pst_target **out);
 PST_API void pst_target_close(struct pst_target *t);
-PST_API const struct pst_target_info *pst_target_info(const struct pst_target *t);
+PST_API const struct pst_target_info *
+pst_target_info(const struct pst_target *t);
 
 /* pst_target_refresh() then pst_target_sample(): re-lists the target's
  * threads, reads the fsbase of new ones (one ptrace stop each, then
- * detached), maps each to its PyThreadState and reads its Python stack. Per-thread failures are recorded in pst_thread.error and
+ * detached), maps each to its PyThreadState and reads its Python stack.
+ * Per-thread failures are recorded in pst_thread.error and
  * never fail the call. Returns the number of threads, or a negative error
  * when the process itself is gone (-ESRCH). The array is owned by the target
  * and valid until the next call. */

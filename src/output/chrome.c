@@ -22,6 +22,7 @@
 
 #include "output/json.h"
 #include "output/writer.h"
+#include "util/array.h"
 
 /* One complete event: a frame held on the stack from b to e (ns). */
 struct slice {
@@ -35,22 +36,6 @@ struct slices {
   uint32_t *open; /* index in v of the event open at each depth */
   size_t open_cap;
 };
-
-static int reserve(void **v, size_t *cap, size_t need, size_t elt) {
-  size_t c = *cap ? *cap : 64;
-  void *nv;
-
-  if (need <= *cap)
-    return 0;
-  while (c < need)
-    c *= 2;
-  nv = realloc(*v, c * elt);
-  if (!nv)
-    return -ENOMEM;
-  *v = nv;
-  *cap = c;
-  return 0;
-}
 
 /* The time one sample of r stands for. */
 static uint64_t sample_weight(const struct pst_prof_run *r, uint64_t period) {
@@ -93,8 +78,10 @@ static int build_slices(const struct pst_profile *p, uint32_t ti,
         k++;
     for (size_t d = 0; d < k; d++)
       s->v[s->open[d]].e = e;
-    if (reserve((void **)&s->v, &s->cap, s->n + (n - k), sizeof(*s->v)) ||
-        reserve((void **)&s->open, &s->open_cap, n, sizeof(*s->open)))
+    if (pst_array_reserve((void **)&s->v, &s->cap, s->n + (n - k),
+                          sizeof(*s->v)) ||
+        pst_array_reserve((void **)&s->open, &s->open_cap, n,
+                          sizeof(*s->open)))
       return -ENOMEM;
     for (size_t d = k; d < n; d++) {
       s->open[d] = (uint32_t)s->n;

@@ -89,30 +89,6 @@ static void detach(pid_t tid, int stopped) {
            "pystitch exits", (int)tid);
 }
 
-int pst_ptrace_thread_pointer(pid_t tid, uint64_t *tp) {
-  int err;
-
-  if (ptrace(PTRACE_SEIZE, tid, NULL, NULL) < 0)
-    return -errno;
-  if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) < 0) {
-    err = -errno;
-    detach(tid, 0);
-    return err;
-  }
-  err = wait_stop(tid);
-  if (err == -ESRCH)
-    return err; /* exited: the kernel dropped the attachment */
-  if (err) {
-    detach(tid, 0);
-    return err;
-  }
-  err = read_tp(tid, tp);
-  /* PTRACE_DETACH from the interrupt stop resumes the thread (or leaves it
-   * in its group-stop if the process was stopped). */
-  detach(tid, 1);
-  return err;
-}
-
 int pst_ptrace_stop(pid_t tid) {
   int err;
 
@@ -130,3 +106,15 @@ int pst_ptrace_stop(pid_t tid) {
 }
 
 void pst_ptrace_resume(pid_t tid) { detach(tid, 1); }
+
+int pst_ptrace_thread_pointer(pid_t tid, uint64_t *tp) {
+  int err = pst_ptrace_stop(tid);
+
+  if (err)
+    return err;
+  err = read_tp(tid, tp);
+  /* PTRACE_DETACH from the interrupt stop resumes the thread (or leaves it
+   * in its group-stop if the process was stopped). */
+  pst_ptrace_resume(tid);
+  return err;
+}

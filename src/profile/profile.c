@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "profile/profile.h"
+#include "util/array.h"
 #include "util/strtab.h"
 
 /* An open-addressing table of ids (0 = empty, id + 1 stored), keyed by a
@@ -41,23 +42,6 @@ struct pst_profile {
 static uint64_t mix(uint64_t h, uint64_t v) {
   h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
   return h;
-}
-
-/* Grows an array of elt-sized items to hold need; 0 or -ENOMEM. */
-static int reserve(void **v, size_t *cap, size_t need, size_t elt) {
-  size_t c = *cap ? *cap : 16;
-  void *nv;
-
-  if (need <= *cap)
-    return 0;
-  while (c < need)
-    c *= 2;
-  nv = realloc(*v, c * elt);
-  if (!nv)
-    return -ENOMEM;
-  *v = nv;
-  *cap = c;
-  return 0;
 }
 
 typedef int (*idtab_eq_fn)(const struct pst_profile *p, uint32_t id,
@@ -116,7 +100,8 @@ static int frame_eq(const struct pst_profile *p, uint32_t id,
   return a->name == b->name && a->file == b->file && a->line == b->line;
 }
 
-static int64_t frame_id(struct pst_profile *p, const struct pst_prof_frame *in) {
+static int64_t frame_id(struct pst_profile *p,
+                        const struct pst_prof_frame *in) {
   struct pst_prof_frame f;
   int64_t id;
   size_t slot;
@@ -132,8 +117,8 @@ static int64_t frame_id(struct pst_profile *p, const struct pst_prof_frame *in) 
   id = idtab_find(p, &p->frame_ids, frame_hash(&f), frame_eq, &f, &slot);
   if (id >= 0)
     return id;
-  if (reserve((void **)&p->frames, &p->frames_cap, p->nframes + 1,
-              sizeof(*p->frames)))
+  if (pst_array_reserve((void **)&p->frames, &p->frames_cap,
+                        p->nframes + 1, sizeof(*p->frames)))
     return -ENOMEM;
   p->frames[p->nframes] = f;
   p->frame_ids.slot[slot] = (uint32_t)p->nframes + 1;
@@ -180,10 +165,10 @@ static int64_t stack_id(struct pst_profile *p, const uint32_t *ids,
   id = idtab_find(p, &p->stack_ids, ids_hash(ids, n), stack_eq, &k, &slot);
   if (id >= 0)
     return id;
-  if (reserve((void **)&p->stack_data, &p->stack_data_cap,
-              p->stack_data_n + n, sizeof(*p->stack_data)) ||
-      reserve((void **)&p->stack_off, &p->stacks_cap, p->nstacks + 2,
-              sizeof(*p->stack_off)))
+  if (pst_array_reserve((void **)&p->stack_data, &p->stack_data_cap,
+                        p->stack_data_n + n, sizeof(*p->stack_data)) ||
+      pst_array_reserve((void **)&p->stack_off, &p->stacks_cap,
+                        p->nstacks + 2, sizeof(*p->stack_off)))
     return -ENOMEM;
   memcpy(p->stack_data + p->stack_data_n, ids, n * sizeof(*ids));
   p->stack_data_n += n;
@@ -301,7 +286,8 @@ int pst_profile_add(struct pst_profile *p, uint32_t thread,
     last->end_ns = t_ns;
     last->weight_ns += weight_ns;
   } else {
-    if (reserve((void **)&tr->runs, &tr->cap, tr->n + 1, sizeof(*tr->runs)))
+    if (pst_array_reserve((void **)&tr->runs, &tr->cap, tr->n + 1,
+                          sizeof(*tr->runs)))
       return -ENOMEM;
     tr->runs[tr->n++] = (struct pst_prof_run){(uint32_t)sid, 1, t_ns, t_ns,
                                               weight_ns};

@@ -89,7 +89,8 @@ int pst_py_tstate_ids(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
 /* Walks the frames of thread state tstate, innermost first, into frames
  * (at most max). When a frame is threading's Thread._bootstrap_inner, its
  * `self` is stored in *thread_obj (else 0; thread_obj may be NULL when the
- * caller already knows the name: one read less). Strings point into the code cache (owned by py). Returns
+ * caller already knows the name: one read less). Strings point into the
+ * code cache (owned by py). Returns
  * the number of frames, sets *truncated when max was reached, and top[] as
  * pst_py_top_frame() would have read it when the walk began; negative on
  * error (-EFAULT: unreadable memory, PST_EBADDATA: not a frame/code). */
