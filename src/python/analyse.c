@@ -25,6 +25,10 @@ void pst_py_exit(struct pst_py *py) {
   py->codes = NULL;
   free(py->chunk_buf);
   py->chunk_buf = NULL;
+  free(py->scratch.raw);
+  free(py->scratch.iov);
+  free(py->scratch.hdrs);
+  memset(&py->scratch, 0, sizeof(py->scratch));
 }
 
 static int is_libpython(const char *base) {

@@ -379,13 +379,3 @@ int pst_py_code_header(struct pst_py *py, struct pst_mem *mem, uint64_t addr,
   *line = table_line(py, e, lasti);
   return 0;
 }
-
-int pst_py_code(struct pst_py *py, struct pst_mem *mem, uint64_t addr,
-                int64_t lasti, const char **name, const char **filename,
-                int *line) {
-  uint8_t hdr[PST_PY_CODE_HEADER_MAX];
-  int err = pst_mem_read(mem, addr, hdr, pst_py_code_header_size(py));
-
-  return err ? err : pst_py_code_header(py, mem, addr, hdr, lasti, name,
-                                         filename, line);
-}

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "python/python.h"
+#include "util/array.h"
 #include "util/log.h"
 
 #define TSTATES_MAX 4096 /* a longer list is a cycle or garbage */
@@ -104,48 +105,40 @@ static int decode_frames(struct pst_py *py, struct pst_mem *mem,
                          const struct raw_frame *raw, int n,
                          struct pst_frame *frames, int32_t locals,
                          uint64_t *thread_obj) {
+  struct pst_py_scratch *sc = &py->scratch;
   size_t hsize = pst_py_code_header_size(py);
-  struct pst_mem_iov *iov = NULL;
-  uint8_t *hdrs = NULL;
-  int out = 0, got, err = 0;
+  int got, err;
 
   if (n == 0)
     return 0;
-  iov = malloc((size_t)n * sizeof(*iov));
-  hdrs = malloc((size_t)n * hsize);
-  if (!iov || !hdrs) {
-    err = -ENOMEM;
-    goto out;
-  }
+  if (pst_array_reserve((void **)&sc->iov, &sc->iov_cap, (size_t)n,
+                        sizeof(*sc->iov)) ||
+      pst_array_reserve((void **)&sc->hdrs, &sc->hdrs_cap, (size_t)n * hsize,
+                        1))
+    return -ENOMEM;
   for (int i = 0; i < n; i++)
-    iov[i] = (struct pst_mem_iov){raw[i].code, hdrs + (size_t)i * hsize,
-                                  hsize};
-  got = pst_mem_readv(mem, iov, (size_t)n);
-  if (got < 0) {
-    err = got;
-    goto out;
-  }
+    sc->iov[i] = (struct pst_mem_iov){raw[i].code,
+                                      sc->hdrs + (size_t)i * hsize, hsize};
+  got = pst_mem_readv(mem, sc->iov, (size_t)n);
+  if (got < 0)
+    return got;
   for (int i = 0; i < n; i++) {
-    struct pst_frame *f = &frames[out];
+    struct pst_frame *f = &frames[i];
     err = i < got ? pst_py_code_header(py, mem, raw[i].code,
-                                       hdrs + (size_t)i * hsize,
+                                       sc->hdrs + (size_t)i * hsize,
                                        raw[i].lasti, &f->name, &f->filename,
                                        &f->line)
                   : -EFAULT;
     if (err)
-      goto out;
+      return err;
     if (thread_obj && locals != PST_NOFF &&
         ends_with(f->name, "_bootstrap_inner") &&
         ends_with(f->filename, "threading.py") &&
         pst_mem_read_u64(mem, raw[i].frame + (uint64_t)locals,
                          thread_obj) == 0)
       *thread_obj &= ~(uint64_t)py->tag_mask; /* 2.7: __bootstrap_inner */
-    out++;
   }
-out:
-  free(iov);
-  free(hdrs);
-  return err ? err : out;
+  return n;
 }
 
 /* <= 3.10: PyFrameObject linked by f_back. */
@@ -355,9 +348,10 @@ int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
   if (err)
     return err;
   top[0] = frame;
-  raw = malloc((size_t)max * sizeof(*raw));
-  if (!raw)
+  if (pst_array_reserve(&py->scratch.raw, &py->scratch.raw_cap, (size_t)max,
+                        sizeof(*raw)))
     return -ENOMEM;
+  raw = py->scratch.raw;
   if (l->ts_frame != PST_NOFF) {
     n = walk_frameobjects(py, mem, frame, raw, max, truncated);
     locals = l->f_localsplus;
@@ -381,6 +375,5 @@ int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
     top[1] = 0;
   if (n >= 0)
     n = decode_frames(py, mem, raw, n, frames, locals, thread_obj);
-  free(raw);
   return n;
 }

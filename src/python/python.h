@@ -21,6 +21,17 @@
 
 struct pst_code_cache;
 
+/* Buffers a walk needs, kept between walks so that sampling allocates
+ * nothing (frame.c). */
+struct pst_py_scratch {
+  void *raw;                  /* frames found by the first pass */
+  size_t raw_cap;
+  struct pst_mem_iov *iov;    /* the batched code-header read */
+  size_t iov_cap;
+  uint8_t *hdrs;
+  size_t hdrs_cap;
+};
+
 /* Bytes of a frame, a code object header and a str header read into local
  * buffers: every layout offset used on them is checked against these by
  * pst_py_layout_check() before any read. */
@@ -44,6 +55,7 @@ struct pst_py {
   unsigned tag_mask;         /* low bits to clear in f_executable (3.14) */
   uint64_t name_key;         /* the interned "_name" str once seen */
   uint8_t *chunk_buf;        /* copy of a thread's data-stack chunk */
+  struct pst_py_scratch scratch;
   struct pst_code_cache *codes;
 };
 
@@ -109,17 +121,12 @@ int pst_py_top_frame(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
 struct pst_code_cache *pst_code_cache_new(void);
 void pst_code_cache_free(struct pst_code_cache *c);
 
-/* Decodes the code object at addr (cached, validated against the object's
- * current header), and the line for instruction offset lasti (units as the
- * version's frame stores them: see frame.c). Returns 0 and fills name,
- * filename (borrowed from the cache) and *line, or -errno/PST_EBADDATA. */
-int pst_py_code(struct pst_py *py, struct pst_mem *mem, uint64_t addr,
-                int64_t lasti, const char **name, const char **filename,
-                int *line);
-
-/* The same for a header the caller already read (pst_py_code_header_size()
- * bytes at addr), so that a walk can read all its code objects in one
- * batch. */
+/* Decodes the code object whose header (pst_py_code_header_size() bytes,
+ * read by the caller so that a walk reads all its code objects in one
+ * batch) is at addr: cached, validated against the header, with the line
+ * for instruction offset lasti (units as the version's frame stores them:
+ * see frame.c). Fills name and filename (interned, owned by the cache) and
+ * *line. 0 or -errno/PST_EBADDATA (not a code object). */
 size_t pst_py_code_header_size(const struct pst_py *py);
 int pst_py_code_header(struct pst_py *py, struct pst_mem *mem, uint64_t addr,
                        const uint8_t *hdr, int64_t lasti, const char **name,
