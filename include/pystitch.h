@@ -146,6 +146,9 @@ PST_API int pst_target_refresh(struct pst_target *t);
 
 /* pst_target_sample() flags. */
 #define PST_SAMPLE_BLOCKING 1 /* stop each thread while its stack is read */
+#define PST_SAMPLE_NO_ACTIVITY 2 /* skip kernel state and GIL holder: state
+                                    '?', idle 0, holds_gil -1 (saves a
+                                    pread per thread) */
 
 /* Reads the Python stack of every thread known since the last refresh,
  * without ptrace (unless PST_SAMPLE_BLOCKING) and without listing /proc.

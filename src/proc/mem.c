@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -113,6 +114,23 @@ int pst_mem_read(struct pst_mem *m, uint64_t addr, void *buf, size_t len) {
     return 0;
   r = pst_mem_readv(m, &iov, 1);
   return r == 1 ? 0 : r < 0 ? r : -EFAULT;
+}
+
+int pst_mem_readv_each(struct pst_mem *m, const struct pst_mem_iov *iov,
+                       size_t n, uint8_t *ok) {
+  size_t done = 0, good = 0;
+
+  while (done < n) {
+    int got = pst_mem_readv(m, iov + done, n - done);
+    if (got < 0)
+      return got;
+    memset(ok + done, 1, (size_t)got);
+    good += (size_t)got;
+    done += (size_t)got;
+    if (done < n)
+      ok[done++] = 0; /* the piece that stopped the kernel */
+  }
+  return (int)good;
 }
 
 int pst_mem_read_u64(struct pst_mem *m, uint64_t addr, uint64_t *out) {

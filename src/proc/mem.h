@@ -40,6 +40,12 @@ int pst_mem_read(struct pst_mem *m, uint64_t addr, void *buf, size_t len);
  * first unreadable one on are not valid), or -ESRCH. */
 int pst_mem_readv(struct pst_mem *m, const struct pst_mem_iov *iov, size_t n);
 
+/* Like pst_mem_readv() but reads past a piece it cannot read: ok[i] is
+ * set to 1 for every piece fully read, 0 otherwise (one extra syscall per
+ * unreadable piece). For speculative batches whose pieces may be stale.
+ * Returns the number of pieces read, or -ESRCH. */
+int pst_mem_readv_each(struct pst_mem *m, const struct pst_mem_iov *iov,
+                       size_t n, uint8_t *ok);
 /* Convenience: one 8-byte little-endian word. */
 int pst_mem_read_u64(struct pst_mem *m, uint64_t addr, uint64_t *out);
 

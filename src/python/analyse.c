@@ -28,6 +28,8 @@ void pst_py_exit(struct pst_py *py) {
   free(py->scratch.raw);
   free(py->scratch.iov);
   free(py->scratch.hdrs);
+  free(py->scratch.hdr_of);
+  free(py->scratch.guess);
   memset(&py->scratch, 0, sizeof(py->scratch));
 }
 

@@ -1,5 +1,6 @@
 /* frame.c: walking one thread's Python frames, and its thread state. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,18 +96,100 @@ struct raw_frame {
   int64_t lasti;
 };
 
-/* Second pass: reads the headers of every frame's code object in one
- * batched read, decodes them (cached), and finds threading's
- * Thread._bootstrap_inner(self) to read its first local (self) at
+/* ---- the walk's reads ----
+ *
+ * A walk needs the thread state, then (3.11/3.12) the _PyCFrame it points
+ * to, the data-stack chunk (3.11+) or each frame object (<= 3.10), frames
+ * outside the chunk (3.12+ entry frames on the C stack), and the header of
+ * each code object. Read one after the other, that is 5 to 30+ syscalls.
+ * The previous walk of the same thread is a good guess of the next (the
+ * bottom of a stack rarely changes): its addresses (struct pst_py_hint,
+ * one per thread) are read speculatively in the same process_vm_readv as
+ * the thread state, and every copy is used only if the walk then asks for
+ * exactly that address. A stable stack costs one syscall; what the guess
+ * missed is read as before. Copies are never trusted for anything but the
+ * address they were read from, so a stale guess costs time, not
+ * correctness. */
+
+#define CHUNK_MAX (64 * 1024)
+#define CHUNK_HEADER 24 /* _PyStackChunk {previous, size, top} */
+#define CHUNK_SLACK 2048 /* guessed chunk reads allow this much growth */
+
+struct region {
+  uint64_t addr;
+  uint8_t ok; /* read by the first syscall */
+};
+
+/* What one walk has in hand: the chunk copy and the guessed copies. */
+struct reads {
+  uint64_t chunk_start, chunk_end; /* copied chunk range [start, end) */
+  const uint8_t *chunk;
+  struct region frames[PST_PY_HINT_MAX];
+  uint32_t nframes, fcur;          /* guessed frames, search cursor */
+  struct region codes[PST_PY_HINT_MAX];
+  uint32_t ncodes, ccur;
+  size_t flen, hsize;
+  uint8_t *fbuf, *cbuf;            /* their bytes, flen/hsize apart */
+  /* what this walk read, the next walk's guess */
+  uint64_t seen_frames[PST_PY_HINT_MAX];
+  uint32_t nseen;
+};
+
+/* Finds addr among n regions starting at *cur (walks visit addresses in
+ * the order the previous walk did, shifted by the frames pushed or popped
+ * since), returns its index or -1. */
+static int find_region(const struct region *r, uint32_t n, uint32_t *cur,
+                       uint64_t addr) {
+  for (uint32_t k = 0; k < n; k++) {
+    uint32_t i = (*cur + k) % n;
+    if (r[i].addr == addr) {
+      if (!r[i].ok)
+        return -1;
+      *cur = i + 1;
+      return (int)i;
+    }
+  }
+  return -1;
+}
+
+/* Remembers addr (a frame read outside the chunk) for the next guess. */
+static void seen_frame(struct reads *rd, uint64_t addr) {
+  if (rd->nseen < PST_PY_HINT_MAX)
+    rd->seen_frames[rd->nseen++] = addr;
+}
+
+/* len bytes of the frame at addr: from the chunk copy or a guessed copy,
+ * else read now. */
+static int read_frame(struct pst_mem *mem, struct reads *rd, uint64_t addr,
+                      uint8_t *buf, size_t len) {
+  int i;
+
+  if (rd->chunk && addr >= rd->chunk_start && addr < rd->chunk_end &&
+      len <= rd->chunk_end - addr) {
+    memcpy(buf, rd->chunk + (addr - rd->chunk_start), len);
+    return 0;
+  }
+  seen_frame(rd, addr);
+  if (len <= rd->flen &&
+      (i = find_region(rd->frames, rd->nframes, &rd->fcur, addr)) >= 0) {
+    memcpy(buf, rd->fbuf + (size_t)i * rd->flen, len);
+    return 0;
+  }
+  return pst_mem_read(mem, addr, buf, len);
+}
+
+/* Second pass: the headers of every frame's code object (guessed copies,
+ * the rest in one batched read), decoded through the code cache; and
+ * threading's Thread._bootstrap_inner(self): its first local (self) at
  * frame + locals into *thread_obj. A frame whose code is not a code object
  * (torn read, garbage) fails the walk with PST_EBADDATA. Returns the frame
  * count. */
 static int decode_frames(struct pst_py *py, struct pst_mem *mem,
-                         const struct raw_frame *raw, int n,
+                         struct reads *rd, const struct raw_frame *raw, int n,
                          struct pst_frame *frames, int32_t locals,
                          uint64_t *thread_obj) {
   struct pst_py_scratch *sc = &py->scratch;
-  size_t hsize = pst_py_code_header_size(py);
+  size_t hsize = rd->hsize, nmiss = 0;
   int got, err;
 
   if (n == 0)
@@ -114,21 +197,30 @@ static int decode_frames(struct pst_py *py, struct pst_mem *mem,
   if (pst_array_reserve((void **)&sc->iov, &sc->iov_cap, (size_t)n,
                         sizeof(*sc->iov)) ||
       pst_array_reserve((void **)&sc->hdrs, &sc->hdrs_cap, (size_t)n * hsize,
-                        1))
+                        1) ||
+      pst_array_reserve((void **)&sc->hdr_of, &sc->hdr_of_cap, (size_t)n,
+                        sizeof(*sc->hdr_of)))
     return -ENOMEM;
-  for (int i = 0; i < n; i++)
-    sc->iov[i] = (struct pst_mem_iov){raw[i].code,
-                                      sc->hdrs + (size_t)i * hsize, hsize};
-  got = pst_mem_readv(mem, sc->iov, (size_t)n);
+  for (int i = 0; i < n; i++) {
+    int k = find_region(rd->codes, rd->ncodes, &rd->ccur, raw[i].code);
+    if (k >= 0) {
+      sc->hdr_of[i] = rd->cbuf + (size_t)k * hsize;
+      continue;
+    }
+    sc->hdr_of[i] = sc->hdrs + nmiss * hsize;
+    sc->iov[nmiss] = (struct pst_mem_iov){raw[i].code,
+                                          sc->hdrs + nmiss * hsize, hsize};
+    nmiss++;
+  }
+  got = nmiss ? pst_mem_readv(mem, sc->iov, nmiss) : 0;
   if (got < 0)
     return got;
+  if ((size_t)got < nmiss)
+    return -EFAULT;
   for (int i = 0; i < n; i++) {
     struct pst_frame *f = &frames[i];
-    err = i < got ? pst_py_code_header(py, mem, raw[i].code,
-                                       sc->hdrs + (size_t)i * hsize,
-                                       raw[i].lasti, &f->name, &f->filename,
-                                       &f->line)
-                  : -EFAULT;
+    err = pst_py_code_header(py, mem, raw[i].code, sc->hdr_of[i],
+                             raw[i].lasti, &f->name, &f->filename, &f->line);
     if (err)
       return err;
     if (thread_obj && locals != PST_NOFF &&
@@ -143,7 +235,8 @@ static int decode_frames(struct pst_py *py, struct pst_mem *mem,
 
 /* <= 3.10: PyFrameObject linked by f_back. */
 static int walk_frameobjects(struct pst_py *py, struct pst_mem *mem,
-                             uint64_t frame, struct raw_frame *raw, int max,
+                             struct reads *rd, uint64_t frame,
+                             struct raw_frame *raw, int max,
                              int *truncated) {
   const struct pst_py_layout *l = &py->lay;
   uint8_t buf[PST_PY_FRAME_BUF];
@@ -157,7 +250,7 @@ static int walk_frameobjects(struct pst_py *py, struct pst_mem *mem,
       *truncated = 1;
       break;
     }
-    err = pst_mem_read(mem, frame, buf, len);
+    err = read_frame(mem, rd, frame, buf, len);
     if (err)
       return err;
     memcpy(&lasti, buf + l->f_lasti, 4);
@@ -167,54 +260,15 @@ static int walk_frameobjects(struct pst_py *py, struct pst_mem *mem,
   return n;
 }
 
-/* 3.11+ frames live in the thread's data stack: the current chunk is read
- * in one go (two reads: header, then the used part) and frames inside it
- * are decoded from the copy. A chunk is 16 KiB at first; bigger ones are
- * read up to CHUNK_MAX and the rest frame by frame. */
-#define CHUNK_MAX (64 * 1024)
-#define CHUNK_HEADER 24 /* _PyStackChunk {previous, size, top} */
-
-struct chunk {
-  uint64_t start, end; /* copied range [start, end) */
-  const uint8_t *buf;
-};
-
-/* Copies [start, top) of the thread's current chunk: the frames in use. */
-static void read_chunk(struct pst_py *py, struct pst_mem *mem, uint64_t start,
-                       uint64_t top, struct chunk *c) {
-  c->buf = NULL;
-  if (!start || top < start + CHUNK_HEADER || top - start > CHUNK_MAX)
-    return;
-  if (!py->chunk_buf && !(py->chunk_buf = malloc(CHUNK_MAX)))
-    return;
-  if (pst_mem_read(mem, start, py->chunk_buf, top - start))
-    return;
-  c->start = start;
-  c->end = top;
-  c->buf = py->chunk_buf;
-}
-
-/* len bytes of the frame at addr: from the chunk copy when inside it. */
-static int read_frame(struct pst_mem *mem, const struct chunk *c,
-                      uint64_t addr, uint8_t *buf, size_t len) {
-  if (c->buf && addr >= c->start && addr < c->end &&
-      len <= c->end - addr) {
-    memcpy(buf, c->buf + (addr - c->start), len);
-    return 0;
-  }
-  return pst_mem_read(mem, addr, buf, len);
-}
-
 /* 3.11+: _PyInterpreterFrame linked by previous. Frames owned by the C
  * stack (3.12+ shims) are skipped. */
 static int walk_iframes(struct pst_py *py, struct pst_mem *mem,
-                        const struct chunk *cp, uint64_t frame,
+                        struct reads *rd, uint64_t frame,
                         struct raw_frame *raw, int max, int *truncated) {
   const struct pst_py_layout *l = &py->lay;
   uint8_t buf[PST_PY_FRAME_BUF];
   size_t len = (size_t)l->if_size < PST_PY_FRAME_BUF ? (size_t)l->if_size
                                                       : PST_PY_FRAME_BUF;
-  struct chunk c = *cp;
   int n = 0, steps = 0, err;
 
   while (frame) {
@@ -223,7 +277,7 @@ static int walk_iframes(struct pst_py *py, struct pst_mem *mem,
       *truncated = 1;
       break;
     }
-    err = read_frame(mem, &c, frame, buf, len);
+    err = read_frame(mem, rd, frame, buf, len);
     if (err)
       return err;
     frame = u64_at(buf, l->if_previous);
@@ -272,22 +326,41 @@ static int view_u64(struct pst_mem *mem, const struct ts_view *v,
   return pst_mem_read_u64(mem, addr, out);
 }
 
-/* The thread's innermost frame pointer (0 when it runs no Python). */
+/* The offset in the thread state of the field that leads to the innermost
+ * frame: the frame itself, or (3.11/3.12) the _PyCFrame holding it. */
+static int32_t ts_frame_field(const struct pst_py_layout *l) {
+  if (l->ts_frame != PST_NOFF)
+    return l->ts_frame;
+  if (l->ts_current_frame != PST_NOFF)
+    return l->ts_current_frame;
+  return l->ts_cframe;
+}
+
+static int uses_cframe(const struct pst_py_layout *l) {
+  return l->ts_frame == PST_NOFF && l->ts_current_frame == PST_NOFF;
+}
+
+/* The thread's innermost frame pointer (0 when it runs no Python), and
+ * (3.11/3.12) the _PyCFrame it was found through. guess/guess_ok: the
+ * current_frame read at hint->cframe in the first syscall. */
 static int view_frame(struct pst_py *py, struct pst_mem *mem,
-                      const struct ts_view *v, uint64_t *frame) {
+                      const struct ts_view *v, uint64_t guess_cframe,
+                      uint64_t guess, int guess_ok, uint64_t *frame,
+                      uint64_t *cframe) {
   const struct pst_py_layout *l = &py->lay;
-  uint64_t cframe;
   int err;
 
   *frame = 0;
-  if (l->ts_frame != PST_NOFF)
-    return view_u64(mem, v, v->addr + (uint64_t)l->ts_frame, frame);
-  if (l->ts_current_frame != PST_NOFF)
-    return view_u64(mem, v, v->addr + (uint64_t)l->ts_current_frame, frame);
-  err = view_u64(mem, v, v->addr + (uint64_t)l->ts_cframe, &cframe);
-  if (err == 0 && cframe)
-    err = view_u64(mem, v, cframe + (uint64_t)l->cf_current_frame, frame);
-  return err;
+  *cframe = 0;
+  err = view_u64(mem, v, v->addr + (uint64_t)ts_frame_field(l),
+                 uses_cframe(l) ? cframe : frame);
+  if (err || !uses_cframe(l) || !*cframe)
+    return err;
+  if (guess_ok && *cframe == guess_cframe) {
+    *frame = guess;
+    return 0;
+  }
+  return view_u64(mem, v, *cframe + (uint64_t)l->cf_current_frame, frame);
 }
 
 static int32_t code_off(const struct pst_py_layout *l) {
@@ -295,56 +368,189 @@ static int32_t code_off(const struct pst_py_layout *l) {
 }
 
 int pst_py_top_frame(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
-                     const uint64_t before[2], uint64_t top[2]) {
-  struct ts_view v;
-  struct pst_mem_iov iov[2];
-  size_t n = 1;
-  int got, err;
+                     const struct pst_py_hint *hint, const uint64_t before[2],
+                     uint64_t top[2]) {
+  const struct pst_py_layout *l = &py->lay;
+  struct pst_mem_iov iov[3];
+  uint64_t field = 0, guess = 0;
+  size_t n = 0, ig = 0;
+  int got;
 
-  v.addr = tstate;
-  v.len = view_len(&py->lay);
-  iov[0] = (struct pst_mem_iov){tstate, v.buf, v.len};
-  top[1] = 0;
-  /* The code of the frame that was on top, in the same read. */
-  if (before && before[0])
+  top[0] = top[1] = 0;
+  /* One syscall: the frame field, the guessed cframe's frame, the code of
+   * the frame that was on top. */
+  iov[n++] = (struct pst_mem_iov){tstate + (uint64_t)ts_frame_field(l),
+                                  &field, 8};
+  if (uses_cframe(l) && hint && hint->cframe) {
+    ig = n;
     iov[n++] = (struct pst_mem_iov){
-        before[0] + (uint64_t)code_off(&py->lay), &top[1], 8};
+        hint->cframe + (uint64_t)l->cf_current_frame, &guess, 8};
+  }
+  if (before && before[0])
+    iov[n++] = (struct pst_mem_iov){before[0] + (uint64_t)code_off(l),
+                                    &top[1], 8};
   got = pst_mem_readv(mem, iov, n);
   if (got < 1)
     return got < 0 ? got : -EFAULT;
-  err = view_frame(py, mem, &v, &top[0]);
-  if (err)
-    return err;
+  top[0] = field;
+  if (uses_cframe(l)) {
+    top[0] = 0;
+    if (field && ig && (size_t)got > ig && field == hint->cframe)
+      top[0] = guess;
+    else if (field &&
+             pst_mem_read_u64(mem, field + (uint64_t)l->cf_current_frame,
+                              &top[0]))
+      return -EFAULT;
+  }
   if (!before || top[0] != before[0] || (size_t)got < n) {
     top[1] = 0;
-    if (top[0] &&
-        pst_mem_read_u64(mem, top[0] + (uint64_t)code_off(&py->lay),
-                         &top[1]))
+    if (top[0] && pst_mem_read_u64(mem, top[0] + (uint64_t)code_off(l),
+                                   &top[1]))
       top[1] = 0;
   }
   return 0;
 }
 
-int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
-                struct pst_frame *frames, int max, int *truncated,
-                uint64_t *thread_obj, uint64_t top[2]) {
+/* Buffers for the guessed reads: frames and code headers, kept in py. */
+static int guess_buffers(struct pst_py *py, struct reads *rd) {
+  struct pst_py_scratch *sc = &py->scratch;
+
+  if (!py->chunk_buf && !(py->chunk_buf = malloc(CHUNK_MAX)))
+    return -ENOMEM;
+  if (!sc->guess &&
+      !(sc->guess = malloc(PST_PY_HINT_MAX * (PST_PY_FRAME_BUF +
+                                              PST_PY_CODE_HEADER_MAX))))
+    return -ENOMEM;
+  rd->fbuf = sc->guess;
+  rd->cbuf = sc->guess + PST_PY_HINT_MAX * rd->flen;
+  return 0;
+}
+
+/* The first syscall of a walk: the thread state and, from the hint, the
+ * _PyCFrame's frame pointer, the chunk, frames and code headers. */
+static int first_read(struct pst_py *py, struct pst_mem *mem,
+                      const struct pst_py_hint *h, struct ts_view *v,
+                      struct reads *rd, uint64_t *guess, int *guess_ok,
+                      uint64_t *chunk_guess, size_t *chunk_guess_len) {
   const struct pst_py_layout *l = &py->lay;
-  struct chunk c = {0, 0, NULL};
+  struct pst_mem_iov iov[3 + 2 * PST_PY_HINT_MAX];
+  uint8_t ok[3 + 2 * PST_PY_HINT_MAX];
+  size_t n = 0, ig = 0, ic = 0, i0f, i0c;
+
+  iov[n++] = (struct pst_mem_iov){v->addr, v->buf, v->len};
+  if (h && uses_cframe(l) && h->cframe) {
+    ig = n;
+    iov[n++] = (struct pst_mem_iov){h->cframe + (uint64_t)l->cf_current_frame,
+                                    guess, 8};
+  }
+  if (h && h->chunk && h->chunk_len && h->chunk_len <= CHUNK_MAX) {
+    ic = n;
+    iov[n++] = (struct pst_mem_iov){h->chunk, py->chunk_buf, h->chunk_len};
+  }
+  i0f = n;
+  for (uint32_t i = 0; h && i < h->nframes; i++)
+    iov[n++] = (struct pst_mem_iov){h->frames[i],
+                                    rd->fbuf + (size_t)i * rd->flen, rd->flen};
+  i0c = n;
+  for (uint32_t i = 0; h && i < h->ncodes; i++)
+    iov[n++] = (struct pst_mem_iov){h->codes[i],
+                                    rd->cbuf + (size_t)i * rd->hsize,
+                                    rd->hsize};
+  if (n == 1) {
+    int err = pst_mem_read(mem, v->addr, v->buf, v->len);
+    return err;
+  }
+  int got = pst_mem_readv_each(mem, iov, n, ok);
+  if (got < 0)
+    return got;
+  if (!ok[0])
+    return -EFAULT;
+  *guess_ok = ig && ok[ig];
+  if (ic && ok[ic]) {
+    *chunk_guess = h->chunk;
+    *chunk_guess_len = h->chunk_len;
+  }
+  rd->nframes = h ? h->nframes : 0;
+  for (uint32_t i = 0; i < rd->nframes; i++)
+    rd->frames[i] = (struct region){h->frames[i], ok[i0f + i]};
+  rd->ncodes = h ? h->ncodes : 0;
+  for (uint32_t i = 0; i < rd->ncodes; i++)
+    rd->codes[i] = (struct region){h->codes[i], ok[i0c + i]};
+  return 0;
+}
+
+/* 3.11+: the used part [start, top) of the thread's current data-stack
+ * chunk, from the guessed copy when it covers it, else read now. */
+static void chunk_copy(struct pst_py *py, struct pst_mem *mem,
+                       struct reads *rd, uint64_t start, uint64_t top,
+                       uint64_t guess, size_t guess_len) {
+  rd->chunk = NULL;
+  if (!start || top < start + CHUNK_HEADER || top - start > CHUNK_MAX)
+    return;
+  if (!(guess == start && top - start <= guess_len) &&
+      pst_mem_read(mem, start, py->chunk_buf, top - start))
+    return;
+  rd->chunk_start = start;
+  rd->chunk_end = top;
+  rd->chunk = py->chunk_buf;
+}
+
+/* The next walk's guess: what this one read. */
+static void update_hint(struct pst_py_hint *h, const struct reads *rd,
+                        uint64_t cframe, const struct raw_frame *raw, int n) {
+  h->cframe = cframe;
+  h->chunk = rd->chunk ? rd->chunk_start : 0;
+  h->chunk_len = 0;
+  if (rd->chunk) {
+    uint64_t want = rd->chunk_end - rd->chunk_start + CHUNK_SLACK;
+    h->chunk_len = (uint32_t)(want < CHUNK_MAX ? want : CHUNK_MAX);
+  }
+  h->nframes = rd->nseen;
+  memcpy(h->frames, rd->seen_frames, rd->nseen * sizeof(h->frames[0]));
+  h->ncodes = 0;
+  for (int i = 0; i < n && h->ncodes < PST_PY_HINT_MAX; i++) {
+    uint32_t k = 0;
+    while (k < h->ncodes && h->codes[k] != raw[i].code)
+      k++;
+    if (k == h->ncodes)
+      h->codes[h->ncodes++] = raw[i].code;
+  }
+}
+
+int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
+                struct pst_py_hint *hint, struct pst_frame *frames, int max,
+                int *truncated, uint64_t *thread_obj, uint64_t top[2]) {
+  const struct pst_py_layout *l = &py->lay;
+  struct reads rd;
   struct raw_frame *raw;
   struct ts_view v;
-  uint64_t frame = 0;
+  uint64_t frame = 0, cframe = 0, guess = 0, chunk_guess = 0;
+  size_t chunk_guess_len = 0;
   int32_t locals;
-  int n, err;
+  int n, err, guess_ok = 0;
 
   *truncated = 0;
   if (thread_obj)
     *thread_obj = 0;
   top[0] = top[1] = 0;
+  memset(&rd, 0, offsetof(struct reads, seen_frames));
+  rd.nseen = 0;
+  rd.flen = (size_t)(l->f_size != PST_NOFF && l->ts_frame != PST_NOFF
+                         ? l->f_size
+                         : l->if_size);
+  if (rd.flen > PST_PY_FRAME_BUF)
+    rd.flen = PST_PY_FRAME_BUF;
+  rd.hsize = pst_py_code_header_size(py);
+  err = guess_buffers(py, &rd);
+  if (err)
+    return err;
   v.addr = tstate;
   v.len = view_len(l);
-  err = pst_mem_read(mem, tstate, v.buf, v.len);
+  err = first_read(py, mem, hint, &v, &rd, &guess, &guess_ok, &chunk_guess,
+                   &chunk_guess_len);
   if (err == 0)
-    err = view_frame(py, mem, &v, &frame);
+    err = view_frame(py, mem, &v, hint ? hint->cframe : 0, guess, guess_ok,
+                     &frame, &cframe);
   if (err)
     return err;
   top[0] = frame;
@@ -353,7 +559,7 @@ int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
     return -ENOMEM;
   raw = py->scratch.raw;
   if (l->ts_frame != PST_NOFF) {
-    n = walk_frameobjects(py, mem, frame, raw, max, truncated);
+    n = walk_frameobjects(py, mem, &rd, frame, raw, max, truncated);
     locals = l->f_localsplus;
   } else {
     /* datastack_top follows datastack_chunk (3.11-3.14). */
@@ -363,17 +569,23 @@ int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
       memcpy(&start, v.buf + l->ts_datastack_chunk, 8);
       memcpy(&stop, v.buf + l->ts_datastack_chunk + 8, 8);
     }
-    read_chunk(py, mem, start, stop, &c);
-    n = walk_iframes(py, mem, &c, frame, raw, max, truncated);
+    chunk_copy(py, mem, &rd, start, stop, chunk_guess, chunk_guess_len);
+    n = walk_iframes(py, mem, &rd, frame, raw, max, truncated);
     locals = l->if_localsplus;
   }
   /* The top frame's code as the walk saw it (a skipped shim's too). */
   if (n > 0 && raw[0].frame == frame)
     top[1] = raw[0].code;
-  else if (frame && (read_frame(mem, &c, frame + (uint64_t)code_off(l),
-                                (uint8_t *)&top[1], 8)))
-    top[1] = 0;
+  else if (frame) {
+    uint64_t at = frame + (uint64_t)code_off(l);
+    if (rd.chunk && at >= rd.chunk_start && at + 8 <= rd.chunk_end)
+      memcpy(&top[1], rd.chunk + (at - rd.chunk_start), 8);
+    else if (pst_mem_read_u64(mem, at, &top[1]))
+      top[1] = 0;
+  }
   if (n >= 0)
-    n = decode_frames(py, mem, raw, n, frames, locals, thread_obj);
+    n = decode_frames(py, mem, &rd, raw, n, frames, locals, thread_obj);
+  if (n >= 0 && hint)
+    update_hint(hint, &rd, cframe, raw, n);
   return n;
 }

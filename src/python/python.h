@@ -30,6 +30,22 @@ struct pst_py_scratch {
   size_t iov_cap;
   uint8_t *hdrs;
   size_t hdrs_cap;
+  const uint8_t **hdr_of;     /* where each frame's code header is */
+  size_t hdr_of_cap;
+  uint8_t *guess;             /* guessed frames and code headers */
+};
+
+/* What one thread's last walk read, guessed again by the next walk in its
+ * first syscall (frame.c). Owned by the caller (one per thread), zeroed to
+ * start; a stale hint costs time, never correctness. */
+#define PST_PY_HINT_MAX 64
+struct pst_py_hint {
+  uint64_t cframe;           /* 3.11/3.12: the thread state's cframe */
+  uint64_t chunk;            /* data-stack chunk start, 0 if none */
+  uint32_t chunk_len;        /* bytes to read from it */
+  uint32_t nframes, ncodes;
+  uint64_t frames[PST_PY_HINT_MAX]; /* frames read outside the chunk */
+  uint64_t codes[PST_PY_HINT_MAX];  /* distinct code objects */
 };
 
 /* Bytes of a frame, a code object header and a str header read into local
@@ -99,7 +115,7 @@ int pst_py_tstate_ids(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
                       uint64_t *interp);
 
 /* Walks the frames of thread state tstate, innermost first, into frames
- * (at most max). When a frame is threading's Thread._bootstrap_inner, its
+ * (at most max). hint (may be NULL) is the thread's last walk, updated. When a frame is threading's Thread._bootstrap_inner, its
  * `self` is stored in *thread_obj (else 0; thread_obj may be NULL when the
  * caller already knows the name: one read less). Strings point into the
  * code cache (owned by py). Returns
@@ -107,15 +123,16 @@ int pst_py_tstate_ids(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
  * pst_py_top_frame() would have read it when the walk began; negative on
  * error (-EFAULT: unreadable memory, PST_EBADDATA: not a frame/code). */
 int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
-                struct pst_frame *frames, int max, int *truncated,
-                uint64_t *thread_obj, uint64_t top[2]);
+                struct pst_py_hint *hint, struct pst_frame *frames, int max,
+                int *truncated, uint64_t *thread_obj, uint64_t top[2]);
 
 /* The innermost frame of tstate and its code object: top[0], top[1] (0, 0
  * when it runs no Python). Compared with what pst_py_walk() saw (before,
  * may be NULL: then read in the same syscall as the thread state) to
  * detect a stack that moved while it was read. 0 or -errno. */
 int pst_py_top_frame(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
-                     const uint64_t before[2], uint64_t top[2]);
+                     const struct pst_py_hint *hint, const uint64_t before[2],
+                     uint64_t top[2]);
 
 /* code.c: the code-object cache. */
 struct pst_code_cache *pst_code_cache_new(void);

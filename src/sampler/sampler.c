@@ -213,8 +213,9 @@ static void sample_entry(struct rec *r, struct entry *e, uint64_t t_ns,
   const struct pst_record_opts *o = r->o;
   const struct pst_thread *th;
   char troot[128];
-  int n = pst_target_sample(e->t, o->blocking ? PST_SAMPLE_BLOCKING : 0,
-                            &th);
+  int flags = (o->blocking ? PST_SAMPLE_BLOCKING : 0) |
+              (o->idle && !o->gil_only ? PST_SAMPLE_NO_ACTIVITY : 0);
+  int n = pst_target_sample(e->t, flags, &th);
 
   if (n < 0)
     return;

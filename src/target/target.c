@@ -34,6 +34,7 @@ struct slot {
   int tp_err;            /* why fsbase could not be read (retried) */
   int statfd;            /* /proc/PID/task/TID/stat, read per sample */
   char pyname[64];       /* threading's name once read, "" until then */
+  struct pst_py_hint hint; /* what the last walk read (frame.c) */
 };
 
 struct pst_target {
@@ -402,12 +403,13 @@ static int walk_thread(struct pst_target *t, struct slot *sl, int flags,
   }
   for (int attempt = 0; attempt <= TORN_RETRIES; attempt++) {
     uint64_t before[2], after[2];
-    n = pst_py_walk(&t->py, &t->mem, x->tstate, frames, FRAMES_MAX,
-                    &x->truncated, sl->pyname[0] ? NULL : thread_obj,
+    n = pst_py_walk(&t->py, &t->mem, x->tstate, &sl->hint, frames,
+                    FRAMES_MAX, &x->truncated, sl->pyname[0] ? NULL : thread_obj,
                     before);
     if (stopped)
       break; /* nothing moves */
-    if (pst_py_top_frame(&t->py, &t->mem, x->tstate, before, after) == 0 &&
+    if (pst_py_top_frame(&t->py, &t->mem, x->tstate, &sl->hint, before,
+                         after) == 0 &&
         after[0] == before[0] && after[1] == before[1])
       break;
     t->torn_retries++;
@@ -432,14 +434,16 @@ int pst_target_sample(struct pst_target *t, int flags,
   err = grow_pool(t, t->nslots * FRAMES_MAX);
   if (err)
     return err;
-  gil_err = pst_py_gil_holder(&t->py, &t->mem, &gil);
+  gil_err = flags & PST_SAMPLE_NO_ACTIVITY
+                ? -ENOSYS
+                : pst_py_gil_holder(&t->py, &t->mem, &gil);
   for (size_t i = 0; i < t->nslots; i++) {
     struct slot *sl = &t->slots[i];
     struct pst_thread *x = &sl->th;
     uint64_t thread_obj = 0;
 
-    x->state = read_state(sl);
-    x->idle = x->state != 'R';
+    x->state = flags & PST_SAMPLE_NO_ACTIVITY ? '?' : read_state(sl);
+    x->idle = !(flags & PST_SAMPLE_NO_ACTIVITY) && x->state != 'R';
     x->holds_gil = gil_err ? -1 : x->tstate && gil == x->tstate;
     x->error = 0;
     x->nframes = 0;
