@@ -101,14 +101,18 @@ static int frame_eq(const struct pst_profile *p, uint32_t id,
 }
 
 static int64_t frame_id(struct pst_profile *p,
-                        const struct pst_prof_frame *in) {
+                        const struct pst_prof_frame *in, int interned) {
   struct pst_prof_frame f;
   int64_t id;
   size_t slot;
 
-  f.name = pst_strtab_intern(p->strings, in->name ? in->name : "?");
-  f.file = pst_strtab_intern(p->strings, in->file ? in->file : "");
-  f.line = in->line;
+  if (interned) {
+    f = *in;
+  } else {
+    f.name = pst_strtab_intern(p->strings, in->name ? in->name : "?");
+    f.file = pst_strtab_intern(p->strings, in->file ? in->file : "");
+    f.line = in->line;
+  }
   if (!f.name || !f.file)
     return -ENOMEM;
   if (2 * (p->frame_ids.n + 1) > p->frame_ids.cap &&
@@ -258,9 +262,29 @@ int pst_profile_thread(struct pst_profile *p, uint32_t proc, int tid,
 
 #define STACK_MAX 4096
 
+const char *pst_profile_intern(struct pst_profile *p, const char *s) {
+  return pst_strtab_intern(p->strings, s ? s : "");
+}
+
+static int add(struct pst_profile *p, uint32_t thread,
+               const struct pst_prof_frame *frames, size_t n, uint64_t t_ns,
+               uint64_t weight_ns, int interned);
+
 int pst_profile_add(struct pst_profile *p, uint32_t thread,
                     const struct pst_prof_frame *frames, size_t n,
                     uint64_t t_ns, uint64_t weight_ns) {
+  return add(p, thread, frames, n, t_ns, weight_ns, 0);
+}
+
+int pst_profile_add_interned(struct pst_profile *p, uint32_t thread,
+                             const struct pst_prof_frame *frames, size_t n,
+                             uint64_t t_ns, uint64_t weight_ns) {
+  return add(p, thread, frames, n, t_ns, weight_ns, 1);
+}
+
+static int add(struct pst_profile *p, uint32_t thread,
+               const struct pst_prof_frame *frames, size_t n, uint64_t t_ns,
+               uint64_t weight_ns, int interned) {
   uint32_t ids[STACK_MAX];
   struct thread_runs *tr;
   struct pst_prof_run *last;
@@ -271,7 +295,7 @@ int pst_profile_add(struct pst_profile *p, uint32_t thread,
   if (n > STACK_MAX)
     n = STACK_MAX; /* keep the root end: the writers' aggregation needs it */
   for (size_t i = 0; i < n; i++) {
-    int64_t id = frame_id(p, &frames[i]);
+    int64_t id = frame_id(p, &frames[i], interned);
     if (id < 0)
       return (int)id;
     ids[i] = (uint32_t)id;

@@ -65,6 +65,17 @@ int pst_profile_add(struct pst_profile *p, uint32_t thread,
                     const struct pst_prof_frame *frames, size_t n,
                     uint64_t t_ns, uint64_t weight_ns);
 
+/* The profile's own copy of s (interned: equal strings, equal pointers),
+ * valid as long as the profile; NULL on -ENOMEM. */
+const char *pst_profile_intern(struct pst_profile *p, const char *s);
+
+/* pst_profile_add() for frames whose name and file are already
+ * pst_profile_intern() pointers (the sampler's fast path: no hashing of
+ * strings per sample). */
+int pst_profile_add_interned(struct pst_profile *p, uint32_t thread,
+                             const struct pst_prof_frame *frames, size_t n,
+                             uint64_t t_ns, uint64_t weight_ns);
+
 /* Read access for the writers. */
 uint64_t pst_profile_period_ns(const struct pst_profile *p);
 uint64_t pst_profile_start_unix_ns(const struct pst_profile *p);

@@ -36,6 +36,8 @@ struct code_entry {
   uint8_t *table;
   size_t table_len;
   int firstlineno;
+  int64_t memo_lasti;          /* the last offset looked up, or INT64_MIN */
+  int memo_line;               /* and its line */
 };
 
 struct pst_code_cache {
@@ -346,6 +348,7 @@ static int decode(struct pst_py *py, struct pst_mem *mem, uint64_t addr,
   }
   e->firstlineno = sig->firstlineno;
   e->addr = addr;
+  e->memo_lasti = INT64_MIN;
   e->sig = *sig;
   return 0;
 }
@@ -376,6 +379,11 @@ int pst_py_code_header(struct pst_py *py, struct pst_mem *mem, uint64_t addr,
   }
   *name = e->name;
   *filename = e->filename;
-  *line = table_line(py, e, lasti);
+  /* Recursion and loops ask for the same offset again and again. */
+  if (e->memo_lasti != lasti) {
+    e->memo_line = table_line(py, e, lasti);
+    e->memo_lasti = lasti;
+  }
+  *line = e->memo_line;
   return 0;
 }

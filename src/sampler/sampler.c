@@ -36,6 +36,15 @@ struct tmap {
   pid_t tid;
   int prof_thread;
   char name[64];
+  const char *root;      /* "thread TID \"name\"", interned in the profile */
+};
+
+/* Target string -> the profile's copy of it. The target's strings are
+ * interned and live as long as the target, so a pointer identifies its
+ * text; the memo is dropped with the target. */
+#define MEMO_SLOTS 1024
+struct memo {
+  const char *src, *dst;
 };
 
 struct entry {
@@ -45,8 +54,10 @@ struct entry {
   int tries;             /* attach attempts */
   int done;              /* ended, or not Python: never tried again */
   char root[300];        /* synthetic process root frame */
+  const char *root_i;    /* the same, interned in the profile */
   struct tmap *tm;
   size_t ntm;
+  struct memo *memo;     /* MEMO_SLOTS, while attached */
 };
 
 struct rec {
@@ -59,6 +70,7 @@ struct rec {
   int child_running, stopping, have_tick, have_child;
   const struct pst_record_opts *o;
   struct pst_profile *prof;
+  const char *empty;     /* "" interned in prof */
   struct pst_record_stats *st;
   struct entry *e;
   size_t n;
@@ -151,6 +163,16 @@ static int attach(struct rec *r, struct entry *e) {
   else
     snprintf(e->root, sizeof(e->root), "process %d %.240s", (int)e->pid,
              cmd);
+  e->root_i = pst_profile_intern(r->prof, e->root);
+  e->memo = calloc(MEMO_SLOTS, sizeof(*e->memo));
+  if (!e->root_i || !e->memo) {
+    free(e->memo);
+    e->memo = NULL;
+    pst_target_close(e->t);
+    e->t = NULL;
+    e->done = 1;
+    return -ENOMEM;
+  }
   r->st->processes++;
   pst_info("recording process %d (%s)", (int)e->pid,
            pst_target_info(e->t)->version);
@@ -158,6 +180,8 @@ static int attach(struct rec *r, struct entry *e) {
 }
 
 static void end_entry(struct entry *e) {
+  free(e->memo);
+  e->memo = NULL;
   pst_target_close(e->t);
   e->t = NULL;
   e->done = 1;
@@ -172,9 +196,12 @@ static int live_targets(const struct rec *r) {
 
 /* ---- samples ---- */
 
-static int prof_thread(struct rec *r, struct entry *e,
-                       const struct pst_thread *x) {
+static struct tmap *prof_thread(struct rec *r, struct entry *e,
+                                const struct pst_thread *x) {
   struct tmap *m = NULL, *nm;
+  const char *root;
+  char troot[128];
+  int pt;
 
   for (size_t i = 0; i < e->ntm; i++)
     if (e->tm[i].tid == x->tid) {
@@ -182,19 +209,39 @@ static int prof_thread(struct rec *r, struct entry *e,
       break;
     }
   if (m && !strcmp(m->name, x->name))
-    return m->prof_thread;
+    return m;
+  snprintf(troot, sizeof(troot), "thread %d \"%s\"", (int)x->tid, x->name);
+  root = pst_profile_intern(r->prof, troot);
+  pt = pst_profile_thread(r->prof, (uint32_t)e->prof_proc, x->tid, x->name);
+  if (!root || pt < 0)
+    return NULL;
   if (!m) {
     nm = realloc(e->tm, (e->ntm + 1) * sizeof(*nm));
     if (!nm)
-      return -ENOMEM;
+      return NULL;
     e->tm = nm;
     m = &e->tm[e->ntm++];
     m->tid = x->tid;
   }
   snprintf(m->name, sizeof(m->name), "%s", x->name);
-  m->prof_thread = pst_profile_thread(r->prof, (uint32_t)e->prof_proc,
-                                      x->tid, x->name);
-  return m->prof_thread;
+  m->root = root;
+  m->prof_thread = pt;
+  return m;
+}
+
+/* The profile's copy of target string s, through the entry's memo. */
+static const char *memo_intern(struct rec *r, struct entry *e,
+                               const char *s) {
+  struct memo *m = &e->memo[(((uintptr_t)s >> 3) * 0x9e3779b97f4a7c15ULL) >>
+                            (64 - 10)]; /* MEMO_SLOTS */
+  if (m->src != s) {
+    const char *d = pst_profile_intern(r->prof, s);
+    if (!d)
+      return NULL;
+    m->src = s;
+    m->dst = d;
+  }
+  return m->dst;
 }
 
 static void count_error(struct pst_record_stats *st, int err) {
@@ -212,17 +259,18 @@ static void sample_entry(struct rec *r, struct entry *e, uint64_t t_ns,
   static struct pst_prof_frame frames[STACK_MAX];
   const struct pst_record_opts *o = r->o;
   const struct pst_thread *th;
-  char troot[128];
   int flags = (o->blocking ? PST_SAMPLE_BLOCKING : 0) |
               (o->idle && !o->gil_only ? PST_SAMPLE_NO_ACTIVITY : 0);
   int n = pst_target_sample(e->t, flags, &th);
 
   if (n < 0)
     return;
+  if (!r->empty && !(r->empty = pst_profile_intern(r->prof, "")))
+    return;
   for (int i = 0; i < n; i++) {
     const struct pst_thread *x = &th[i];
+    struct tmap *m;
     size_t k = 0;
-    int pt;
 
     if (!x->tstate)
       continue; /* no Python state: nothing to record without --native */
@@ -235,21 +283,25 @@ static void sample_entry(struct rec *r, struct entry *e, uint64_t t_ns,
       r->st->idle_skipped++;
       continue;
     }
-    if (o->npids > 1 || o->subprocesses)
-      frames[k++] = (struct pst_prof_frame){e->root, "", 0};
-    if (o->threads_root) {
-      snprintf(troot, sizeof(troot), "thread %d \"%s\"", (int)x->tid,
-               x->name);
-      frames[k++] = (struct pst_prof_frame){troot, "", 0};
+    if (!(m = prof_thread(r, e, x))) {
+      count_error(r->st, -ENOMEM);
+      continue;
     }
+    if (o->npids > 1 || o->subprocesses)
+      frames[k++] = (struct pst_prof_frame){e->root_i, r->empty, 0};
+    if (o->threads_root)
+      frames[k++] = (struct pst_prof_frame){m->root, r->empty, 0};
     for (size_t f = x->nframes; f > 0 && k < STACK_MAX; f--) {
       const struct pst_frame *pf = &x->frames[f - 1];
-      frames[k++] = (struct pst_prof_frame){pf->name, pf->filename,
+      const char *name = memo_intern(r, e, pf->name ? pf->name : "?");
+      const char *file = memo_intern(r, e, pf->filename ? pf->filename : "");
+      if (!name || !file)
+        break;
+      frames[k++] = (struct pst_prof_frame){name, file,
                                             o->by_function ? 0 : pf->line};
     }
-    pt = prof_thread(r, e, x);
-    if (pt < 0 || pst_profile_add(r->prof, (uint32_t)pt, frames, k, t_ns,
-                                  weight) < 0) {
+    if (pst_profile_add_interned(r->prof, (uint32_t)m->prof_thread, frames,
+                                 k, t_ns, weight) < 0) {
       count_error(r->st, -ENOMEM);
       continue;
     }
@@ -539,6 +591,7 @@ out_loop:
   for (size_t i = 0; i < r.n; i++) {
     pst_target_close(r.e[i].t);
     free(r.e[i].tm);
+    free(r.e[i].memo);
   }
   free(r.e);
   return err;
