@@ -367,48 +367,57 @@ static int32_t code_off(const struct pst_py_layout *l) {
   return l->f_code != PST_NOFF ? l->f_code : l->if_code;
 }
 
-int pst_py_top_frame(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
-                     const struct pst_py_hint *hint, const uint64_t before[2],
-                     uint64_t top[2]) {
+void pst_py_check_prepare(const struct pst_py *py, uint64_t tstate,
+                          const struct pst_py_hint *hint,
+                          const uint64_t before[2], struct pst_py_check *c) {
   const struct pst_py_layout *l = &py->lay;
-  struct pst_mem_iov iov[3];
-  uint64_t field = 0, guess = 0;
-  size_t n = 0, ig = 0;
-  int got;
 
-  top[0] = top[1] = 0;
-  /* One syscall: the frame field, the guessed cframe's frame, the code of
-   * the frame that was on top. */
-  iov[n++] = (struct pst_mem_iov){tstate + (uint64_t)ts_frame_field(l),
-                                  &field, 8};
+  memset(c, 0, sizeof(*c));
+  c->before[0] = before[0];
+  c->before[1] = before[1];
+  c->iov[c->n++] = (struct pst_mem_iov){tstate + (uint64_t)ts_frame_field(l),
+                                        &c->field, 8};
   if (uses_cframe(l) && hint && hint->cframe) {
-    ig = n;
-    iov[n++] = (struct pst_mem_iov){
-        hint->cframe + (uint64_t)l->cf_current_frame, &guess, 8};
+    c->cframe = hint->cframe;
+    c->ig = c->n;
+    c->iov[c->n++] = (struct pst_mem_iov){
+        hint->cframe + (uint64_t)l->cf_current_frame, &c->guess, 8};
   }
-  if (before && before[0])
-    iov[n++] = (struct pst_mem_iov){before[0] + (uint64_t)code_off(l),
-                                    &top[1], 8};
-  got = pst_mem_readv(mem, iov, n);
-  if (got < 1)
-    return got < 0 ? got : -EFAULT;
-  top[0] = field;
+  if (before[0]) {
+    c->icode = c->n;
+    c->iov[c->n++] = (struct pst_mem_iov){before[0] + (uint64_t)code_off(l),
+                                          &c->code, 8};
+  }
+}
+
+int pst_py_check_done(struct pst_py *py, struct pst_mem *mem,
+                      struct pst_py_check *c) {
+  const struct pst_py_layout *l = &py->lay;
+  uint64_t top[2] = {0, 0};
+
+  if (!c->read && pst_mem_readv_each(mem, c->iov, (size_t)c->n, c->ok) < 0)
+    return 0;
+  c->read = 1;
+  if (!c->ok[0])
+    return 0;
+  top[0] = c->field;
   if (uses_cframe(l)) {
     top[0] = 0;
-    if (field && ig && (size_t)got > ig && field == hint->cframe)
-      top[0] = guess;
-    else if (field &&
-             pst_mem_read_u64(mem, field + (uint64_t)l->cf_current_frame,
+    if (c->field && c->ig && c->ok[c->ig] && c->field == c->cframe)
+      top[0] = c->guess;
+    else if (c->field &&
+             pst_mem_read_u64(mem, c->field + (uint64_t)l->cf_current_frame,
                               &top[0]))
-      return -EFAULT;
+      return 0;
   }
-  if (!before || top[0] != before[0] || (size_t)got < n) {
-    top[1] = 0;
-    if (top[0] && pst_mem_read_u64(mem, top[0] + (uint64_t)code_off(l),
-                                   &top[1]))
-      top[1] = 0;
-  }
-  return 0;
+  if (top[0] != c->before[0])
+    return 0;
+  if (c->icode && c->ok[c->icode])
+    top[1] = c->code;
+  else if (top[0] &&
+           pst_mem_read_u64(mem, top[0] + (uint64_t)code_off(l), &top[1]))
+    return 0;
+  return top[1] == c->before[1];
 }
 
 /* Buffers for the guessed reads: frames and code headers, kept in py. */
@@ -429,14 +438,19 @@ static int guess_buffers(struct pst_py *py, struct reads *rd) {
 /* The first syscall of a walk: the thread state and, from the hint, the
  * _PyCFrame's frame pointer, the chunk, frames and code headers. */
 static int first_read(struct pst_py *py, struct pst_mem *mem,
-                      const struct pst_py_hint *h, struct ts_view *v,
-                      struct reads *rd, uint64_t *guess, int *guess_ok,
-                      uint64_t *chunk_guess, size_t *chunk_guess_len) {
+                      const struct pst_py_hint *h, struct pst_py_check *carry,
+                      struct ts_view *v, struct reads *rd, uint64_t *guess,
+                      int *guess_ok, uint64_t *chunk_guess,
+                      size_t *chunk_guess_len) {
   const struct pst_py_layout *l = &py->lay;
-  struct pst_mem_iov iov[3 + 2 * PST_PY_HINT_MAX];
-  uint8_t ok[3 + 2 * PST_PY_HINT_MAX];
-  size_t n = 0, ig = 0, ic = 0, i0f, i0c;
+  struct pst_mem_iov iov[6 + 2 * PST_PY_HINT_MAX];
+  uint8_t ok[6 + 2 * PST_PY_HINT_MAX];
+  size_t n = 0, ig = 0, ic = 0, i0f, i0c, it;
 
+  /* Another thread's check first: it is the oldest read waiting. */
+  for (int k = 0; carry && k < carry->n; k++)
+    iov[n++] = carry->iov[k];
+  it = n;
   iov[n++] = (struct pst_mem_iov){v->addr, v->buf, v->len};
   if (h && uses_cframe(l) && h->cframe) {
     ig = n;
@@ -456,14 +470,16 @@ static int first_read(struct pst_py *py, struct pst_mem *mem,
     iov[n++] = (struct pst_mem_iov){h->codes[i],
                                     rd->cbuf + (size_t)i * rd->hsize,
                                     rd->hsize};
-  if (n == 1) {
-    int err = pst_mem_read(mem, v->addr, v->buf, v->len);
-    return err;
-  }
+  if (n == 1)
+    return pst_mem_read(mem, v->addr, v->buf, v->len);
   int got = pst_mem_readv_each(mem, iov, n, ok);
   if (got < 0)
     return got;
-  if (!ok[0])
+  if (carry) {
+    memcpy(carry->ok, ok, (size_t)carry->n);
+    carry->read = 1;
+  }
+  if (!ok[it])
     return -EFAULT;
   *guess_ok = ig && ok[ig];
   if (ic && ok[ic]) {
@@ -518,8 +534,9 @@ static void update_hint(struct pst_py_hint *h, const struct reads *rd,
 }
 
 int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
-                struct pst_py_hint *hint, struct pst_frame *frames, int max,
-                int *truncated, uint64_t *thread_obj, uint64_t top[2]) {
+                struct pst_py_hint *hint, struct pst_py_check *carry,
+                struct pst_frame *frames, int max, int *truncated,
+                uint64_t *thread_obj, uint64_t top[2]) {
   const struct pst_py_layout *l = &py->lay;
   struct reads rd;
   struct raw_frame *raw;
@@ -546,8 +563,8 @@ int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
     return err;
   v.addr = tstate;
   v.len = view_len(l);
-  err = first_read(py, mem, hint, &v, &rd, &guess, &guess_ok, &chunk_guess,
-                   &chunk_guess_len);
+  err = first_read(py, mem, hint, carry, &v, &rd, &guess, &guess_ok,
+                   &chunk_guess, &chunk_guess_len);
   if (err == 0)
     err = view_frame(py, mem, &v, hint ? hint->cframe : 0, guess, guess_ok,
                      &frame, &cframe);

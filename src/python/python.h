@@ -20,6 +20,7 @@
 #include "python/layout.h"
 
 struct pst_code_cache;
+struct pst_py_check;
 
 /* Buffers a walk needs, kept between walks so that sampling allocates
  * nothing (frame.c). */
@@ -115,24 +116,40 @@ int pst_py_tstate_ids(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
                       uint64_t *interp);
 
 /* Walks the frames of thread state tstate, innermost first, into frames
- * (at most max). hint (may be NULL) is the thread's last walk, updated. When a frame is threading's Thread._bootstrap_inner, its
+ * (at most max). hint (may be NULL) is the thread's last walk, updated.
+ * carry (may be NULL): another thread's check, read in the first syscall. When a frame is threading's Thread._bootstrap_inner, its
  * `self` is stored in *thread_obj (else 0; thread_obj may be NULL when the
  * caller already knows the name: one read less). Strings point into the
  * code cache (owned by py). Returns
- * the number of frames, sets *truncated when max was reached, and top[] as
- * pst_py_top_frame() would have read it when the walk began; negative on
+ * the number of frames, sets *truncated when max was reached, and top[]
+ * (frame, code) as the walk began, for pst_py_check_prepare(); negative on
  * error (-EFAULT: unreadable memory, PST_EBADDATA: not a frame/code). */
 int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
-                struct pst_py_hint *hint, struct pst_frame *frames, int max,
-                int *truncated, uint64_t *thread_obj, uint64_t top[2]);
+                struct pst_py_hint *hint, struct pst_py_check *carry,
+                struct pst_frame *frames, int max, int *truncated,
+                uint64_t *thread_obj, uint64_t top[2]);
 
-/* The innermost frame of tstate and its code object: top[0], top[1] (0, 0
- * when it runs no Python). Compared with what pst_py_walk() saw (before,
- * may be NULL: then read in the same syscall as the thread state) to
- * detect a stack that moved while it was read. 0 or -errno. */
-int pst_py_top_frame(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
-                     const struct pst_py_hint *hint, const uint64_t before[2],
-                     uint64_t top[2]);
+/* Torn-read check: after a walk, the thread's innermost frame and its code
+ * are read again and compared with what the walk began with (before[]).
+ * The reads are prepared as pieces that the caller sends with its next
+ * batched read (the next thread's walk takes them as carry), so the check
+ * costs no syscall of its own. */
+struct pst_py_check {
+  uint64_t before[2];   /* what the walk saw: frame, code */
+  uint64_t cframe;      /* 3.11/3.12: the hint's cframe, guessed */
+  uint64_t field, guess, code;
+  struct pst_mem_iov iov[3];
+  uint8_t ok[3];
+  int n, ig, icode;     /* pieces; index of the guess and code, or 0 */
+  int read;             /* 1 once iov were read (ok[] valid) */
+};
+void pst_py_check_prepare(const struct pst_py *py, uint64_t tstate,
+                          const struct pst_py_hint *hint,
+                          const uint64_t before[2], struct pst_py_check *c);
+/* Reads what was not read yet and compares: 1 when the stack did not move,
+ * 0 when it did (or could not be read again). */
+int pst_py_check_done(struct pst_py *py, struct pst_mem *mem,
+                      struct pst_py_check *c);
 
 /* code.c: the code-object cache. */
 struct pst_code_cache *pst_code_cache_new(void);

@@ -387,13 +387,17 @@ static char read_state(const struct slot *sl) {
 /* Torn reads: the stack is walked while the thread runs. The thread's
  * current frame (and its code) as the walk began and as read after it must
  * agree, else the walk is retried; after TORN_RETRIES the sample is
- * PST_ETORN. */
+ * PST_ETORN. The check after thread i's walk is read in the same syscall
+ * as thread i+1's first read (pst_py_check), so a stable stack costs one
+ * syscall; the check of the last thread is read on its own. */
 #define TORN_RETRIES 2
 
+/* Walks thread sl up to attempts times, checking each walk on its own (the
+ * retry path), or once with the thread stopped (PST_SAMPLE_BLOCKING). */
 static int walk_thread(struct pst_target *t, struct slot *sl, int flags,
-                       struct pst_frame *frames, uint64_t *thread_obj) {
+                       int attempts, uint64_t *thread_obj) {
   struct pst_thread *x = &sl->th;
-  int n = -EAGAIN, stopped = 0;
+  int n = PST_ETORN, stopped = 0;
 
   if (flags & PST_SAMPLE_BLOCKING) {
     n = pst_ptrace_stop(x->tid);
@@ -401,16 +405,16 @@ static int walk_thread(struct pst_target *t, struct slot *sl, int flags,
       return n;
     stopped = 1;
   }
-  for (int attempt = 0; attempt <= TORN_RETRIES; attempt++) {
-    uint64_t before[2], after[2];
-    n = pst_py_walk(&t->py, &t->mem, x->tstate, &sl->hint, frames,
-                    FRAMES_MAX, &x->truncated, sl->pyname[0] ? NULL : thread_obj,
-                    before);
-    if (stopped)
-      break; /* nothing moves */
-    if (pst_py_top_frame(&t->py, &t->mem, x->tstate, &sl->hint, before,
-                         after) == 0 &&
-        after[0] == before[0] && after[1] == before[1])
+  for (int attempt = 0; attempt < attempts; attempt++) {
+    struct pst_py_check c;
+    uint64_t before[2];
+    n = pst_py_walk(&t->py, &t->mem, x->tstate, &sl->hint, NULL, x->frames,
+                    FRAMES_MAX, &x->truncated,
+                    sl->pyname[0] ? NULL : thread_obj, before);
+    if (stopped || n < 0)
+      break; /* nothing moves, or nothing to check */
+    pst_py_check_prepare(&t->py, x->tstate, &sl->hint, before, &c);
+    if (pst_py_check_done(&t->py, &t->mem, &c) == 1)
       break;
     t->torn_retries++;
     n = PST_ETORN;
@@ -420,13 +424,52 @@ static int walk_thread(struct pst_target *t, struct slot *sl, int flags,
   return n;
 }
 
+/* A walk whose check is still to be read. */
+struct pending {
+  struct slot *sl;
+  size_t i;
+  int n;
+  uint64_t thread_obj;
+  struct pst_py_check c;
+};
+
+/* Ends thread i's sample with walk result n (frames or error). */
+static void settle(struct pst_target *t, size_t i, int n,
+                   uint64_t thread_obj) {
+  struct slot *sl = &t->slots[i];
+  struct pst_thread *x = &sl->th;
+
+  if (n < 0) {
+    x->error = n;
+  } else {
+    x->nframes = (size_t)n;
+    set_name(t, sl, thread_obj);
+  }
+  t->view[i] = *x;
+}
+
+/* The pending walk's check (read already, or now): a moved stack is
+ * walked again on the retry path. */
+static void settle_pending(struct pst_target *t, struct pending *p) {
+  int n = p->n;
+
+  if (pst_py_check_done(&t->py, &t->mem, &p->c) != 1) {
+    t->torn_retries++;
+    p->thread_obj = 0;
+    n = walk_thread(t, p->sl, 0, TORN_RETRIES, &p->thread_obj);
+  }
+  settle(t, p->i, n, p->thread_obj);
+  p->sl = NULL;
+}
+
 int pst_target_sample(struct pst_target *t, int flags,
                       const struct pst_thread **threads) {
   struct pst_thread *view;
-  size_t used = 0;
+  struct pending pend;
   uint64_t gil = 0;
   int err, gil_err;
 
+  memset(&pend, 0, sizeof(pend));
   view = realloc(t->view, (t->nslots + 1) * sizeof(*view));
   if (!view)
     return -ENOMEM;
@@ -440,7 +483,8 @@ int pst_target_sample(struct pst_target *t, int flags,
   for (size_t i = 0; i < t->nslots; i++) {
     struct slot *sl = &t->slots[i];
     struct pst_thread *x = &sl->th;
-    uint64_t thread_obj = 0;
+    uint64_t thread_obj = 0, before[2];
+    int n;
 
     x->state = flags & PST_SAMPLE_NO_ACTIVITY ? '?' : read_state(sl);
     x->idle = !(flags & PST_SAMPLE_NO_ACTIVITY) && x->state != 'R';
@@ -448,21 +492,34 @@ int pst_target_sample(struct pst_target *t, int flags,
     x->error = 0;
     x->nframes = 0;
     x->truncated = 0;
-    x->frames = t->pool + used;
+    x->frames = t->pool + i * FRAMES_MAX;
     if (!x->tstate) {
-      x->error = sl->tp_err ? sl->tp_err : PST_ENOTHREADSTATE;
-    } else {
-      int n = walk_thread(t, sl, flags, t->pool + used, &thread_obj);
-      if (n < 0) {
-        x->error = n;
-      } else {
-        x->nframes = (size_t)n;
-        used += (size_t)n;
-      }
-      set_name(t, sl, thread_obj);
+      settle(t, i, sl->tp_err ? sl->tp_err : PST_ENOTHREADSTATE, 0);
+      continue;
     }
-    view[i] = *x;
+    if (flags & PST_SAMPLE_BLOCKING) {
+      n = walk_thread(t, sl, flags, 1, &thread_obj);
+      settle(t, i, n, thread_obj);
+      continue;
+    }
+    n = pst_py_walk(&t->py, &t->mem, x->tstate, &sl->hint,
+                    pend.sl ? &pend.c : NULL, x->frames, FRAMES_MAX,
+                    &x->truncated, sl->pyname[0] ? NULL : &thread_obj,
+                    before);
+    if (pend.sl)
+      settle_pending(t, &pend);
+    if (n < 0) {
+      settle(t, i, n, 0);
+      continue;
+    }
+    pend.sl = sl;
+    pend.i = i;
+    pend.n = n;
+    pend.thread_obj = thread_obj;
+    pst_py_check_prepare(&t->py, x->tstate, &sl->hint, before, &pend.c);
   }
+  if (pend.sl)
+    settle_pending(t, &pend);
   *threads = view;
   return (int)t->nslots;
 }
