@@ -1,18 +1,20 @@
 # record.py: benchmark of `pystitch record` (issue 3 figures), all measured
 # side by side in one run on one target:
 #   slowdown    target throughput (tests/targets/counter.py: 8 CPU-bound
-#               threads, 30-frame stacks) unprofiled vs at 100 Hz and 1 kHz,
-#               in alternating windows so drift hits both alike;
+#               threads, 30-frame stacks) with pystitch sampling vs
+#               SIGSTOPped, at 100 Hz and 1 kHz, in alternating windows
+#               (median of the pair ratios);
 #   cpu/sample  pystitch's CPU time (getrusage) per thread-sample;
 #   max rate    the highest rate whose ticks stay on schedule (< 1% late);
 #   rss         peak RSS of pystitch after --rss-seconds at 100 Hz on 16
 #               threads (600 for the issue's 10 minutes).
-# usage: python3 bench/record.py [--window 5] [--rounds 3] [--rss-seconds 60]
+# usage: python3 bench/record.py [--window 2] [--rounds 15] [--rss-seconds 60]
 #                                [--interp PATH] [--only slowdown,rate,rss]
 import argparse
 import os
 import re
 import resource
+import signal
 import subprocess
 import sys
 import time
@@ -45,61 +47,91 @@ def record(pid, rate, seconds, threads_out=None, extra=()):
             int(late.group(1)) if late else -1, err)
 
 
-def counts_between(t, seconds):
-    """Iterations the target did over `seconds` (from its own counter)."""
-    first = None
-    end = time.time() + seconds
-    last = None
-    while time.time() < end + 1.1:
-        line = t.readline().strip()
-        if line.startswith("count "):
-            v = int(line.split()[1])
-            now = time.time()
-            if first is None:
-                first = (now, v)
-            last = (now, v)
-            if now >= end:
-                break
-    return (last[1] - first[1]) / (last[0] - first[0])
+def read_count(t):
+    """The target's next "count N T" line: (T, N)."""
+    while True:
+        parts = t.readline().split()
+        if len(parts) == 3 and parts[0] == "count":
+            return float(parts[2]), int(parts[1])
+
+
+def throughput(t, seconds):
+    """Iterations per second the target did over the next `seconds`, by
+    its own clock (first and last count line of the window)."""
+    t0, c0 = read_count(t)
+    t1, c1 = t0, c0
+    while t1 - t0 < seconds:
+        t1, c1 = read_count(t)
+    return (c1 - c0) / (t1 - t0)
+
+
+def proc_cpu(pid):
+    """utime + stime of pid in seconds."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / float(
+        os.sysconf("SC_CLK_TCK"))
 
 
 def slowdown(interp, window, rounds):
-    t = pytargets.Target(interp, "counter.py", ["8", "30"])
+    """One target, one pystitch per rate, recording the whole time but
+    SIGSTOPped in every other window: the target's throughput with
+    pystitch running and stopped is compared window by window (pairs of
+    neighbouring windows, so drift hits both alike); the median of the
+    pair ratios is reported. pystitch holds no thread of the target
+    between ticks (non-blocking mode, stable threads), so stopping it
+    stops the profiling and nothing else."""
+    t = pytargets.Target(interp, "counter.py", ["8", "30", "0.1"])
     try:
         while t.readline().strip() != "ready":
             pass
-        counts_between(t, 2)  # warm up
-        res = {"off": [], 100: [], 1000: []}
-        cpu = {100: [0.0, 0], 1000: [0.0, 0]}
-        for _ in range(rounds):
-            for mode in ("off", 100, 1000):
-                if mode == "off":
-                    res[mode].append(counts_between(t, window))
-                    continue
-                p = subprocess.Popen(
-                    [PST, "record", "-p", str(t.pid), "-r", str(mode),
-                     "-d", str(window + 2), "-f", "folded", "-o",
-                     "/tmp/pst-bench.folded", "--idle"],
-                    stderr=subprocess.PIPE)
-                time.sleep(0.5)
-                res[mode].append(counts_between(t, window))
-                c0, _ = rusage_children()
-                _, err = p.communicate()
-                c1, _ = rusage_children()
-                m = re.search(r"wrote .*?: (\d+) samples", err.decode())
-                cpu[mode][0] += c1 - c0
-                cpu[mode][1] += int(m.group(1)) if m else 0
-        base = sum(res["off"]) / len(res["off"])
-        print("%s: target throughput %.0f iterations/s unprofiled" % (
-            interp.label, base))
-        for mode in (100, 1000):
-            v = sum(res[mode]) / len(res[mode])
-            print("  %5d Hz: %.0f/s, slowdown %.2f%%; pystitch %.1f us CPU "
-                  "per thread-sample (%d samples, --idle)" % (
-                      mode, v, 100.0 * (base - v) / base,
-                      1e6 * cpu[mode][0] / max(cpu[mode][1], 1),
-                      cpu[mode][1]))
-        sys.stdout.flush()
+        throughput(t, 2)  # warm up
+        print("%s: 8 CPU-bound threads, 30 frames; %d pairs of %.1f s "
+              "windows per rate" % (interp.label, rounds, window))
+        for rate in (100, 1000):
+            p = subprocess.Popen(
+                [PST, "record", "-p", str(t.pid), "-r", str(rate), "-d",
+                 "3600", "-f", "folded", "-o", "/tmp/pst-bench.folded",
+                 "--idle"], stderr=subprocess.PIPE)
+            time.sleep(0.5)
+            ratios, on_all, off_all = [], [], []
+            cpu_on = 0.0
+            for k in range(rounds):
+                # Alternate which comes first, against drift within a pair.
+                order = ("on", "off") if k % 2 == 0 else ("off", "on")
+                res = {}
+                for mode in order:
+                    if mode == "off":
+                        os.kill(p.pid, signal.SIGSTOP)
+                    c0 = proc_cpu(p.pid)
+                    res[mode] = throughput(t, window)
+                    if mode == "on":
+                        cpu_on += proc_cpu(p.pid) - c0
+                    if mode == "off":
+                        os.kill(p.pid, signal.SIGCONT)
+                ratios.append(res["on"] / res["off"])
+                on_all.append(res["on"])
+                off_all.append(res["off"])
+            os.kill(p.pid, signal.SIGINT)
+            _, err = p.communicate()
+            m = re.search(r"wrote .*?: (\d+) samples .* over ([\d.]+) s",
+                          err.decode())
+            samples = int(m.group(1)) if m else 0
+            secs = float(m.group(2)) if m else 1
+            ratios.sort()
+            med = ratios[len(ratios) // 2]
+            print("  %5d Hz: slowdown %.2f%% (median of %d pairs; pairs "
+                  "from %.2f%% to %.2f%%); unprofiled %.0f/s, profiled "
+                  "%.0f/s; pystitch %.1f%% of a CPU while sampling, "
+                  "%.1f us CPU per thread-sample" % (
+                      rate, 100.0 * (1 - med), len(ratios),
+                      100.0 * (1 - ratios[-1]), 100.0 * (1 - ratios[0]),
+                      sum(off_all) / len(off_all), sum(on_all) / len(on_all),
+                      100.0 * cpu_on / (rounds * window),
+                      1e6 * cpu_on / max(samples * (rounds * window) /
+                                         max(secs - rounds * window, 1e-3),
+                                         1)))
+            sys.stdout.flush()
     finally:
         t.stop()
 
@@ -148,8 +180,8 @@ def rss(interp, seconds):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--window", type=float, default=5)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--window", type=float, default=2)
+    ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--rss-seconds", type=int, default=60)
     ap.add_argument("--interp", default="/root/.pyenv/versions/3.12.1/bin/"
                     "python3.12")

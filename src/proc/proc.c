@@ -101,17 +101,11 @@ out:
   return (int)n;
 }
 
-int pst_proc_task_stat(pid_t pid, pid_t tid, char *state,
-                       uint64_t *starttime) {
-  char path[80], buf[1024], *p;
+int pst_proc_parse_stat(const char *buf, char *state, uint64_t *starttime) {
   unsigned long long start = 0;
-  ssize_t n;
+  const char *p;
   int field;
 
-  snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-  n = pst_proc_read(path, buf, sizeof(buf));
-  if (n < 0)
-    return (int)n;
   /* comm may contain spaces and parentheses: fields start after the last
    * ')'. Field 3 is the state, field 22 the start time. */
   p = strrchr(buf, ')');
@@ -130,6 +124,18 @@ int pst_proc_task_stat(pid_t pid, pid_t tid, char *state,
   if (starttime)
     *starttime = start;
   return 0;
+}
+
+int pst_proc_task_stat(pid_t pid, pid_t tid, char *state,
+                       uint64_t *starttime) {
+  char path[80], buf[1024];
+  ssize_t n;
+
+  snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+  n = pst_proc_read(path, buf, sizeof(buf));
+  if (n < 0)
+    return (int)n;
+  return pst_proc_parse_stat(buf, state, starttime);
 }
 
 int pst_proc_task_comm(pid_t pid, pid_t tid, char *buf, size_t len) {

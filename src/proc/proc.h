@@ -32,6 +32,9 @@ int pst_proc_tasks(pid_t pid, pid_t **tids);
 
 /* Kernel state letter and start time (clock ticks since boot) of one thread;
  * the pair (tid, starttime) identifies a thread across tid reuse. */
+/* State letter and start time from the text of a /proc stat file. 0 or
+ * -EINVAL. */
+int pst_proc_parse_stat(const char *buf, char *state, uint64_t *starttime);
 int pst_proc_task_stat(pid_t pid, pid_t tid, char *state,
                        uint64_t *starttime);
 

@@ -286,6 +286,20 @@ static void set_name(struct pst_target *t, struct slot *sl,
   }
 }
 
+/* State and start time from a tracked thread's open stat file. */
+static int stat_of(const struct slot *sl, char *state, uint64_t *starttime) {
+  char buf[1024];
+  ssize_t n;
+
+  if (sl->statfd < 0)
+    return -EBADF;
+  n = pread(sl->statfd, buf, sizeof(buf) - 1, 0);
+  if (n <= 0)
+    return n < 0 ? -errno : -ESRCH;
+  buf[n] = '\0';
+  return pst_proc_parse_stat(buf, state, starttime);
+}
+
 int pst_target_refresh(struct pst_target *t) {
   struct tstate_list *list = NULL;
   struct slot *slots;
@@ -306,12 +320,17 @@ int pst_target_refresh(struct pst_target *t) {
     char state = '?';
     size_t k;
 
-    pst_proc_task_stat(t->pid, tids[i], &state, &starttime);
-    alive += state != 'Z' && state != 'X' && state != '?';
     for (k = 0; k < t->nslots; k++)
-      if (t->slots[k].th.tid == tids[i] &&
-          t->slots[k].starttime == starttime)
+      if (t->slots[k].th.tid == tids[i])
         break;
+    /* A known thread's open stat file names the same thread for as long
+     * as it lives (it fails once the thread is gone, even if the tid is
+     * reused): no open/close per thread and refresh. */
+    if (k == t->nslots || stat_of(&t->slots[k], &state, &starttime))
+      pst_proc_task_stat(t->pid, tids[i], &state, &starttime);
+    alive += state != 'Z' && state != 'X' && state != '?';
+    if (k < t->nslots && t->slots[k].starttime != starttime)
+      k = t->nslots;
     if (k < t->nslots) { /* known: move it over */
       *sl = t->slots[k];
       t->slots[k].statfd = -1;

@@ -1,6 +1,7 @@
 # counter.py: N CPU-bound threads (argv[1], default 8), each DEPTH frames
-# deep (argv[2], default 30), counting loop iterations; every second the
-# main thread prints the total iterations done so far ("count N").
+# deep (argv[2], default 30), counting loop iterations; every INTERVAL
+# seconds (argv[3], default 1) the main thread prints the total iterations
+# done so far and its clock: "count N T".
 from __future__ import print_function
 import sys
 import threading
@@ -8,6 +9,7 @@ import time
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 8
 DEPTH = int(sys.argv[2]) if len(sys.argv) > 2 else 30
+INTERVAL = float(sys.argv[3]) if len(sys.argv) > 3 else 1.0
 counts = [0] * N
 
 
@@ -33,6 +35,6 @@ for k in range(N):
 print("ready")
 sys.stdout.flush()
 while True:
-    time.sleep(1)
-    print("count %d" % sum(counts))
+    time.sleep(INTERVAL)
+    print("count %d %.6f" % (sum(counts), time.time()))
     sys.stdout.flush()
