@@ -70,11 +70,25 @@ enum pst_map_method {
   PST_MAP_LIST_TID,   /* thread-states list: native_thread_id == tid */
 };
 
-/* One Python frame, innermost first in a stack. */
+/* What a frame is. Without PST_SAMPLE_NATIVE every frame is Python. */
+enum pst_frame_kind {
+  PST_FRAME_PYTHON = 0, /* name, filename, line */
+  PST_FRAME_NATIVE,     /* name (demangled, or "module+0xOFFSET" without a
+                           symbol), filename: the module's base name, ip */
+  PST_FRAME_MARKER,     /* name: a note, e.g. where Python and native
+                           stacks could not be merged */
+};
+
+/* One frame, innermost first in a stack. */
 struct pst_frame {
   const char *name;     /* qualified name where the version has one */
   const char *filename;
-  int line;             /* 0 when unknown */
+  int line;             /* 0 when unknown (and for native frames) */
+  unsigned char kind;   /* enum pst_frame_kind */
+  unsigned char entry;  /* Python: 1 when entered from C, i.e. the first
+                           frame run by its eval-loop call */
+  uint64_t ip;          /* native: instruction pointer (return address
+                           for callers), else 0 */
 };
 
 /* One OS thread of the target as last seen. */

@@ -94,6 +94,7 @@ static int ends_with(const char *s, const char *suffix) {
 struct raw_frame {
   uint64_t frame, code;
   int64_t lasti;
+  int entry;  /* first frame of its eval-loop call (see pst_frame) */
 };
 
 /* ---- the walk's reads ----
@@ -221,6 +222,9 @@ static int decode_frames(struct pst_py *py, struct pst_mem *mem,
     struct pst_frame *f = &frames[i];
     err = pst_py_code_header(py, mem, raw[i].code, sc->hdr_of[i],
                              raw[i].lasti, &f->name, &f->filename, &f->line);
+    f->kind = PST_FRAME_PYTHON;
+    f->entry = (unsigned char)raw[i].entry;
+    f->ip = 0;
     if (err)
       return err;
     if (thread_obj && locals != PST_NOFF &&
@@ -254,7 +258,8 @@ static int walk_frameobjects(struct pst_py *py, struct pst_mem *mem,
     if (err)
       return err;
     memcpy(&lasti, buf + l->f_lasti, 4);
-    raw[n++] = (struct raw_frame){frame, u64_at(buf, l->f_code), lasti};
+    /* Each frame object has its own eval-loop call. */
+    raw[n++] = (struct raw_frame){frame, u64_at(buf, l->f_code), lasti, 1};
     frame = u64_at(buf, l->f_back);
   }
   return n;
@@ -281,20 +286,33 @@ static int walk_iframes(struct pst_py *py, struct pst_mem *mem,
     if (err)
       return err;
     frame = u64_at(buf, l->if_previous);
+    /* 3.12+: an eval-loop call pushes a shim (owned by the C stack)
+     * under the first frame it runs: the frame above a shim is an entry. */
     if (l->if_owner != PST_NOFF && py->version_hex >= 0x030c &&
-        buf[l->if_owner] >= py->owner_shim)
+        buf[l->if_owner] >= py->owner_shim) {
+      if (n > 0)
+        raw[n - 1].entry = 1;
       continue;
+    }
     code = u64_at(buf, l->if_code) & ~(uint64_t)py->tag_mask;
-    if (py->none && code == py->none)
+    if (py->none && code == py->none) {
+      if (n > 0)
+        raw[n - 1].entry = 1;
       continue; /* 3.13+: a shim executes None */
+    }
     instr = u64_at(buf, l->if_instr);
     /* Instruction index in code units of 2 bytes from co_code_adaptive. */
     raw[n++] = (struct raw_frame){
         self, code,
         instr >= code + (uint64_t)l->co_code_adaptive
             ? (int64_t)(instr - code - (uint64_t)l->co_code_adaptive) / 2
-            : -1};
+            : -1,
+        /* 3.11: the frame says so itself. */
+        l->if_is_entry != PST_NOFF && buf[l->if_is_entry] != 0};
   }
+  /* The outermost frame was entered from C (the thread's start). */
+  if (n > 0 && !frame)
+    raw[n - 1].entry = 1;
   return n;
 }
 
