@@ -7,7 +7,7 @@
  *   memory     words in a read-only file mapping come from the module's
  *              local image (code, .eh_frame, .eh_frame_hdr); anything else
  *              (the stack) from a per-unwind page cache filled by
- *              process_vm_readv, READAHEAD pages per batch;
+ *              process_vm_readv, several 4 KiB granules per batch;
  *   tables     find_proc_info hands the module's cached .eh_frame_hdr table
  *              to libunwind's own search, dwarf_search_unwind_table, as a
  *              UNW_INFO_FORMAT_REMOTE_TABLE (the way Linux perf does).
@@ -77,10 +77,13 @@ static const size_t reg_offsets[] = {
 /* At most this many granules (512 KiB of stack) per unwind: deeper stacks
  * are cut, which max frames does anyway. */
 #define CPAGES_MAX 128
-/* Granules read per miss in one process_vm_readv: a 40-frame C stack
- * takes 2-4 KiB, a Python eval frame 200-500 bytes; measured best of 1,
- * 2, 4 and 8 with bench/unwind (docs/performance.md). */
-#define READAHEAD 4
+/* Granules read per miss in one process_vm_readv: the first miss of an
+ * unwind reads READAHEAD_FIRST (a 40-frame C stack takes 2 KiB), later ones
+ * READAHEAD (a deep stack goes on). Measured with bench/unwind: 1, 2 or 4
+ * granules first cost the same within noise, 8 first was slower (copying);
+ * see docs/performance.md. */
+#define READAHEAD_FIRST 2
+#define READAHEAD 8
 
 struct cpage {
   uint64_t addr;
@@ -301,14 +304,14 @@ static struct cpage *page_find(struct pst_unwinder *u, uint64_t page) {
   return NULL;
 }
 
-/* Reads the granule at page and the next ones up to READAHEAD (stopping at
- * one already cached) in one batch. Returns the page's entry or NULL
- * (unreadable, or the cache is full). */
+/* Reads the granule at page and the next ones (READAHEAD_FIRST or
+ * READAHEAD in all, stopping at one already cached) in one batch. Returns
+ * the page's entry or NULL (unreadable, or the cache is full). */
 static struct cpage *page_fill(struct pst_unwinder *u, uint64_t page) {
   struct pst_mem_iov iov[READAHEAD];
-  int k = 0, got;
+  int k = 0, got, want = u->npages ? READAHEAD : READAHEAD_FIRST;
 
-  while (k < READAHEAD && u->npages + k < CPAGES_MAX &&
+  while (k < want && u->npages + k < CPAGES_MAX &&
          page + (uint64_t)k * CPAGE >= page &&
          (k == 0 || !page_find(u, page + (uint64_t)k * CPAGE))) {
     struct cpage *p = &u->pages[u->npages + k];
@@ -502,17 +505,79 @@ static unw_accessors_t accessors = {
 
 /* ---- API ---- */
 
-int pst_unwinder_set_cache(struct pst_unwinder *u, enum pst_unwind_cache c) {
-  static const unw_caching_policy_t policies[] = {
-      [PST_UNWIND_CACHE_NONE] = UNW_CACHE_NONE,
-      [PST_UNWIND_CACHE_LOCKED] = UNW_CACHE_GLOBAL,
-      [PST_UNWIND_CACHE_UNLOCKED] = UNW_CACHE_PER_THREAD,
-  };
+/* ---- Caching policy without the lock ----
+ * libunwind's UNW_CACHE_GLOBAL takes a mutex around every use of its
+ * per-IP register-state cache, with all signals blocked: two
+ * rt_sigprocmask syscalls per frame (libunwind_i.h lock_acquire). Its
+ * parser (dwarf/Gparser.c get_rs_cache, put_rs_cache) skips the lock for
+ * UNW_CACHE_PER_THREAD; without --enable-per-thread-cache that policy uses
+ * the address space's own cache, unlocked. But unw_set_caching_policy()
+ * turns PER_THREAD into GLOBAL unless libunwind was configured with
+ * HAVE___THREAD, which 1.6.2's configure never defines (Debian's build).
+ * So we store the policy ourselves: the field sits right after the public
+ * unw_accessors_t that starts struct unw_addr_space (1.6.2), or one
+ * pointer further (1.7+ adds iterate_phdr_function). The candidate is
+ * proven by toggling the policy through the API and watching it change
+ * (a generation counter or a pointer cannot follow NONE, GLOBAL, NONE,
+ * GLOBAL); without proof the locked cache stays. Safe because one thread
+ * uses an unwinder's address space. */
+static int policy_offset(unw_addr_space_t as, size_t *off) {
+  static const unw_caching_policy_t seq[] = {UNW_CACHE_NONE, UNW_CACHE_GLOBAL,
+                                             UNW_CACHE_NONE, UNW_CACHE_GLOBAL};
+  const size_t cand[] = {sizeof(unw_accessors_t),
+                         sizeof(unw_accessors_t) + sizeof(void *)};
+  unsigned char *base = (unsigned char *)unw_get_accessors(as);
 
-  if ((unsigned)c >= sizeof(policies) / sizeof(*policies))
+  if (base != (unsigned char *)as)
+    return -ENOTSUP; /* the accessors are not the first member */
+  for (size_t k = 0; k < sizeof(cand) / sizeof(*cand); k++) {
+    size_t i;
+    for (i = 0; i < sizeof(seq) / sizeof(*seq); i++) {
+      int v;
+      unw_set_caching_policy(as, seq[i]);
+      memcpy(&v, base + cand[k], sizeof(v));
+      if (v != (int)seq[i])
+        break;
+    }
+    if (i == sizeof(seq) / sizeof(*seq)) {
+      *off = cand[k];
+      return 0;
+    }
+  }
+  return -ENOTSUP;
+}
+
+static int set_unlocked(unw_addr_space_t as) {
+  size_t off;
+  int v = UNW_CACHE_PER_THREAD;
+
+  if (policy_offset(as, &off) != 0) {
+    unw_set_caching_policy(as, UNW_CACHE_GLOBAL);
+    pst_warn_once("libunwind: caching policy field not found; using its "
+                  "locked cache (two rt_sigprocmask per frame)");
+    return -ENOTSUP;
+  }
+  memcpy((unsigned char *)as + off, &v, sizeof(v));
+  unw_flush_cache(as, 0, 0);
+  return 0;
+}
+
+int pst_unwinder_set_cache(struct pst_unwinder *u, enum pst_unwind_cache c) {
+  switch (c) {
+  case PST_UNWIND_CACHE_NONE:
+    unw_set_caching_policy(u->as, UNW_CACHE_NONE);
+    break;
+  case PST_UNWIND_CACHE_LOCKED:
+    unw_set_caching_policy(u->as, UNW_CACHE_GLOBAL);
+    break;
+  case PST_UNWIND_CACHE_UNLOCKED:
+    /* On failure the locked cache is in use: still correct, slower. */
+    if (set_unlocked(u->as) != 0)
+      return -ENOTSUP;
+    break;
+  default:
     return -EINVAL;
-  if (unw_set_caching_policy(u->as, policies[c]) != 0)
-    return -EINVAL;
+  }
   unw_flush_cache(u->as, 0, 0);
   return 0;
 }
@@ -544,8 +609,9 @@ int pst_unwinder_new(pid_t pid, struct pst_mem *mem,
     err = -ENOMEM;
     goto err;
   }
+  /* -ENOTSUP leaves the locked cache (warned once): usable. */
   err = pst_unwinder_set_cache(u, PST_UNWIND_CACHE_UNLOCKED);
-  if (err)
+  if (err && err != -ENOTSUP)
     goto err;
   per_thread_cache_build();
   *out = u;

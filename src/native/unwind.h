@@ -75,8 +75,9 @@ int pst_unwinder_new(pid_t pid, struct pst_mem *mem,
 /* Frees u and drops its module references. NULL is ignored. */
 void pst_unwinder_free(struct pst_unwinder *u);
 
-/* Chooses libunwind's caching policy (and flushes its cache). 0 or
- * -EINVAL. */
+/* Chooses libunwind's caching policy (and flushes its cache). 0, -EINVAL,
+ * or -ENOTSUP when PST_UNWIND_CACHE_UNLOCKED cannot be set in this
+ * libunwind (the locked cache is then in use, which is correct). */
 int pst_unwinder_set_cache(struct pst_unwinder *u, enum pst_unwind_cache c);
 
 /* Unwinds thread tid of the process, which the caller has stopped with

@@ -10,7 +10,12 @@
  *   block TID
  *   ready
  * then waits until killed. An optional argument changes DEPTH.
+ *
+ * With a second argument LIB: after "ready", reads a line from stdin,
+ * dlopen()s LIB (tests/helpers/.libs/unwind-spin-lib.so), starts a thread
+ * spinning in its unwind_lib_spin() and prints "lib TID".
  */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -61,6 +66,31 @@ __attribute__((noinline, noclone)) void *unwind_block_thread(void *arg) {
   return NULL;
 }
 
+static int (*lib_spin)(int);
+static volatile pid_t lib_tid;
+
+__attribute__((noinline, noclone)) void *unwind_lib_thread(void *arg) {
+  (void)arg;
+  lib_tid = (pid_t)syscall(SYS_gettid);
+  return (void *)(intptr_t)lib_spin(2);
+}
+
+static int start_lib(const char *path) {
+  char line[16];
+  pthread_t c;
+  void *h;
+
+  if (!fgets(line, sizeof(line), stdin) || !(h = dlopen(path, RTLD_NOW)) ||
+      !(*(void **)&lib_spin = dlsym(h, "unwind_lib_spin")))
+    return 1;
+  pthread_create(&c, NULL, unwind_lib_thread, NULL);
+  while (!lib_tid)
+    usleep(1000);
+  usleep(20000); /* into the spin loop */
+  printf("lib %d\n", (int)lib_tid);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   pthread_t a, b;
 
@@ -78,6 +108,8 @@ int main(int argc, char **argv) {
   printf("spin_fn %p\n", (void *)unwind_spin_thread);
   printf("block_fn %p\n", (void *)unwind_block_thread);
   printf("spin %d\nblock %d\nready\n", (int)spin_tid, (int)block_tid);
+  if (argc > 2 && start_lib(argv[2]) != 0)
+    return 1;
   for (;;)
     pause();
 }

@@ -22,7 +22,8 @@
 
 #define PST_UNWIND_TESTS(X)                                                    \
   X(unwind_spinning_thread) X(unwind_blocked_thread) X(unwind_not_stopped)    \
-  X(unwind_max_frames) X(unwind_python312_shared) X(unwind_python311_static)
+  X(unwind_max_frames) X(unwind_dlopen_later) X(unwind_python312_shared)     \
+  X(unwind_python311_static)
 
 #define PST_TEST_LIST(X)                                                       \
   PST_DISASM_TESTS(X)                                                          \

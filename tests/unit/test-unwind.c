@@ -25,41 +25,61 @@
 struct helper {
   pid_t pid;
   FILE *out;
+  FILE *in;  /* its stdin, when started with a library */
   char path[512];
   uint64_t recurse, spin_fn, block_fn; /* runtime addresses */
   pid_t spin, block;
 };
 
-/* Starts argv with stdout on a pipe; returns its pid. */
-static pid_t spawn(char *const argv[], FILE **out) {
-  int fd[2];
+/* Starts argv with stdout on a pipe (and stdin on one if in is not
+ * NULL); returns its pid. */
+static pid_t spawn2(char *const argv[], FILE **out, FILE **in) {
+  int fd[2], fi[2] = {-1, -1};
   pid_t pid;
 
   ASSERT(pipe(fd) == 0);
+  if (in)
+    ASSERT(pipe(fi) == 0);
   pid = fork();
   ASSERT(pid >= 0);
   if (pid == 0) {
     dup2(fd[1], 1);
     close(fd[0]);
     close(fd[1]);
+    if (in) {
+      dup2(fi[0], 0);
+      close(fi[0]);
+      close(fi[1]);
+    }
     execv(argv[0], argv);
     _exit(127);
   }
   close(fd[1]);
   *out = fdopen(fd[0], "r");
+  if (in) {
+    close(fi[0]);
+    *in = fdopen(fi[1], "w");
+  }
   return pid;
 }
 
-static void helper_start(struct helper *h) {
+static pid_t spawn(char *const argv[], FILE **out) {
+  return spawn2(argv, out, NULL);
+}
+
+/* Starts unwind-target; with lib, it will dlopen lib on request. */
+static void helper_start_lib(struct helper *h, const char *lib) {
   char line[256];
-  char *argv[2];
+  char *argv[4];
 
   memset(h, 0, sizeof(*h));
   snprintf(h->path, sizeof(h->path), "%s/tests/helpers/unwind-target",
            getenv("PST_BUILDDIR") ? getenv("PST_BUILDDIR") : ".");
   argv[0] = h->path;
-  argv[1] = NULL;
-  h->pid = spawn(argv, &h->out);
+  argv[1] = "40";
+  argv[2] = (char *)lib;
+  argv[3] = NULL;
+  h->pid = spawn2(argv, &h->out, lib ? &h->in : NULL);
   while (fgets(line, sizeof(line), h->out) && strncmp(line, "ready", 5)) {
     unsigned long long v;
     int t;
@@ -77,10 +97,14 @@ static void helper_start(struct helper *h) {
   ASSERT(h->recurse && h->spin_fn && h->block_fn && h->spin && h->block);
 }
 
+static void helper_start(struct helper *h) { helper_start_lib(h, NULL); }
+
 static void helper_stop(struct helper *h) {
   kill(h->pid, SIGKILL);
   waitpid(h->pid, NULL, 0);
   fclose(h->out);
+  if (h->in)
+    fclose(h->in);
 }
 
 /* [lo, hi) of symbol name of ELF file path at runtime, given the runtime
@@ -186,8 +210,16 @@ TEST_IMPL(unwind_spinning_thread) {
   pst_mem_init(&mem, h.pid);
   ASSERT_EQ(pst_unwinder_new(h.pid, &mem, NULL, &u), 0);
   /* Repeated: the first unwind fills libunwind's cache, later ones use it;
-   * all must agree (the spin loop's pc may move inside unwind_recurse). */
-  for (int round = 0; round < 50; round++) {
+   * all must agree (the spin loop's pc may move inside unwind_recurse),
+   * whatever the caching policy. The unlocked one must be available with
+   * the libunwind we build against. */
+  for (int round = 0; round < 60; round++) {
+    if (round % 20 == 0)
+      ASSERT_EQ(pst_unwinder_set_cache(u, round == 0 ? PST_UNWIND_CACHE_NONE
+                                          : round == 20
+                                              ? PST_UNWIND_CACHE_LOCKED
+                                              : PST_UNWIND_CACHE_UNLOCKED),
+                0);
     n = unwind_stopped(u, h.pid, h.spin, ips, sps);
     if (round == 0)
       print_stack(u, "spinning thread", ips, sps, n);
@@ -215,7 +247,7 @@ TEST_IMPL(unwind_spinning_thread) {
   printf("# %llu unwinds, %llu frames, %llu stack reads, %llu errors\n",
          (unsigned long long)st.unwinds, (unsigned long long)st.frames,
          (unsigned long long)st.stack_reads, (unsigned long long)st.errors);
-  ASSERT_EQ(st.unwinds, 50);
+  ASSERT_EQ(st.unwinds, 60);
   ASSERT_EQ(st.truncated, 0);
   pst_unwinder_free(u);
   pst_mem_exit(&mem);
@@ -367,4 +399,52 @@ TEST_IMPL(unwind_python311_static) {
   if (access("/usr/bin/python3.11", X_OK) != 0)
     SKIP("/usr/bin/python3.11 absent");
   return unwind_python("/usr/bin/python3.11");
+}
+
+/* A library dlopen()ed after the unwinder loaded the maps: the unwind
+ * finds its IP in no mapping, reloads the maps and goes on through it. */
+TEST_IMPL(unwind_dlopen_later) {
+  struct helper h;
+  struct pst_mem mem;
+  struct pst_unwinder *u;
+  struct pst_unwind_stats st;
+  uint64_t ips[MAXF], sps[MAXF], slo, shi;
+  char lib[512], line[64];
+  int n, tid = 0, found = 0;
+
+  snprintf(lib, sizeof(lib), "%s/tests/helpers/.libs/unwind-spin-lib.so",
+           getenv("PST_BUILDDIR") ? getenv("PST_BUILDDIR") : ".");
+  if (access(lib, R_OK) != 0)
+    SKIP("%s not built", lib);
+  helper_start_lib(&h, lib);
+  pst_mem_init(&mem, h.pid);
+  ASSERT_EQ(pst_unwinder_new(h.pid, &mem, NULL, &u), 0);
+  fputs("go\n", h.in);
+  fflush(h.in);
+  ASSERT(fgets(line, sizeof(line), h.out) != NULL);
+  ASSERT_EQ(sscanf(line, "lib %d", &tid), 1);
+  /* Past the reload rate limit, which starts at pst_unwinder_new. */
+  usleep((PST_UNWIND_RELOAD_MS + 20) * 1000);
+  n = unwind_stopped(u, h.pid, tid, ips, sps);
+  print_stack(u, "thread in a dlopen()ed library", ips, sps, n);
+  pst_unwinder_stats(u, &st);
+  ASSERT_GE(st.maps_reloads, 1);
+  ASSERT(module_is(u, ips[0], "unwind-spin-lib"));
+  /* unwind_lib_thread's runtime range, with the executable's bias found
+   * from unwind_recurse's printed address. */
+  {
+    uint64_t rt, v0, v1;
+    ASSERT_EQ(sym_range(h.path, "unwind_recurse", h.recurse, 0, &rt, &v1), 0);
+    ASSERT_EQ(sym_range(h.path, "unwind_recurse", 0, 0, &v0, &v1), 0);
+    ASSERT_EQ(sym_range(h.path, "unwind_lib_thread", 0, rt - v0, &slo, &shi),
+              0);
+  }
+  for (int i = 1; i < n; i++)
+    found += in(lookup_ip(ips, i), slo, shi);
+  ASSERT_EQ(found, 1);
+  ASSERT(module_is(u, lookup_ip(ips, n - 1), "libc"));
+  pst_unwinder_free(u);
+  pst_mem_exit(&mem);
+  helper_stop(&h);
+  return 0;
 }
