@@ -79,9 +79,9 @@ static const size_t reg_offsets[] = {
 #define CPAGES_MAX 128
 /* Granules read per miss in one process_vm_readv: the first miss of an
  * unwind reads READAHEAD_FIRST (a 40-frame C stack takes 2 KiB), later ones
- * READAHEAD (a deep stack goes on). Measured with bench/unwind: 1, 2 or 4
- * granules first cost the same within noise, 8 first was slower (copying);
- * see docs/performance.md. */
+ * READAHEAD (a deep stack goes on). Measured with bench/unwind: a uniform
+ * read-ahead of 1, 2 or 4 granules costs the same within noise, 8 more
+ * (copying); see docs/performance.md. */
 #define READAHEAD_FIRST 2
 #define READAHEAD 8
 
