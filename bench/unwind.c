@@ -30,7 +30,8 @@ static unsigned long n_sigprocmask;
 
 /* Counts libunwind's signal masking (its lock_acquire/lock_release).
  * Exported (the build hides symbols by default) so that it interposes. */
-__attribute__((visibility("default"))) int sigprocmask(int how, const sigset_t *set, sigset_t *old) {
+__attribute__((visibility("default"))) int
+sigprocmask(int how, const sigset_t *set, sigset_t *old) {
   static int (*real)(int, const sigset_t *, sigset_t *);
   if (!real)
     *(void **)&real = dlsym(RTLD_NEXT, "sigprocmask");

@@ -1,4 +1,4 @@
-/* ptrace.c: seize-interrupt-read-detach of one thread: thread pointer, registers. */
+/* ptrace.c: brief stops of one thread: thread pointer, registers. */
 #include <elf.h>
 #include <errno.h>
 #include <signal.h>
