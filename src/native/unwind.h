@@ -49,7 +49,9 @@ enum pst_unwind_cache {
   /* UNW_CACHE_PER_THREAD: in a libunwind built without
    * --enable-per-thread-cache (Debian's), the same per-address-space cache
    * without the lock, hence without syscalls; correct because one thread
-   * uses an unwinder. The default. */
+   * uses an unwinder. 1.6.2's unw_set_caching_policy() refuses it, so the
+   * field is set directly once its offset is proven (unwind.c). The
+   * default. */
   PST_UNWIND_CACHE_UNLOCKED,
 };
 
@@ -98,9 +100,10 @@ int pst_unwind_thread(struct pst_unwinder *u, pid_t tid, uint64_t *ips,
 
 /* The mapping of ip in the process: path as the target sees it ("[vdso]"
  * for the vdso), load bias (file vaddr = ip - bias) and the module's whole
- * ELF image for symbol lookup. Any out pointer may be NULL. Returns 0,
- * -ENOENT (ip in no file mapping), or the error that kept the file from
- * being opened. Borrowed results: see the ownership note above. */
+ * ELF image for symbol lookup. Any out pointer may be NULL. Returns 0 or
+ * -ENOENT (ip in no file mapping, a writable one, or one whose file could
+ * not be opened; the cause is logged at debug level). Borrowed results:
+ * see the ownership note above. */
 int pst_unwinder_module(struct pst_unwinder *u, uint64_t ip,
                         const char **path, uint64_t *bias,
                         const void **image, size_t *image_len);
