@@ -1,4 +1,4 @@
-/* module.c: per-file (dev+inode) cache of ELF images and eh_frame_hdr tables. */
+/* module.c: per-file (dev+inode) cache of ELF images and eh_frame_hdr tables.
  *
  * Staleness: a module is keyed by device and inode, so a library rewritten
  * in place (same inode, new bytes) would be served stale; installers
