@@ -199,6 +199,29 @@ int pst_elf_read(const struct pst_elf *e, uint64_t vaddr, void *buf,
   return -EFAULT;
 }
 
+const void *pst_elf_image(const struct pst_elf *e, size_t *len) {
+  *len = e->size;
+  return e->map;
+}
+
+int pst_elf_segment(const struct pst_elf *e, unsigned type, uint64_t *vaddr,
+                    uint64_t *offset, uint64_t *filesz) {
+  size_t n;
+
+  if (elf_getphdrnum(e->elf, &n) != 0)
+    return PST_ENOSYM;
+  for (size_t i = 0; i < n; i++) {
+    GElf_Phdr ph;
+    if (!gelf_getphdr(e->elf, (int)i, &ph) || ph.p_type != type)
+      continue;
+    *vaddr = ph.p_vaddr;
+    *offset = ph.p_offset;
+    *filesz = ph.p_filesz;
+    return 0;
+  }
+  return PST_ENOSYM;
+}
+
 int pst_elf_bias(const struct pst_elf *e, uint64_t map_start,
                  uint64_t map_offset, uint64_t *bias) {
   size_t n;

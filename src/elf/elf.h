@@ -48,6 +48,15 @@ const void *pst_elf_section_bytes(const struct pst_elf *e, const char *name,
 int pst_elf_read(const struct pst_elf *e, uint64_t vaddr, void *buf,
                  size_t len);
 
+/* The whole file as mapped read-only by pst_elf_open (borrowed, valid until
+ * pst_elf_close); *len gets its size. */
+const void *pst_elf_image(const struct pst_elf *e, size_t *len);
+
+/* The first program header of type (PT_GNU_EH_FRAME, ...): its virtual
+ * address, file offset and file size. 0 or PST_ENOSYM. */
+int pst_elf_segment(const struct pst_elf *e, unsigned type, uint64_t *vaddr,
+                    uint64_t *offset, uint64_t *filesz);
+
 /* Load bias: runtime address = vaddr + bias, given the runtime start of the
  * mapping that maps file offset map_offset. 0 or -EINVAL. */
 int pst_elf_bias(const struct pst_elf *e, uint64_t map_start,

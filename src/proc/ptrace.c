@@ -1,4 +1,4 @@
-/* ptrace.c: seize-interrupt-read-detach of one thread to get its thread pointer. */
+/* ptrace.c: brief stops of one thread: thread pointer, registers. */
 #include <elf.h>
 #include <errno.h>
 #include <signal.h>
@@ -117,4 +117,21 @@ int pst_ptrace_thread_pointer(pid_t tid, uint64_t *tp) {
    * in its group-stop if the process was stopped). */
   pst_ptrace_resume(tid);
   return err;
+}
+
+int pst_ptrace_getregs(pid_t tid, struct user_regs_struct *regs) {
+#if defined(__x86_64__)
+  if (ptrace(PTRACE_GETREGS, tid, NULL, regs) < 0)
+    return -errno;
+  return 0;
+#elif defined(__aarch64__)
+  struct iovec iov = {regs, sizeof(*regs)};
+  if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_PRSTATUS, &iov) < 0)
+    return -errno;
+  return 0;
+#else
+  (void)tid;
+  (void)regs;
+  return -ENOSYS;
+#endif
 }

@@ -1,4 +1,5 @@
-/* ptrace.h: the only ptrace user: reads a thread's thread pointer.
+/* ptrace.h: the only ptrace user: stops threads briefly, reads their thread
+ * pointer and registers.
  *
  * A thread is stopped only for the few microseconds needed: PTRACE_SEIZE,
  * PTRACE_INTERRUPT, waitpid, read the register, PTRACE_DETACH (which resumes
@@ -11,6 +12,7 @@
 
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/user.h>
 
 /* Reads the thread pointer of thread tid (fsbase on x86_64, tpidr_el0 on
  * aarch64). Returns 0, -ESRCH (thread gone), -EPERM (no permission, or
@@ -27,5 +29,11 @@ int pst_ptrace_thread_pointer(pid_t tid, uint64_t *tp);
  * left detached). */
 int pst_ptrace_stop(pid_t tid);
 void pst_ptrace_resume(pid_t tid);
+
+/* Reads the general registers of thread tid, which the caller stopped with
+ * pst_ptrace_stop(): one PTRACE_GETREGS on x86_64, PTRACE_GETREGSET
+ * (NT_PRSTATUS) on aarch64. 0, -ESRCH (gone, or not stopped by us), or
+ * another -errno; *regs is undefined on failure. */
+int pst_ptrace_getregs(pid_t tid, struct user_regs_struct *regs);
 
 #endif

@@ -20,6 +20,11 @@
 #define PST_ELF_REAL_TESTS(X)                                                  \
   X(real_libc_getspecific) X(real_python_tss_key)
 
+#define PST_UNWIND_TESTS(X)                                                    \
+  X(unwind_spinning_thread) X(unwind_blocked_thread) X(unwind_not_stopped)    \
+  X(unwind_max_frames) X(unwind_dlopen_later) X(unwind_python312_shared)     \
+  X(unwind_python311_static)
+
 #define PST_TEST_LIST(X)                                                       \
   PST_DISASM_TESTS(X)                                                          \
   PST_LAYOUT_TESTS(X)                                                          \
@@ -28,7 +33,8 @@
   PST_PY_TESTS(X)                                                              \
   PST_TSD_TESTS(X)                                                             \
   PST_ELF_REAL_TESTS(X)                                                        \
-  PST_OUTPUT_TESTS(X)
+  PST_OUTPUT_TESTS(X)                                                          \
+  PST_UNWIND_TESTS(X)
 
 #define PST_TEST_DECL(name) TEST_DECLARE(name)
 PST_TEST_LIST(PST_TEST_DECL)

@@ -1,0 +1,318 @@
+/* module.c: per-file (dev+inode) cache of ELF images and eh_frame_hdr tables.
+ *
+ * Staleness: a module is keyed by device and inode, so a library rewritten
+ * in place (same inode, new bytes) would be served stale; installers
+ * replace files (rename), which gives a new inode. Lookups are linear: a
+ * cache holds one entry per distinct file (hundreds at most) and is only
+ * searched when a process's maps are (re)loaded, never per sample.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "elf/elf.h"
+#include "native/module.h"
+#include "pystitch.h"
+#include "util/array.h"
+#include "util/log.h"
+
+#ifndef PT_GNU_EH_FRAME
+#define PT_GNU_EH_FRAME 0x6474e550
+#endif
+
+/* DWARF pointer encodings (DWARF 4 / LSB 5.0 "DWARF Extensions"), the
+ * subset that .eh_frame_hdr headers use. */
+#define DW_EH_PE_omit 0xff
+#define DW_EH_PE_absptr 0x00
+#define DW_EH_PE_udata2 0x02
+#define DW_EH_PE_udata4 0x03
+#define DW_EH_PE_udata8 0x04
+#define DW_EH_PE_sdata2 0x0a
+#define DW_EH_PE_sdata4 0x0b
+#define DW_EH_PE_sdata8 0x0c
+#define DW_EH_PE_pcrel 0x10
+#define DW_EH_PE_datarel 0x30
+/* The table encoding libunwind's dwarf_search_unwind_table assumes. */
+#define EH_TABLE_ENC (DW_EH_PE_datarel | DW_EH_PE_sdata4)
+
+struct pst_module {
+  struct pst_modcache *cache; /* reference; NULL for image modules */
+  unsigned refs;
+  dev_t dev;
+  uint64_t inode;
+  int err;                    /* open/parse error remembered, or 0 */
+  struct pst_elf *elf;        /* NULL when err */
+  const void *image;
+  size_t len;
+  int has_table;
+  struct pst_eh_table table;
+};
+
+struct pst_modcache {
+  unsigned refs;
+  struct pst_module **v;      /* live modules (borrowed: they remove
+                                 themselves when freed) and failed
+                                 entries (owned) */
+  size_t n, cap;
+};
+
+int pst_modcache_new(struct pst_modcache **out) {
+  struct pst_modcache *c = calloc(1, sizeof(*c));
+
+  if (!c)
+    return -ENOMEM;
+  c->refs = 1;
+  *out = c;
+  return 0;
+}
+
+struct pst_modcache *pst_modcache_get(struct pst_modcache *c) {
+  c->refs++;
+  return c;
+}
+
+void pst_modcache_put(struct pst_modcache *c) {
+  if (!c || --c->refs)
+    return;
+  /* Live modules hold a reference, so only failed entries are left. */
+  for (size_t i = 0; i < c->n; i++)
+    free(c->v[i]);
+  free(c->v);
+  free(c);
+}
+
+/* Reads one encoded value of the header at *p (bounded by end). pcrel is
+ * applied with the value's own file vaddr; datarel with the header's. Only
+ * fixed-size encodings are used in headers; others give -EINVAL. */
+static int read_enc(const unsigned char **p, const unsigned char *end,
+                    unsigned enc, uint64_t p_vaddr, uint64_t hdr_vaddr,
+                    uint64_t *out) {
+  size_t size;
+  uint64_t v = 0;
+
+  switch (enc & 0x0f) {
+  case DW_EH_PE_absptr:
+  case DW_EH_PE_udata8:
+  case DW_EH_PE_sdata8:
+    size = 8;
+    break;
+  case DW_EH_PE_udata4:
+  case DW_EH_PE_sdata4:
+    size = 4;
+    break;
+  case DW_EH_PE_udata2:
+  case DW_EH_PE_sdata2:
+    size = 2;
+    break;
+  default:
+    return -EINVAL;
+  }
+  if ((size_t)(end - *p) < size)
+    return -EINVAL;
+  memcpy(&v, *p, size); /* little-endian hosts and targets only */
+  if ((enc & 0x0f) == DW_EH_PE_sdata4)
+    v = (uint64_t)(int64_t)(int32_t)v;
+  else if ((enc & 0x0f) == DW_EH_PE_sdata2)
+    v = (uint64_t)(int64_t)(int16_t)v;
+  switch (enc & 0x70) {
+  case 0:
+    break;
+  case DW_EH_PE_pcrel:
+    v += p_vaddr;
+    break;
+  case DW_EH_PE_datarel:
+    v += hdr_vaddr;
+    break;
+  default:
+    return -EINVAL;
+  }
+  *p += size;
+  *out = v;
+  return 0;
+}
+
+/* Finds PT_GNU_EH_FRAME and checks its header (version 1, a search table
+ * libunwind can use). Sets m->has_table. A module without a table is still
+ * usable (reads of its segments, symbols): libunwind then falls back to
+ * frame pointers for its frames. */
+static void parse_eh_frame_hdr(struct pst_module *m, const char *name) {
+  uint64_t vaddr, off, size, ptr, count, pos;
+  const unsigned char *hdr, *p, *end;
+
+  if (pst_elf_segment(m->elf, PT_GNU_EH_FRAME, &vaddr, &off, &size) != 0) {
+    /* .debug_frame would do, but Debian's libunwind does not export
+     * dwarf_find_debug_frame (built without --enable-debug-frame on
+     * x86_64), and files without .eh_frame_hdr are rare on Linux. */
+    pst_info("%s: no .eh_frame_hdr; its frames are unwound by frame "
+             "pointer only", name);
+    return;
+  }
+  if (off > m->len || size > m->len - off || size < 4)
+    goto bad;
+  hdr = (const unsigned char *)m->image + off;
+  end = hdr + size;
+  /* version, eh_frame_ptr encoding, fde_count encoding, table encoding */
+  if (hdr[0] != 1 || hdr[2] == DW_EH_PE_omit || hdr[3] != EH_TABLE_ENC)
+    goto bad;
+  p = hdr + 4;
+  if (read_enc(&p, end, hdr[1], vaddr + (uint64_t)(p - hdr), vaddr, &ptr) ||
+      read_enc(&p, end, hdr[2], vaddr + (uint64_t)(p - hdr), vaddr, &count))
+    goto bad;
+  pos = (uint64_t)(p - hdr);
+  /* Each entry is two int32: the table must fit in the segment. */
+  if (count == 0 || count > (size - pos) / 8)
+    goto bad;
+  m->table.hdr_vaddr = vaddr;
+  m->table.table_vaddr = vaddr + pos;
+  m->table.fde_count = count;
+  m->has_table = 1;
+  return;
+bad:
+  pst_info("%s: .eh_frame_hdr in an unsupported form; its frames are "
+           "unwound by frame pointer only", name);
+}
+
+/* Builds a module around an opened ELF (ownership of e passes to m). */
+static int module_from_elf(struct pst_elf *e, const char *name,
+                           struct pst_module **out) {
+  struct pst_module *m = calloc(1, sizeof(*m));
+
+  if (!m) {
+    pst_elf_close(e);
+    return -ENOMEM;
+  }
+  m->refs = 1;
+  m->elf = e;
+  m->image = pst_elf_image(e, &m->len);
+  parse_eh_frame_hdr(m, name);
+  *out = m;
+  return 0;
+}
+
+static struct pst_module *cache_find(const struct pst_modcache *c, dev_t dev,
+                                     uint64_t inode) {
+  for (size_t i = 0; i < c->n; i++)
+    if (c->v[i]->inode == inode && c->v[i]->dev == dev)
+      return c->v[i];
+  return NULL;
+}
+
+int pst_module_get(struct pst_modcache *c, pid_t pid,
+                   const struct pst_map *mp, struct pst_module **out) {
+  dev_t dev = makedev(mp->dev_major, mp->dev_minor);
+  struct pst_module *m = cache_find(c, dev, mp->inode);
+  struct pst_elf *e = NULL;
+  int fd, err;
+
+  if (m) {
+    if (m->err)
+      return m->err;
+    *out = pst_module_ref(m);
+    return 0;
+  }
+  if (pst_array_reserve((void **)&c->v, &c->cap, c->n + 1, sizeof(*c->v)))
+    return -ENOMEM;
+  fd = pst_maps_open(pid, mp);
+  err = fd < 0 ? fd : pst_elf_open(fd, &e);
+  if (err == 0)
+    err = module_from_elf(e, mp->path, &m);
+  if (err == -ENOMEM)
+    return err;
+  if (err) {
+    pst_debug("module %s: %s", mp->path, pst_strerror(err));
+    /* A failed entry: owned by the cache, freed with it, never handed out
+     * (so it holds no reference to the cache). */
+    m = calloc(1, sizeof(*m));
+    if (!m)
+      return -ENOMEM;
+    m->err = err;
+  } else {
+    m->cache = pst_modcache_get(c);
+  }
+  m->dev = dev;
+  m->inode = mp->inode;
+  c->v[c->n++] = m;
+  if (err)
+    return err;
+  *out = m;
+  return 0;
+}
+
+int pst_module_new_image(const char *name, const void *buf, size_t len,
+                         struct pst_module **out) {
+  struct pst_elf *e;
+  int fd, err;
+  size_t done = 0;
+
+  /* pst_elf maps a file: give it an anonymous one holding the copy. */
+  fd = memfd_create(name, MFD_CLOEXEC);
+  if (fd < 0)
+    return -errno;
+  while (done < len) {
+    ssize_t w = write(fd, (const char *)buf + done, len - done);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0) {
+      err = w < 0 ? -errno : -EIO;
+      close(fd);
+      return err;
+    }
+    done += (size_t)w;
+  }
+  err = pst_elf_open(fd, &e);
+  if (err)
+    return err;
+  return module_from_elf(e, name, out);
+}
+
+struct pst_module *pst_module_ref(struct pst_module *m) {
+  m->refs++;
+  return m;
+}
+
+static void cache_remove(struct pst_modcache *c, const struct pst_module *m) {
+  for (size_t i = 0; i < c->n; i++)
+    if (c->v[i] == m) {
+      c->v[i] = c->v[--c->n];
+      return;
+    }
+}
+
+void pst_module_put(struct pst_module *m) {
+  if (!m || --m->refs)
+    return;
+  if (m->cache) {
+    cache_remove(m->cache, m);
+    pst_modcache_put(m->cache);
+  }
+  pst_elf_close(m->elf);
+  free(m);
+}
+
+void pst_module_zput(struct pst_module **mp) {
+  pst_module_put(*mp);
+  *mp = NULL;
+}
+
+const void *pst_module_image(const struct pst_module *m, size_t *len) {
+  *len = m->len;
+  return m->image;
+}
+
+struct pst_elf *pst_module_elf(const struct pst_module *m) { return m->elf; }
+
+int pst_module_eh_table(const struct pst_module *m, struct pst_eh_table *t) {
+  if (!m->has_table)
+    return PST_ENOSYM;
+  *t = m->table;
+  return 0;
+}
+
+int pst_module_bias(const struct pst_module *m, const struct pst_map *mp,
+                    uint64_t *bias) {
+  return pst_elf_bias(m->elf, mp->start, mp->offset, bias);
+}
