@@ -20,6 +20,10 @@
 #define PST_ELF_REAL_TESTS(X)                                                  \
   X(real_libc_getspecific) X(real_python_tss_key)
 
+#define PST_SYMTAB_TESTS(X)                                                    \
+  X(symtab_libc) X(symtab_python) X(symtab_cxx) X(symtab_minidebuginfo)       \
+  X(symtab_corrupt)
+
 #define PST_TEST_LIST(X)                                                       \
   PST_DISASM_TESTS(X)                                                          \
   PST_LAYOUT_TESTS(X)                                                          \
@@ -28,6 +32,7 @@
   PST_PY_TESTS(X)                                                              \
   PST_TSD_TESTS(X)                                                             \
   PST_ELF_REAL_TESTS(X)                                                        \
+  PST_SYMTAB_TESTS(X)                                                          \
   PST_OUTPUT_TESTS(X)
 
 #define PST_TEST_DECL(name) TEST_DECLARE(name)
