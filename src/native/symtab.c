@@ -53,6 +53,9 @@ struct raw {
 struct builder {
   struct raw *v;
   size_t n, cap;
+  /* At most one symbol per 24 bytes of the images read: section headers
+   * that point many times at one symbol table add nothing more. */
+  size_t max;
   uint8_t *inner; /* the decompressed .gnu_debugdata, freed at the end */
 };
 
@@ -205,6 +208,8 @@ static int add_symbols(const struct image *im, const Elf64_Shdr *sh,
     len = strnlen(str + s.st_name, strsh.sh_size - s.st_name);
     if (len == strsh.sh_size - s.st_name || len > UINT32_MAX)
       continue; /* not NUL-terminated inside the table */
+    if (b->n >= b->max)
+      break;
     if (pst_array_reserve((void **)&b->v, &b->cap, b->n + 1, sizeof(*b->v)))
       return -ENOMEM;
     r = &b->v[b->n++];
@@ -232,33 +237,34 @@ static int unxz(const uint8_t *in, size_t in_len, uint8_t **out,
     return -ENOMEM;
   s.next_in = in;
   s.avail_in = in_len;
+  /* liblzma returns LZMA_BUF_ERROR when a call can make no progress (the
+   * input ended early), so this loop ends. */
   for (;;) {
-    if (cap > PST_SYMTAB_MAX_DEBUGDATA)
-      cap = PST_SYMTAB_MAX_DEBUGDATA;
-    nb = realloc(buf, cap);
-    if (!nb) {
-      err = -ENOMEM;
-      goto err;
+    if (!buf || s.avail_out == 0) {
+      if (buf && cap == PST_SYMTAB_MAX_DEBUGDATA) {
+        err = -EFBIG;
+        goto err;
+      }
+      if (buf)
+        cap *= 2;
+      if (cap > PST_SYMTAB_MAX_DEBUGDATA)
+        cap = PST_SYMTAB_MAX_DEBUGDATA;
+      nb = realloc(buf, cap);
+      if (!nb) {
+        err = -ENOMEM;
+        goto err;
+      }
+      buf = nb;
+      s.next_out = buf + s.total_out;
+      s.avail_out = cap - s.total_out;
     }
-    buf = nb;
-    s.next_out = buf + s.total_out;
-    s.avail_out = cap - s.total_out;
     ret = lzma_code(&s, LZMA_FINISH);
     if (ret == LZMA_STREAM_END)
       break;
-    if (ret != LZMA_OK && ret != LZMA_BUF_ERROR) {
+    if (ret != LZMA_OK) {
       err = ret == LZMA_MEM_ERROR ? -ENOMEM : -EINVAL;
       goto err;
     }
-    if (s.avail_out != 0) { /* input ended before the stream did */
-      err = -EINVAL;
-      goto err;
-    }
-    if (cap == PST_SYMTAB_MAX_DEBUGDATA) {
-      err = -EFBIG;
-      goto err;
-    }
-    cap *= 2;
   }
   *out = buf;
   *out_len = s.total_out;
@@ -290,6 +296,7 @@ static int add_debugdata(const struct image *im, const Elf64_Shdr *sh,
   }
   if (open_image(b->inner, len, &inner))
     return 0;
+  b->max += len / sizeof(Elf64_Sym);
   return add_image(&inner, b, 1);
 }
 
@@ -475,6 +482,7 @@ int pst_symtab_build(const void *image, size_t len, struct pst_symtab **out) {
   err = open_image(image, len, &im);
   if (err)
     goto out;
+  b.max = len / sizeof(Elf64_Sym);
   err = add_image(&im, &b, 0);
   if (err)
     goto out;
