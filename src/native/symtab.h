@@ -16,18 +16,23 @@
  * before LOCAL, then fewer leading underscores, then the shorter name (what
  * perf shows: __nanosleep, not its weak alias nanosleep).
  *
- * Names: C++ (and other "_Z") names are demangled once, at build time, with
- * libiberty's cplus_demangle(DMGL_PARAMS | DMGL_ANSI), so lookups return
- * e.g. "ns::Foo<int>::bar(int)" and a GCC clone "foo() [clone .cold]".
- * libiberty rather than libstdc++'s __cxa_demangle: it is plain C (no C++
- * runtime pulled into libpystitch), it also knows Rust and D names, and
- * Debian's libiberty.a (libiberty-dev) is built position-independent (only
- * PC-relative and GOT relocations), so it links into the shared
- * libpystitch.so; its symbols are kept out of our exports with
- * --exclude-libs. Names that fail to demangle are kept as they are.
+ * Names: C++ ("_Z") names are demangled once, at build time, by libiberty
+ * (cplus_demangle_v3_callback with DMGL_PARAMS | DMGL_ANSI, the demangler
+ * of binutils and GDB), so lookups return e.g. "ns::Foo<int>::bar(int)",
+ * and a GCC clone "ns::f() [clone .cold]". Why libiberty and not
+ * libstdc++'s __cxa_demangle: it is plain C (no C++ runtime in
+ * libpystitch); its callback form writes straight into our name pool, with
+ * no allocation per name and with a cap on the output (a mangled name can
+ * expand a lot through substitutions); and Debian's libiberty.a
+ * (libiberty-dev, no pkg-config file: configure.ac checks header and
+ * library) is built position-independent (only PC-relative, PLT and GOT
+ * relocations), so it links into the shared libpystitch.so (and
+ * --exclude-libs keeps its symbols out of our exports). Names longer than 16 KiB mangled or
+ * 64 KiB demangled, and names that fail to demangle, are kept mangled.
  *
  * Memory: one sorted array of 16-byte entries {start, size, name offset}
  * plus one pool of NUL-terminated names; nothing points into the image.
+ * A symbol's size is clamped below 2 GiB.
  *
  * Input is untrusted: every offset, size and count read from the image is
  * checked against its length (and the decompressed one against its own), so
