@@ -27,8 +27,9 @@
  * (libiberty-dev, no pkg-config file: configure.ac checks header and
  * library) is built position-independent (only PC-relative, PLT and GOT
  * relocations), so it links into the shared libpystitch.so (and
- * --exclude-libs keeps its symbols out of our exports). Names longer than 16 KiB mangled or
- * 64 KiB demangled, and names that fail to demangle, are kept mangled.
+ * --exclude-libs keeps its symbols out of our exports). Names longer than
+ * 16 KiB mangled or 64 KiB demangled, and names that fail to demangle, are
+ * kept mangled.
  *
  * Memory: one sorted array of 16-byte entries {start, size, name offset}
  * plus one pool of NUL-terminated names; nothing points into the image.

@@ -253,7 +253,8 @@ static int make_mini(const char *xz_opt) {
   make_scratch();
   snprintf(cmd, sizeof(cmd),
            "gcc -O1 -o %s/mini %s/tests/helpers/symtab-mini.c && "
-           "XZ_OPT='%s' sh %s/tests/helpers/make-minidebuginfo.sh %s/mini %s/mini-dd",
+           "XZ_OPT='%s' sh %s/tests/helpers/make-minidebuginfo.sh "
+           "%s/mini %s/mini-dd",
            scratch, srcdir(), xz_opt, srcdir(), scratch, scratch);
   return run(cmd) ? -1 : 0;
 }
