@@ -59,7 +59,7 @@ struct pst_symtab;
  * symbol gives an empty table (every lookup NULL), not an error.
  * Returns 0 and *out (free it with pst_symtab_free), -ENOEXEC when the image
  * is not an ELF64 file of the host's byte order or its section header table
- * is out of bounds, or -ENOMEM. A corrupt symbol section, string table or
+ * is out of bounds, -ENOMEM, or -EOVERFLOW (names past 4 GiB). A corrupt symbol section, string table or
  * .gnu_debugdata is skipped, not an error. *out is untouched on failure. */
 int pst_symtab_build(const void *image, size_t len, struct pst_symtab **out);
 
