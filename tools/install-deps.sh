@@ -13,5 +13,6 @@ apt-get install -y -qq --no-install-recommends \
   libelf-dev libcapstone-dev libunwind-dev libuv1-dev \
   musl-tools debootstrap python3 util-linux procps ca-certificates strace \
   protobuf-c-compiler libprotobuf-c-dev zlib1g-dev protobuf-compiler \
+  liblzma-dev libiberty-dev xz-utils \
   chromium \
   >/dev/null

@@ -24,6 +24,9 @@
   X(unwind_spinning_thread) X(unwind_blocked_thread) X(unwind_not_stopped)    \
   X(unwind_max_frames) X(unwind_dlopen_later) X(unwind_python312_shared)     \
   X(unwind_python311_static)
+#define PST_SYMTAB_TESTS(X)                                                    \
+  X(symtab_libc) X(symtab_python) X(symtab_cxx) X(symtab_minidebuginfo)       \
+  X(symtab_corrupt)
 
 #define PST_TEST_LIST(X)                                                       \
   PST_DISASM_TESTS(X)                                                          \
@@ -34,7 +37,8 @@
   PST_TSD_TESTS(X)                                                             \
   PST_ELF_REAL_TESTS(X)                                                        \
   PST_OUTPUT_TESTS(X)                                                          \
-  PST_UNWIND_TESTS(X)
+  PST_UNWIND_TESTS(X)                                                          \
+  PST_SYMTAB_TESTS(X)
 
 #define PST_TEST_DECL(name) TEST_DECLARE(name)
 PST_TEST_LIST(PST_TEST_DECL)
