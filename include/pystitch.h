@@ -160,6 +160,10 @@ PST_API int pst_target_refresh(struct pst_target *t);
 
 /* pst_target_sample() flags. */
 #define PST_SAMPLE_BLOCKING 1 /* stop each thread while its stack is read */
+#define PST_SAMPLE_NATIVE 4 /* native frames too, merged with Python's: each
+                               thread is stopped while both are read */
+#define PST_SAMPLE_NATIVE_ALL 8 /* with NATIVE: keep the interpreter's call
+                                   machinery frames */
 #define PST_SAMPLE_NO_ACTIVITY 2 /* skip kernel state and GIL holder: state
                                     '?', idle 0, holds_gil -1 (saves a
                                     pread per thread) */
@@ -171,6 +175,17 @@ PST_API int pst_target_refresh(struct pst_target *t);
  * thread count; the array is valid until the next sample or refresh. */
 PST_API int pst_target_sample(struct pst_target *t, int flags,
                               const struct pst_thread **threads);
+
+/* Native sampling counters (PST_SAMPLE_NATIVE). */
+struct pst_native_stats {
+  uint64_t samples;       /* thread-samples taken with native frames */
+  uint64_t mismatches;    /* of which Python and native could not be merged
+                             (both kept, under a marker frame) */
+  uint64_t python_errors; /* of which the Python walk failed (native only) */
+};
+/* 0, or -ENOENT before the first native sample. */
+PST_API int pst_target_native_stats(const struct pst_target *t,
+                                    struct pst_native_stats *out);
 
 /* Stack walks redone because the stack moved during the read. */
 PST_API uint64_t pst_target_torn_retries(const struct pst_target *t);

@@ -25,6 +25,7 @@ enum pst_exit {
 struct pst_opts {
   pid_t pid;
   int json;      /* --json */
+  int native;    /* --native: 1, --native-all: 2 */
   int verbose;   /* -v count */
 };
 

@@ -34,7 +34,7 @@ static void print_text(const struct pst_target_info *info,
     printf("Thread %d \"%s\" (%s%s)\n", (int)x->tid, x->name,
            x->idle ? "idle" : "active",
            x->holds_gil == 1 ? ", holds GIL" : "");
-    if (!x->tstate) {
+    if (!x->tstate && !x->nframes) {
       if (x->error && x->error != PST_ENOTHREADSTATE)
         printf("    (no Python thread state: %s)\n", pst_strerror(x->error));
       else
@@ -43,9 +43,15 @@ static void print_text(const struct pst_target_info *info,
     }
     if (x->error)
       printf("    (stack unreadable: %s)\n", pst_strerror(x->error));
-    for (size_t k = 0; k < x->nframes; k++)
-      printf("    %s (%s:%d)\n", x->frames[k].name, x->frames[k].filename,
-             x->frames[k].line);
+    for (size_t k = 0; k < x->nframes; k++) {
+      const struct pst_frame *f = &x->frames[k];
+      if (f->kind == PST_FRAME_NATIVE)
+        printf("    %s (%s)\n", f->name, f->filename);
+      else if (f->kind == PST_FRAME_MARKER)
+        printf("    %s\n", f->name);
+      else
+        printf("    %s (%s:%d)\n", f->name, f->filename, f->line);
+    }
     if (x->truncated)
       printf("    ... (truncated)\n");
   }
@@ -79,7 +85,10 @@ static void print_json(const struct pst_target_info *info,
       pst_json_str(stdout, x->frames[k].name);
       printf(", \"file\": ");
       pst_json_str(stdout, x->frames[k].filename);
-      printf(", \"line\": %d}", x->frames[k].line);
+      printf(", \"line\": %d, \"kind\": \"%s\"}", x->frames[k].line,
+             x->frames[k].kind == PST_FRAME_NATIVE   ? "native"
+             : x->frames[k].kind == PST_FRAME_MARKER ? "marker"
+                                                     : "python");
     }
     printf("]}");
   }
@@ -96,7 +105,15 @@ int pst_cmd_dump(const struct pst_opts *o) {
   if (rc)
     return rc;
   t0 = now_ms();
-  n = pst_target_snapshot(t, &th);
+  n = pst_target_refresh(t);
+  if (n >= 0)
+    n = pst_target_sample(t,
+                          o->native ? PST_SAMPLE_NATIVE |
+                                          (o->native > 1
+                                               ? PST_SAMPLE_NATIVE_ALL
+                                               : 0)
+                                    : 0,
+                          &th);
   snap_ms = now_ms() - t0;
   if (n < 0) {
     fprintf(stderr, "pystitch: error: cannot read process %d: %s\n",

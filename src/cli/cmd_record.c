@@ -39,6 +39,10 @@ static const char record_usage[] =
     "      --threads          a root frame per thread\n"
     "      --function         aggregate by function instead of line\n"
     "      --blocking         stop each thread while its stack is read\n"
+    "      --native           native (C/C++) frames too, merged with Python's\n"
+    "                         (each thread is stopped while it is read)\n"
+    "      --native-all       the same, keeping the interpreter's call\n"
+    "                         machinery frames\n"
     "  -v, --verbose          more diagnostics on stderr\n"
     "\n"
     "Examples:\n"
@@ -161,10 +165,20 @@ static void summary(const char *path, const struct pst_writer_ops *w,
     fprintf(stderr, "pystitch: %llu walks redone because the stack moved "
                     "while it was read\n",
             (unsigned long long)st->torn_retries);
+  if (st->native_samples)
+    fprintf(stderr, "pystitch: native: %llu of %llu thread-samples merged "
+                    "(%.3f%%), %llu kept unmerged under a marker\n",
+            (unsigned long long)(st->native_samples -
+                                 st->native_mismatches),
+            (unsigned long long)st->native_samples,
+            100.0 * (double)(st->native_samples - st->native_mismatches) /
+                (double)st->native_samples,
+            (unsigned long long)st->native_mismatches);
 }
 
 int pst_cmd_record(int argc, char **argv) {
-  enum { O_IDLE = 256, O_GIL, O_THREADS, O_FUNCTION, O_BLOCKING };
+  enum { O_IDLE = 256, O_GIL, O_THREADS, O_FUNCTION, O_BLOCKING, O_NATIVE,
+         O_NATIVE_ALL };
   static const struct option longopts[] = {
       {"pid", required_argument, NULL, 'p'},
       {"rate", required_argument, NULL, 'r'},
@@ -177,6 +191,8 @@ int pst_cmd_record(int argc, char **argv) {
       {"threads", no_argument, NULL, O_THREADS},
       {"function", no_argument, NULL, O_FUNCTION},
       {"blocking", no_argument, NULL, O_BLOCKING},
+      {"native", no_argument, NULL, O_NATIVE},
+      {"native-all", no_argument, NULL, O_NATIVE_ALL},
       {"verbose", no_argument, NULL, 'v'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
@@ -234,6 +250,12 @@ int pst_cmd_record(int argc, char **argv) {
       break;
     case O_BLOCKING:
       o.blocking = 1;
+      break;
+    case O_NATIVE:
+      o.native = o.native ? o.native : 1;
+      break;
+    case O_NATIVE_ALL:
+      o.native = 2;
       break;
     case 'v':
       verbose++;

@@ -15,12 +15,16 @@ static const char usage_text[] =
     "Commands:\n"
     "  record -p PID | -- CMD sample to a profile (see 'pystitch record "
     "--help')\n"
-    "  dump -p PID [--json]   print every thread's current Python stack\n"
+    "  dump -p PID [--json] [--native]\n"
+    "                         print every thread's current stack\n"
     "  info -p PID            show how pystitch sees the process\n"
     "\n"
     "Options:\n"
     "  -p, --pid PID          the target process\n"
     "      --json             machine-readable output\n"
+    "      --native           native (C/C++) frames too, merged with Python's\n"
+    "      --native-all       the same, keeping the interpreter's call\n"
+    "                         machinery frames\n"
     "  -v, --verbose          more diagnostics on stderr (repeatable)\n"
     "  -h, --help             this help\n"
     "  -V, --version          print the version\n"
@@ -57,6 +61,8 @@ int main(int argc, char **argv) {
   static const struct option longopts[] = {
       {"pid", required_argument, NULL, 'p'},
       {"json", no_argument, NULL, 'j'},
+      {"native", no_argument, NULL, 'n'},
+      {"native-all", no_argument, NULL, 'N'},
       {"verbose", no_argument, NULL, 'v'},
       {"help", no_argument, NULL, 'h'},
       {"version", no_argument, NULL, 'V'},
@@ -91,6 +97,12 @@ int main(int argc, char **argv) {
       break;
     case 'j':
       o.json = 1;
+      break;
+    case 'n':
+      o.native = o.native ? o.native : 1;
+      break;
+    case 'N':
+      o.native = 2;
       break;
     case 'v':
       o.verbose++;

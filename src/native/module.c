@@ -16,6 +16,7 @@
 
 #include "elf/elf.h"
 #include "native/module.h"
+#include "native/symtab.h"
 #include "pystitch.h"
 #include "util/array.h"
 #include "util/log.h"
@@ -50,6 +51,8 @@ struct pst_module {
   size_t len;
   int has_table;
   struct pst_eh_table table;
+  struct pst_symtab *symtab;  /* built at the first symbol lookup */
+  int symtab_err;             /* why it could not be, or 0 */
 };
 
 struct pst_modcache {
@@ -289,6 +292,7 @@ void pst_module_put(struct pst_module *m) {
     cache_remove(m->cache, m);
     pst_modcache_put(m->cache);
   }
+  pst_symtab_free(m->symtab);
   pst_elf_close(m->elf);
   free(m);
 }
@@ -315,4 +319,13 @@ int pst_module_eh_table(const struct pst_module *m, struct pst_eh_table *t) {
 int pst_module_bias(const struct pst_module *m, const struct pst_map *mp,
                     uint64_t *bias) {
   return pst_elf_bias(m->elf, mp->start, mp->offset, bias);
+}
+
+const struct pst_symtab *pst_module_symtab(struct pst_module *m) {
+  if (!m->symtab && !m->symtab_err && m->image) {
+    m->symtab_err = pst_symtab_build(m->image, m->len, &m->symtab);
+    if (m->symtab_err)
+      pst_debug("no symbols: %s", pst_strerror(m->symtab_err));
+  }
+  return m->symtab;
 }

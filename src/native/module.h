@@ -83,4 +83,9 @@ int pst_module_eh_table(const struct pst_module *m, struct pst_eh_table *t);
 int pst_module_bias(const struct pst_module *m, const struct pst_map *mp,
                     uint64_t *bias);
 
+struct pst_symtab;
+/* The module's function table (symtab.h), built at the first call and
+ * owned by the module; NULL when the image has none or cannot be read. */
+const struct pst_symtab *pst_module_symtab(struct pst_module *m);
+
 #endif

@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "native/module.h"
+#include "native/symtab.h"
 #include "native/unwind.h"
 #include "proc/maps.h"
 #include "proc/mem.h"
@@ -738,6 +739,31 @@ int pst_unwinder_module(struct pst_unwinder *u, uint64_t ip,
   return 0;
 }
 
+int pst_unwinder_symbol(struct pst_unwinder *u, uint64_t ip,
+                        const char **func, uint64_t *offset,
+                        const char **path) {
+  ptrdiff_t i = map_index(u, ip);
+  const struct pst_symtab *st;
+  struct pst_module *m;
+
+  *func = NULL;
+  *offset = 0;
+  *path = NULL;
+  if (i < 0)
+    return -ENOENT;
+  *path = u->maps.v[i].path;
+  m = map_module(u, (size_t)i);
+  if (!m) {
+    *offset = ip - u->maps.v[i].start + u->maps.v[i].offset;
+    return -ENOENT;
+  }
+  *offset = ip - u->umaps[i].bias;
+  st = pst_module_symtab(m);
+  if (st)
+    *func = pst_symtab_lookup(st, ip - u->umaps[i].bias, offset);
+  return *func ? 0 : -ENOENT;
+}
+
 void pst_unwinder_stats(const struct pst_unwinder *u,
                         struct pst_unwind_stats *out) {
   *out = u->stats;
@@ -779,6 +805,15 @@ int pst_unwinder_module(struct pst_unwinder *u, uint64_t ip,
   (void)bias;
   (void)image;
   (void)image_len;
+  return -ENOSYS;
+}
+int pst_unwinder_symbol(struct pst_unwinder *u, uint64_t ip,
+                        const char **func, uint64_t *offset,
+                        const char **path) {
+  (void)u;
+  (void)ip;
+  *func = *path = NULL;
+  *offset = 0;
   return -ENOSYS;
 }
 int pst_unwinder_refresh(struct pst_unwinder *u) {

@@ -108,6 +108,15 @@ int pst_unwinder_module(struct pst_unwinder *u, uint64_t ip,
                         const char **path, uint64_t *bias,
                         const void **image, size_t *image_len);
 
+/* Symbolises ip (subtract 1 from a return address first): *func is the
+ * function containing it (demangled, borrowed like the module's strings)
+ * and *offset the offset into it, or, without a symbol, *func NULL and
+ * *offset the file-relative address; *path the mapping's path (NULL when
+ * ip is in no mapping). 0 when a symbol was found, else -ENOENT. */
+int pst_unwinder_symbol(struct pst_unwinder *u, uint64_t ip,
+                        const char **func, uint64_t *offset,
+                        const char **path);
+
 /* Reloads /proc/PID/maps now (dlopen, dlclose, exec): new files are
  * picked up, gone ones released, and libunwind's cache flushed if a
  * mapping changed. Unwinds also do this by themselves, at most every

@@ -179,7 +179,21 @@ static int attach(struct rec *r, struct entry *e) {
   return 0;
 }
 
-static void end_entry(struct entry *e) {
+/* Adds e's per-target counters to the recording's. */
+static void harvest(struct rec *r, struct entry *e) {
+  struct pst_native_stats ns;
+
+  if (!e->t)
+    return;
+  r->st->torn_retries += pst_target_torn_retries(e->t);
+  if (pst_target_native_stats(e->t, &ns) == 0) {
+    r->st->native_samples += ns.samples;
+    r->st->native_mismatches += ns.mismatches;
+  }
+}
+
+static void end_entry(struct rec *r, struct entry *e) {
+  harvest(r, e);
   free(e->memo);
   e->memo = NULL;
   pst_target_close(e->t);
@@ -260,7 +274,9 @@ static void sample_entry(struct rec *r, struct entry *e, uint64_t t_ns,
   const struct pst_record_opts *o = r->o;
   const struct pst_thread *th;
   int flags = (o->blocking ? PST_SAMPLE_BLOCKING : 0) |
-              (o->idle && !o->gil_only ? PST_SAMPLE_NO_ACTIVITY : 0);
+              (o->idle && !o->gil_only ? PST_SAMPLE_NO_ACTIVITY : 0) |
+              (o->native ? PST_SAMPLE_NATIVE : 0) |
+              (o->native > 1 ? PST_SAMPLE_NATIVE_ALL : 0);
   int n = pst_target_sample(e->t, flags, &th);
 
   if (n < 0)
@@ -272,7 +288,7 @@ static void sample_entry(struct rec *r, struct entry *e, uint64_t t_ns,
     struct tmap *m;
     size_t k = 0;
 
-    if (!x->tstate)
+    if (!x->tstate && !o->native)
       continue; /* no Python state: nothing to record without --native */
     if (x->error) {
       count_error(r->st, x->error);
@@ -422,7 +438,7 @@ static void on_refresh(uv_timer_t *h) {
       continue;
     if (pst_target_refresh(e->t) < 0) {
       pst_info("process %d ended", (int)e->pid);
-      end_entry(e);
+      end_entry(r, e);
       continue;
     }
     if (r->o->subprocesses)
@@ -574,8 +590,7 @@ int pst_record_run(const struct pst_record_opts *o, struct pst_profile *prof,
     fputs("\r\033[K", stderr);
   st->elapsed_s = (double)(now_ns() - r.start_ns) / 1e9;
   for (size_t i = 0; i < r.n; i++)
-    if (r.e[i].t)
-      st->torn_retries += pst_target_torn_retries(r.e[i].t);
+    harvest(&r, &r.e[i]);
   err = 0;
 out_loop:
   /* A spawned command still running when we stop keeps running. */

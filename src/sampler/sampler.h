@@ -27,6 +27,7 @@ struct pst_record_opts {
   int by_function;      /* aggregate by function, not line */
   int subprocesses;     /* follow descendants */
   int blocking;         /* stop each thread while reading it */
+  int native;           /* 1: native frames merged, 2: and plumbing */
   int progress;         /* progress line on stderr */
 };
 
@@ -39,6 +40,8 @@ struct pst_record_stats {
   uint64_t gone;         /* of which: thread or process gone mid-sample */
   uint64_t other;        /* of which: anything else */
   uint64_t torn_retries; /* walks redone (then succeeded or counted) */
+  uint64_t native_samples;    /* --native: thread-samples with both */
+  uint64_t native_mismatches; /* of which not merged (marker frame) */
   uint64_t late_ticks;   /* ticks more than one period behind schedule */
   double max_lag_ms;     /* worst lag behind the schedule */
   double elapsed_s;

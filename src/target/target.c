@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include "libc/tsd.h"
+#include "native/merge.h"
+#include "native/unwind.h"
 #include "proc/maps.h"
 #include "proc/mem.h"
 #include "proc/proc.h"
@@ -23,8 +25,11 @@
 #include "pystitch.h"
 #include "python/python.h"
 #include "util/log.h"
+#include "util/strtab.h"
 
 #define FRAMES_MAX 1024 /* per thread; deeper stacks are truncated */
+#define NATIVE_MAX 256  /* native frames per thread */
+#define SYMCACHE_SLOTS 4096
 
 /* One OS thread as the target tracks it between refreshes. */
 struct slot {
@@ -51,6 +56,29 @@ struct pst_target {
   struct pst_frame *pool; /* frames of all threads of the last sample */
   uint64_t torn_retries;   /* walks redone because the stack moved */
   size_t pool_cap;
+  struct native *native;   /* --native state, made at the first use */
+};
+
+/* A symbolised instruction pointer, cached by address. */
+struct symcache {
+  uint64_t ip;
+  const char *name, *module; /* interned in native->strings */
+  unsigned flags;            /* PST_NF_* */
+};
+
+/* What native sampling needs, per target (pst_target_sample with
+ * PST_SAMPLE_NATIVE). Owned by the target. */
+struct native {
+  struct pst_unwinder *unw;
+  struct pst_strtab *strings;     /* native names and module names */
+  struct symcache *cache;         /* SYMCACHE_SLOTS */
+  uint64_t reloads;               /* unwinder maps reloads seen */
+  const char *interp_path;        /* libpython, or the python executable */
+  uint64_t ips[NATIVE_MAX];
+  struct pst_frame nat[NATIVE_MAX];
+  unsigned flags[NATIVE_MAX];
+  struct pst_frame py[FRAMES_MAX];
+  struct pst_native_stats stats;
 };
 
 static double now_ms(void) {
@@ -193,6 +221,12 @@ void pst_target_close(struct pst_target *t) {
   free(t->slots);
   free(t->view);
   free(t->pool);
+  if (t->native) {
+    pst_unwinder_free(t->native->unw);
+    pst_strtab_free(t->native->strings);
+    free(t->native->cache);
+    free(t->native);
+  }
   free(t);
 }
 
@@ -481,6 +515,131 @@ static void settle_pending(struct pst_target *t, struct pending *p) {
   p->sl = NULL;
 }
 
+/* ---- native stacks (PST_SAMPLE_NATIVE) ---- */
+
+static int native_init(struct pst_target *t) {
+  struct native *nt;
+  int err;
+
+  if (t->native)
+    return 0;
+  nt = calloc(1, sizeof(*nt));
+  if (!nt)
+    return -ENOMEM;
+  nt->strings = pst_strtab_new();
+  nt->cache = calloc(SYMCACHE_SLOTS, sizeof(*nt->cache));
+  err = nt->strings && nt->cache ? 0 : -ENOMEM;
+  if (!err)
+    err = pst_unwinder_new(t->pid, &t->mem, NULL, &nt->unw);
+  if (err) {
+    pst_strtab_free(nt->strings);
+    free(nt->cache);
+    free(nt);
+    return err;
+  }
+  nt->interp_path = t->info.libpython[0] ? t->info.libpython : t->info.exe;
+  t->native = nt;
+  return 0;
+}
+
+static const char *base_name(const char *path) {
+  const char *b = strrchr(path, '/');
+  return b ? b + 1 : path;
+}
+
+/* Name, module and PST_NF_* flags of one native frame, through the
+ * cache. ip is the address to look up (return addresses minus 1). */
+static const struct symcache *symbolise(struct pst_target *t, uint64_t ip) {
+  struct native *nt = t->native;
+  struct symcache *c =
+      &nt->cache[(ip * 0x9e3779b97f4a7c15ULL) >> (64 - 12)]; /* 4096 */
+  const char *func, *path;
+  uint64_t off;
+  char buf[512];
+
+  if (c->ip == ip && c->name)
+    return c;
+  pst_unwinder_symbol(nt->unw, ip, &func, &off, &path);
+  c->ip = ip;
+  c->flags = 0;
+  c->module = pst_strtab_intern(nt->strings, path ? base_name(path) : "");
+  if (func) {
+    c->name = pst_strtab_intern(nt->strings, func);
+    if (path && !strcmp(path, nt->interp_path))
+      c->flags = pst_native_classify(func, t->py.version_hex);
+  } else {
+    snprintf(buf, sizeof(buf), "%s+0x%llx", path ? base_name(path) : "?",
+             (unsigned long long)off);
+    c->name = pst_strtab_intern(nt->strings, buf);
+  }
+  if (!c->name || !c->module) {
+    c->ip = 0;
+    c->name = NULL;
+    return NULL;
+  }
+  return c;
+}
+
+/* One thread with --native: stopped while its registers, native stack and
+ * Python frames are read (so that both halves are of the same instant),
+ * then merged into x->frames. Returns the frame count or -errno. */
+static int sample_native(struct pst_target *t, struct slot *sl, int flags,
+                         uint64_t *thread_obj) {
+  struct native *nt = t->native;
+  struct pst_thread *x = &sl->th;
+  struct pst_unwind_stats us;
+  int nn, np = 0, truncated = 0, mismatch = 0, err;
+  uint64_t top[2];
+  size_t k;
+
+  if (x->state == 'D')
+    return -EAGAIN; /* ptrace would wait for it to wake */
+  err = pst_ptrace_stop(x->tid);
+  if (err)
+    return err;
+  nn = pst_unwind_thread(nt->unw, x->tid, nt->ips, NULL, NATIVE_MAX);
+  if (x->tstate)
+    np = pst_py_walk(&t->py, &t->mem, x->tstate, &sl->hint, NULL, nt->py,
+                     FRAMES_MAX, &truncated, sl->pyname[0] ? NULL : thread_obj,
+                     top);
+  pst_ptrace_resume(x->tid);
+  if (nn < 0 && np <= 0)
+    return nn;
+  if (np < 0) {
+    nt->stats.python_errors++;
+    np = 0;
+  }
+  nn = nn < 0 ? 0 : nn;
+  pst_unwinder_stats(nt->unw, &us);
+  if (us.maps_reloads != nt->reloads) { /* a module may have gone */
+    memset(nt->cache, 0, SYMCACHE_SLOTS * sizeof(*nt->cache));
+    nt->reloads = us.maps_reloads;
+  }
+  for (int i = 0; i < nn; i++) {
+    /* A return address points after the call: look up the call. */
+    const struct symcache *c = symbolise(t, i ? nt->ips[i] - 1 : nt->ips[i]);
+    nt->nat[i] = (struct pst_frame){c ? c->name : "?", c ? c->module : "",
+                                    0, PST_FRAME_NATIVE, 0, nt->ips[i]};
+    nt->flags[i] = c ? c->flags : 0;
+  }
+  k = pst_merge(nt->nat, nt->flags, (size_t)nn, nt->py, (size_t)np,
+                flags & PST_SAMPLE_NATIVE_ALL ? 1 : 0,
+                "[python/native stacks not merged]", x->frames, FRAMES_MAX,
+                &mismatch);
+  x->truncated = truncated;
+  nt->stats.samples++;
+  nt->stats.mismatches += (uint64_t)mismatch;
+  return (int)k;
+}
+
+int pst_target_native_stats(const struct pst_target *t,
+                            struct pst_native_stats *out) {
+  if (!t->native)
+    return -ENOENT;
+  *out = t->native->stats;
+  return 0;
+}
+
 int pst_target_sample(struct pst_target *t, int flags,
                       const struct pst_thread **threads) {
   struct pst_thread *view;
@@ -496,6 +655,12 @@ int pst_target_sample(struct pst_target *t, int flags,
   err = grow_pool(t, t->nslots * FRAMES_MAX);
   if (err)
     return err;
+  if (flags & PST_SAMPLE_NATIVE) {
+    err = native_init(t);
+    if (err)
+      return err;
+    flags &= ~PST_SAMPLE_NO_ACTIVITY; /* D-state threads must be skipped */
+  }
   gil_err = flags & PST_SAMPLE_NO_ACTIVITY
                 ? -ENOSYS
                 : pst_py_gil_holder(&t->py, &t->mem, &gil);
@@ -512,6 +677,11 @@ int pst_target_sample(struct pst_target *t, int flags,
     x->nframes = 0;
     x->truncated = 0;
     x->frames = t->pool + i * FRAMES_MAX;
+    if (flags & PST_SAMPLE_NATIVE) {
+      n = sample_native(t, sl, flags, &thread_obj);
+      settle(t, i, n, thread_obj);
+      continue;
+    }
     if (!x->tstate) {
       settle(t, i, sl->tp_err ? sl->tp_err : PST_ENOTHREADSTATE, 0);
       continue;
