@@ -394,7 +394,11 @@ static int walk_thread(struct pst_target *t, struct slot *sl, int flags,
   struct pst_thread *x = &sl->th;
   int n = -EAGAIN, stopped = 0;
 
-  if (flags & PST_SAMPLE_BLOCKING) {
+  /* A thread in a group-stop (T: the process got SIGSTOP) or in
+   * uninterruptible sleep (D) runs no Python code: its stack holds still
+   * without our stop. Stopping it anyway would make it leave its group-stop
+   * for a moment (seen as R) and, for D, wait as long as the sleep lasts. */
+  if ((flags & PST_SAMPLE_BLOCKING) && x->state != 'T' && x->state != 'D') {
     n = pst_ptrace_stop(x->tid);
     if (n)
       return n;
