@@ -34,6 +34,8 @@ struct slot {
   int tp_err;            /* why fsbase could not be read (retried) */
   int statfd;            /* /proc/PID/task/TID/stat, read per sample */
   char pyname[64];       /* threading's name once read, "" until then */
+  uint64_t native_id;    /* th.tstate's native_thread_id as first seen
+                            (0 before 3.8): see still_owned() */
 };
 
 struct pst_target {
@@ -383,6 +385,26 @@ static char read_state(const struct slot *sl) {
   return p && p[1] == ' ' ? p[2] : '?';
 }
 
+/* Is sl's thread state still its thread's? A thread that ends frees its
+ * PyThreadState, and the next thread often gets the same memory (and, from
+ * glibc's stack cache, the same thread pointer) before the old tid leaves
+ * /proc: read under the old tid, its stack would be given to the wrong
+ * thread. So after each walk the state must still name this thread: its
+ * interpreter, thread_id == the thread pointer, and native_thread_id
+ * (3.8+) the one seen first. One small read. */
+static int still_owned(struct pst_target *t, struct slot *sl) {
+  uint64_t thread_id, native, interp;
+
+  if (pst_py_tstate_ids(&t->py, &t->mem, sl->th.tstate, &thread_id, &native,
+                        &interp))
+    return 0;
+  if (interp != t->py.interp || (!sl->tp_err && thread_id != sl->th.fsbase))
+    return 0;
+  if (!sl->native_id)
+    sl->native_id = native;
+  return native == sl->native_id;
+}
+
 /* Torn reads: the stack is walked while the thread runs. The thread's
  * current frame (and its code) as the walk began and as read after it must
  * agree, else the walk is retried; after TORN_RETRIES the sample is
@@ -451,8 +473,16 @@ int pst_target_sample(struct pst_target *t, int flags,
     x->frames = t->pool + used;
     if (!x->tstate) {
       x->error = sl->tp_err ? sl->tp_err : PST_ENOTHREADSTATE;
+    } else if (x->state == '?' || x->state == 'Z' || x->state == 'X') {
+      /* Its stat file reads nothing (or a dead task): the thread has
+       * ended, and its thread state may be another thread's by now. */
+      x->error = -ESRCH;
     } else {
       int n = walk_thread(t, sl, flags, t->pool + used, &thread_obj);
+      if (n >= 0 && !still_owned(t, sl)) {
+        n = -ESRCH;
+        thread_obj = 0; /* not this thread's Thread object either */
+      }
       if (n < 0) {
         x->error = n;
       } else {
