@@ -524,6 +524,10 @@ int pst_record_run(const struct pst_record_opts *o, struct pst_profile *prof,
   /* Attach the given pids first: an error there is the user's to see. */
   for (int i = 0; i < o->npids; i++) {
     struct entry *e = add_entry(&r, o->pids[i]);
+    /* One try: a given pid that is not Python must say so (exit code 5),
+     * not wait for an interpreter to appear as a spawned command may. */
+    if (e)
+      e->tries = ATTACH_TRIES - 1;
     err = e ? attach(&r, e) : -ENOMEM;
     if (err) {
       err = err > 0 ? PST_EBADDATA : err;

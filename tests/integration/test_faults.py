@@ -417,7 +417,7 @@ def check_churn(interp, mode, rate=500, seconds=10, figures=None):
     try:
         start = time.time()
         rc, err, took, out = record_until_done(
-            ["-p", str(t.pid), "-r", "200", "--threads"] + mode,
+            ["-p", str(t.pid), "-r", "200", "--threads", "--idle"] + mode,
             seconds + 60)
         t.proc.wait()
         if figures is not None:
@@ -802,7 +802,10 @@ def main():
     # The checker itself: a stopped target is seen as stopped.
     t = Faults(interp, "spin")
     os.kill(t.pid, signal.SIGSTOP)
-    report(bool(stopped_threads(t.pid, 0.5)), "stopped threads are seen")
+    deadline = time.time() + 5
+    while not stopped_threads(t.pid, 0) and time.time() < deadline:
+        time.sleep(0.01)
+    report(bool(stopped_threads(t.pid, 0)), "stopped threads are seen")
     os.kill(t.pid, signal.SIGCONT)
     t.stop()
     for label, mode in modes():

@@ -9,7 +9,8 @@
 #   exec DELAY PROG ARGS... after DELAY seconds os.execv(PROG, [PROG]+ARGS)
 #   fork SECONDS            forks a child that spins in child_only for
 #                           SECONDS, prints "child PID"; the parent spins on
-#   churn RATE SECONDS LOG  creates RATE threads per second for SECONDS, then
+#   churn RATE SECONDS LOG  creates RATE threads per second (each lives
+#                           50 ms) for SECONDS, then
 #                           exits; thread k is named "cK" (K = k % 50) and
 #                           runs only f_cK; LOG gets "TID K" per thread and a
 #                           last line "churned N"
@@ -82,9 +83,9 @@ churn_lock = threading.Lock()
 def churn_body(k):
     with churn_lock:
         churn_log.append("%d %d" % (libc.syscall(SYS_gettid), k))
-    end = time.time() + 0.004
-    while time.time() < end:
-        pass
+    # Sleeps (GIL released), so that starting the next threads is not
+    # slowed down by GIL hand-offs: recorded with --idle.
+    time.sleep(0.05)
 
 
 for k in range(NAMES):
@@ -100,7 +101,7 @@ def churn(rate, seconds, log):
     while time.time() < end:
         # Keep to the rate: start the threads due by now.
         due = int((time.time() - start) * rate)
-        while n < due:
+        while n < due and time.time() < end:
             k = n % NAMES
             t = threading.Thread(target=globals()["f_c%d" % k],
                                  name="c%d" % k)
