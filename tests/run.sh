@@ -24,6 +24,7 @@ suite "$build/tests/unit/run-unit"
 suite python3 "$top/tests/integration/test_dump.py"
 suite python3 "$top/tests/integration/test_errors.py"
 suite python3 "$top/tests/integration/test_record.py"
+suite python3 "$top/tests/integration/test_faults.py"
 rm -f "$log"
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]

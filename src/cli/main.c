@@ -34,9 +34,10 @@ static const char usage_text[] =
     "  pystitch dump -p 1234\n"
     "  pystitch info -p $(pgrep -f myapp.py)\n"
     "\n"
-    "Exit codes: 0 ok, 1 error, 2 usage, 3 no such process, 4 permission\n"
-    "denied, 5 not a Python process, 6 unsupported CPython version,\n"
-    "7 target is pystitch itself, 8 target traced by another debugger.\n";
+    "Exit codes: 0 ok, 1 error, 2 usage (options, output path), 3 no such\n"
+    "process or command, 4 permission denied, 5 not a Python process,\n"
+    "6 unsupported CPython version, 7 target is pystitch itself, 8 target\n"
+    "traced by another debugger.\n";
 
 static int usage_error(const char *fmt, const char *arg) {
   fprintf(stderr, "pystitch: error: ");

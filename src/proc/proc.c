@@ -138,6 +138,46 @@ int pst_proc_task_stat(pid_t pid, pid_t tid, char *state,
   return pst_proc_parse_stat(buf, state, starttime);
 }
 
+int pst_proc_image(pid_t pid, struct pst_proc_image *im) {
+  /* Fields of /proc/pid/stat (proc(5)), in increasing order. */
+  static const int want[] = {22, 26, 28, 47, 48, 50};
+  char path[64], buf[1024], *p, *end;
+  ssize_t n;
+  int field;
+
+  snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+  n = pst_proc_read(path, buf, sizeof(buf));
+  if (n < 0)
+    return (int)n;
+  /* comm may contain spaces and parentheses: field 3 (the state) starts
+   * after the last ')'. */
+  p = strrchr(buf, ')');
+  if (!p || p[1] != ' ')
+    return -EINVAL;
+  p += 2;
+  memset(im, 0, sizeof(*im));
+  im->state = *p;
+  field = 3;
+  for (size_t k = 0; k < sizeof(want) / sizeof(want[0]); k++) {
+    unsigned long long v;
+    for (; field < want[k] && p; field++) {
+      p = strchr(p, ' ');
+      if (p)
+        p++;
+    }
+    if (!p)
+      return -EINVAL;
+    v = strtoull(p, &end, 10);
+    if (end == p)
+      return -EINVAL;
+    if (k == 0)
+      im->starttime = v;
+    else
+      im->addr[k - 1] = v;
+  }
+  return 0;
+}
+
 int pst_proc_task_comm(pid_t pid, pid_t tid, char *buf, size_t len) {
   char path[80];
   ssize_t n;

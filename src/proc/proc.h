@@ -38,6 +38,23 @@ int pst_proc_parse_stat(const char *buf, char *state, uint64_t *starttime);
 int pst_proc_task_stat(pid_t pid, pid_t tid, char *state,
                        uint64_t *starttime);
 
+/* What tells one program run in a process from another: the process's
+ * start time (a pid reused by a new process has another one) and the
+ * addresses the kernel chose for its code, stack, heap, arguments and
+ * environment (an exec() maps a new program: with address randomisation
+ * they change, without it the same program is laid out the same way). */
+struct pst_proc_image {
+  char state;          /* R, S, D, T, t, Z, X, ... */
+  uint64_t starttime;  /* clock ticks since boot (stat field 22) */
+  uint64_t addr[5];    /* startcode, startstack, start_brk, arg_start,
+                          env_start (fields 26, 28, 47, 48, 50); 0 when
+                          the reader may not trace the process, or for a
+                          zombie */
+};
+
+/* Reads pid's image from /proc/pid/stat. 0, -ESRCH, or -errno. */
+int pst_proc_image(pid_t pid, struct pst_proc_image *im);
+
 /* Thread name from /proc/pid/task/tid/comm, without the newline. */
 int pst_proc_task_comm(pid_t pid, pid_t tid, char *buf, size_t len);
 

@@ -438,6 +438,29 @@ int pst_py_check_done(struct pst_py *py, struct pst_mem *mem,
   return top[1] == c->before[1];
 }
 
+/* The thread state still belongs to the hint's thread (see
+ * pst_py_hint.owner_*): 0 or -ESRCH. */
+static int check_owner(const struct pst_py_layout *l, const struct ts_view *v,
+                       struct pst_py_hint *h) {
+  uint64_t val;
+
+  if ((size_t)l->ts_interp + 8 <= v->len &&
+      (memcpy(&val, v->buf + l->ts_interp, 8), val != h->owner_interp))
+    return -ESRCH;
+  if (h->owner_thread_id && (size_t)l->ts_thread_id + 8 <= v->len &&
+      (memcpy(&val, v->buf + l->ts_thread_id, 8), val != h->owner_thread_id))
+    return -ESRCH;
+  if (l->ts_native_thread_id != PST_NOFF &&
+      (size_t)l->ts_native_thread_id + 8 <= v->len) {
+    memcpy(&val, v->buf + l->ts_native_thread_id, 8);
+    if (!h->owner_native_id)
+      h->owner_native_id = val;
+    else if (val != h->owner_native_id)
+      return -ESRCH;
+  }
+  return 0;
+}
+
 /* Buffers for the guessed reads: frames and code headers, kept in py. */
 static int guess_buffers(struct pst_py *py, struct reads *rd) {
   struct pst_py_scratch *sc = &py->scratch;
@@ -583,6 +606,8 @@ int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
   v.len = view_len(l);
   err = first_read(py, mem, hint, carry, &v, &rd, &guess, &guess_ok,
                    &chunk_guess, &chunk_guess_len);
+  if (err == 0 && hint && hint->owner_interp)
+    err = check_owner(l, &v, hint);
   if (err == 0)
     err = view_frame(py, mem, &v, hint ? hint->cframe : 0, guess, guess_ok,
                      &frame, &cframe);

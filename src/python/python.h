@@ -47,6 +47,13 @@ struct pst_py_hint {
   uint32_t nframes, ncodes;
   uint64_t frames[PST_PY_HINT_MAX]; /* frames read outside the chunk */
   uint64_t codes[PST_PY_HINT_MAX];  /* distinct code objects */
+  /* Whose state it must be: a thread that ends frees its PyThreadState and
+   * the next thread often gets the same memory (and, from glibc's stack
+   * cache, the same thread pointer) before the old tid leaves /proc. The
+   * walk fails with -ESRCH unless the state read still has this interp,
+   * thread_id (when non-zero) and the native_thread_id seen first (3.8+;
+   * learnt at the first walk: it is namespace-relative). */
+  uint64_t owner_interp, owner_thread_id, owner_native_id;
 };
 
 /* Bytes of a frame, a code object header and a str header read into local

@@ -28,6 +28,8 @@
 #define REFRESH_MS 100      /* threads and children: new ones within this */
 #define ATTACH_RETRY_MS 10  /* a spawned command, until its Python is up */
 #define ATTACH_TRIES 1000   /* 10 s of retries for an uninitialised target */
+#define EXEC_TRIES 200      /* 2 s for a program exec'd by a target to be
+                               an initialised Python */
 #define PROGRESS_MS 250
 #define TARGETS_MAX 1024
 #define STACK_MAX 1100      /* frames per sample incl. synthetic roots */
@@ -53,6 +55,8 @@ struct entry {
   int prof_proc;
   int tries;             /* attach attempts */
   int done;              /* ended, or not Python: never tried again */
+  int execd;             /* the process exec'd: attaching its new program */
+  struct pst_proc_image image; /* as attached: tells pid reuse and exec */
   char root[300];        /* synthetic process root frame */
   const char *root_i;    /* the same, interned in the profile */
   struct tmap *tm;
@@ -151,6 +155,10 @@ static int attach(struct rec *r, struct entry *e) {
     e->t = NULL;
     return err;
   }
+  /* Read after the open: a pid reused before this point was attached as
+   * the new process, which is then the one we record. */
+  if (pst_proc_image(e->pid, &e->image) < 0)
+    memset(&e->image, 0, sizeof(e->image));
   read_cmdline(e->pid, cmd, sizeof(cmd));
   read_env_int(e->pid, "RANK", &rank);
   read_env_int(e->pid, "LOCAL_RANK", &local);
@@ -173,7 +181,9 @@ static int attach(struct rec *r, struct entry *e) {
     e->done = 1;
     return -ENOMEM;
   }
-  r->st->processes++;
+  if (!e->execd) /* a program exec'd by a recorded one is the same process */
+    r->st->processes++;
+  e->execd = 0;
   pst_info("recording process %d (%s)", (int)e->pid,
            pst_target_info(e->t)->version);
   return 0;
@@ -420,7 +430,10 @@ static void try_attach_pending(struct rec *r) {
       if (!r->first_err)
         r->first_err = err;
       /* Children that are not Python are skipped quietly. */
-      if (err == PST_ENOTPY && i >= (size_t)r->o->npids && !r->have_child)
+      if (e->execd)
+        pst_info("process %d exec'd a program pystitch cannot record "
+                 "(%s): its recording ends", (int)e->pid, pst_strerror(err));
+      else if (err == PST_ENOTPY && i >= (size_t)r->o->npids && !r->have_child)
         pst_debug("process %d is not Python: skipped", (int)e->pid);
       else
         pst_warn("cannot record process %d: %s", (int)e->pid,
@@ -429,12 +442,50 @@ static void try_attach_pending(struct rec *r) {
   }
 }
 
+static void on_attach(uv_timer_t *h);
+
+/* Is e still the program we attached? A target that exited and whose pid
+ * was given to a new process (another start time) has ended: it must not
+ * be read as if it were the old one (wrong stacks, a recording that never
+ * ends). One that exec'd (same start time, a new address space) is
+ * attached again when its new program is an initialised Python, else it
+ * ends. Returns 0 when unchanged, 1 when e was closed. */
+static int check_image(struct rec *r, struct entry *e) {
+  struct pst_proc_image im;
+
+  if (pst_proc_image(e->pid, &im) < 0 || im.state == 'Z' ||
+      im.state == 'X' || im.starttime != e->image.starttime) {
+    pst_info("process %d ended", (int)e->pid);
+    end_entry(r, e);
+    return 1;
+  }
+  if (!memcmp(im.addr, e->image.addr, sizeof(im.addr)))
+    return 0;
+  if (!im.addr[0] && !im.addr[1]) {
+    /* No address space: exiting (the kernel drops it before the process
+     * becomes a zombie). */
+    pst_info("process %d ended", (int)e->pid);
+    end_entry(r, e);
+    return 1;
+  }
+  pst_info("process %d exec'd a new program", (int)e->pid);
+  harvest(r, e);
+  free(e->memo); /* its keys were the old program's strings */
+  e->memo = NULL;
+  pst_target_close(e->t);
+  e->t = NULL;
+  e->execd = 1;
+  e->tries = ATTACH_TRIES - EXEC_TRIES;
+  uv_timer_start(&r->attach, on_attach, 0, ATTACH_RETRY_MS);
+  return 1;
+}
+
 static void on_refresh(uv_timer_t *h) {
   struct rec *r = h->data;
 
   for (size_t i = 0; i < r->n; i++) {
     struct entry *e = &r->e[i];
-    if (!e->t)
+    if (!e->t || check_image(r, e))
       continue;
     if (pst_target_refresh(e->t) < 0) {
       pst_info("process %d ended", (int)e->pid);
@@ -545,6 +596,10 @@ int pst_record_run(const struct pst_record_opts *o, struct pst_profile *prof,
   /* Attach the given pids first: an error there is the user's to see. */
   for (int i = 0; i < o->npids; i++) {
     struct entry *e = add_entry(&r, o->pids[i]);
+    /* One try: a given pid that is not Python must say so (exit code 5),
+     * not wait for an interpreter to appear as a spawned command may. */
+    if (e)
+      e->tries = ATTACH_TRIES - 1;
     err = e ? attach(&r, e) : -ENOMEM;
     if (err) {
       err = err > 0 ? PST_EBADDATA : err;

@@ -39,7 +39,8 @@ struct slot {
   int tp_err;            /* why fsbase could not be read (retried) */
   int statfd;            /* /proc/PID/task/TID/stat, read per sample */
   char pyname[64];       /* threading's name once read, "" until then */
-  struct pst_py_hint hint; /* what the last walk read (frame.c) */
+  struct pst_py_hint hint; /* what the last walk read, and whose thread
+                              state it must still be (frame.c) */
 };
 
 struct pst_target {
@@ -437,6 +438,7 @@ static char read_state(const struct slot *sl) {
   return p && p[1] == ' ' ? p[2] : '?';
 }
 
+
 /* Torn reads: the stack is walked while the thread runs. The thread's
  * current frame (and its code) as the walk began and as read after it must
  * agree, else the walk is retried; after TORN_RETRIES the sample is
@@ -452,7 +454,11 @@ static int walk_thread(struct pst_target *t, struct slot *sl, int flags,
   struct pst_thread *x = &sl->th;
   int n = PST_ETORN, stopped = 0;
 
-  if (flags & PST_SAMPLE_BLOCKING) {
+  /* A thread in a group-stop (T: the process got SIGSTOP) or in
+   * uninterruptible sleep (D) runs no Python code: its stack holds still
+   * without our stop. Stopping it anyway would make it leave its group-stop
+   * for a moment (seen as R) and, for D, wait as long as the sleep lasts. */
+  if ((flags & PST_SAMPLE_BLOCKING) && x->state != 'T' && x->state != 'D') {
     n = pst_ptrace_stop(x->tid);
     if (n)
       return n;
@@ -592,8 +598,11 @@ static int sample_native(struct pst_target *t, struct slot *sl, int flags,
   uint64_t top[2];
   size_t k;
 
-  if (x->state == 'D')
-    return -EAGAIN; /* ptrace would wait for it to wake */
+  /* Not a thread in uninterruptible sleep (ptrace would wait for it to
+   * wake) or in a group-stop (our stop would take it out of it for a
+   * moment): such samples are counted as errors. */
+  if (x->state == 'D' || x->state == 'T' || x->state == 't')
+    return -EAGAIN;
   err = pst_ptrace_stop(x->tid);
   if (err)
     return err;
@@ -645,7 +654,7 @@ int pst_target_sample(struct pst_target *t, int flags,
   struct pst_thread *view;
   struct pending pend;
   uint64_t gil = 0;
-  int err, gil_err;
+  int err, gil_err, state_read;
 
   memset(&pend, 0, sizeof(pend));
   view = realloc(t->view, (t->nslots + 1) * sizeof(*view));
@@ -661,6 +670,11 @@ int pst_target_sample(struct pst_target *t, int flags,
       return err;
     flags &= ~PST_SAMPLE_NO_ACTIVITY; /* D-state threads must be skipped */
   }
+  /* Without native_thread_id (before 3.8) only the thread's own stat
+   * file tells that it ended (its state may then be a new thread's). */
+  if (t->py.lay.ts_native_thread_id == PST_NOFF)
+    flags &= ~PST_SAMPLE_NO_ACTIVITY;
+  state_read = !(flags & PST_SAMPLE_NO_ACTIVITY);
   gil_err = flags & PST_SAMPLE_NO_ACTIVITY
                 ? -ENOSYS
                 : pst_py_gil_holder(&t->py, &t->mem, &gil);
@@ -677,6 +691,15 @@ int pst_target_sample(struct pst_target *t, int flags,
     x->nframes = 0;
     x->truncated = 0;
     x->frames = t->pool + i * FRAMES_MAX;
+    sl->hint.owner_interp = t->py.interp;
+    sl->hint.owner_thread_id = sl->tp_err ? 0 : x->fsbase;
+    if (x->tstate && state_read &&
+        (x->state == '?' || x->state == 'Z' || x->state == 'X')) {
+      /* Its stat file reads nothing (or a dead task): the thread has
+       * ended, and its thread state may be another thread's by now. */
+      settle(t, i, -ESRCH, 0);
+      continue;
+    }
     if (flags & PST_SAMPLE_NATIVE) {
       n = sample_native(t, sl, flags, &thread_obj);
       settle(t, i, n, thread_obj);

@@ -70,10 +70,20 @@ def record_bad_input():
         expect("record --rate %s" % val,
                run([PST, "record", "--rate", val, "-p", "1", "-o", out]),
                EXIT_USAGE, ["--rate", val])
-    for val in ("0", "-1", "soon"):
+    for val in ("0", "-1", "soon", "1e9"):
         expect("record --duration %s" % val,
                run([PST, "record", "-d", val, "-p", "1", "-o", out]),
                EXIT_USAGE, ["--duration", val])
+    expect("record unknown option",
+           run([PST, "record", "--frobnicate", "-p", "1", "-o", out]),
+           EXIT_USAGE, ["unknown", "--frobnicate"])
+    for val in ("abc", "12x", "-3", "1,,x"):
+        expect("record --pid %s" % val,
+               run([PST, "record", "-p", val, "-o", out]), EXIT_USAGE,
+               ["--pid", val])
+    expect("record no such pid",
+           run([PST, "record", "-p", str(free_pid()), "-o", out]),
+           EXIT_NO_PROCESS, ["no such process"])
     expect("record unknown format",
            run([PST, "record", "-f", "gif", "-p", "1", "-o", out]),
            EXIT_USAGE, ["--format", "gif"])
@@ -90,6 +100,92 @@ def record_bad_input():
            EXIT_NO_PROCESS, ["command not found"])
     if os.listdir(tmp):
         report(False, "record bad input wrote nothing", str(os.listdir(tmp)))
+    # A profile already there is left as it was by a failed run.
+    old = os.path.join(tmp, "old.folded")
+    with open(old, "w") as f:
+        f.write("old profile\n")
+    for argv in (["-r", "0", "-p", "1"], ["-p", str(free_pid())],
+                 ["--", "/nonexistent/pystitch-no-such-command"]):
+        r = run([PST, "record", "-o", old] + argv)
+        with open(old) as f:
+            kept = f.read() == "old profile\n"
+        report(r.returncode != 0 and kept and os.listdir(tmp) ==
+               ["old.folded"], "record %s keeps the old output" % argv[-1],
+               "exit %d, kept %s, files %s" % (r.returncode, kept,
+                                               os.listdir(tmp)))
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def zombie():
+    """A zombie (exited, not reaped: we do not wait for it)."""
+    z = subprocess.Popen(["sh", "-c", "exit 0"])
+    deadline = time.time() + 10
+    while state(z.pid) != "Z" and time.time() < deadline:
+        time.sleep(0.01)
+    tmp = tempfile.mkdtemp(prefix="pst-err-")
+    out = os.path.join(tmp, "x.folded")
+    try:
+        expect("dump of a zombie", run([PST, "dump", "-p", str(z.pid)]),
+               EXIT_NO_PROCESS, ["zombie"])
+        expect("record of a zombie",
+               run([PST, "record", "-p", str(z.pid), "-o", out]),
+               EXIT_NO_PROCESS, ["zombie"])
+        if os.listdir(tmp):
+            report(False, "record of a zombie wrote nothing",
+                   str(os.listdir(tmp)))
+    finally:
+        z.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def unprivileged_user():
+    """(pwd entry of nobody or daemon, or None, why)."""
+    if os.geteuid() != 0:
+        return None, "needs root to run as another user"
+    if not shutil.which("setpriv"):
+        return None, "setpriv not installed"
+    for cand in ("nobody", "daemon"):
+        try:
+            return pwd.getpwnam(cand), ""
+        except KeyError:
+            pass
+    return None, "no user nobody or daemon"
+
+
+def as_user(user, argv):
+    return run(["setpriv", "--reuid=%d" % user.pw_uid,
+                "--regid=%d" % user.pw_gid, "--clear-groups"] + argv)
+
+
+def read_only_output():
+    """Output directories that cannot be written: one the user may not
+    write to, and a read-only file system."""
+    user, why = unprivileged_user()
+    tmp = tempfile.mkdtemp(prefix="pst-err-")
+    os.chmod(tmp, 0o755)  # root's, not writable by the user
+    if user is None:
+        report(None, "record output in a directory not writable", why)
+    else:
+        expect("record output in a directory not writable",
+               as_user(user, [PST, "record", "-p", "1", "-o",
+                              os.path.join(tmp, "x.svg")]),
+               EXIT_USAGE, ["not writable", tmp])
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        report(None, "record output on a read-only file system",
+               "needs root and unshare to mount a read-only tmpfs")
+    else:
+        r = run(["unshare", "--mount", "sh", "-c",
+                 'mount -t tmpfs -o ro none "$1" && exec "$0" record -p 1 '
+                 '-o "$1/x.svg"', PST, tmp])
+        if b"mount:" in r.stderr:
+            report(None, "record output on a read-only file system",
+                   r.stderr.decode(errors="replace").strip())
+        else:
+            expect("record output on a read-only file system", r,
+                   EXIT_USAGE, ["not writable", "Read-only file system"])
+    if os.listdir(tmp):
+        report(False, "nothing written in the read-only directories",
+               str(os.listdir(tmp)))
     shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -134,40 +230,52 @@ def main():
         expect("not a python process",
                run([PST, "dump", "-p", str(sleeper.pid)]), EXIT_NOT_PYTHON,
                ["not a Python process"], target=sleeper.pid)
+        tmp = tempfile.mkdtemp(prefix="pst-err-")
+        expect("record of a process that is not python",
+               run([PST, "record", "-p", str(sleeper.pid), "-o",
+                    os.path.join(tmp, "x.svg")]), EXIT_NOT_PYTHON,
+               ["not a Python process"], target=sleeper.pid)
+        if os.listdir(tmp):
+            report(False, "record of a non-Python process wrote nothing",
+                   str(os.listdir(tmp)))
+        shutil.rmtree(tmp, ignore_errors=True)
     finally:
         sleeper.kill()
         sleeper.wait()
     record_bad_input()
+    zombie()
+    read_only_output()
     traced_by_strace()
     # exec replaces the shell, so $$ is pystitch's own pid.
     expect("own pid", run(["sh", "-c", 'exec "$0" dump -p $$', PST]),
            EXIT_SELF, ["own pid"])
     found, _ = pytargets.interpreters()
     local = [i for i in found if not i.rootfs]
-    user = None
-    for cand in ("nobody", "daemon"):
-        try:
-            user = pwd.getpwnam(cand)
-            break
-        except KeyError:
-            pass
-    if os.geteuid() != 0:
-        report(None, "permission denied", "needs root to run a root target")
-    elif not local or user is None or not shutil.which("setpriv"):
-        report(None, "permission denied", "no interpreter, user or setpriv")
+    user, why = unprivileged_user()
+    if user is None or not local:
+        report(None, "permission denied", why or "no interpreter")
     else:
         t = pytargets.Target(local[-1], "threads.py")
+        tmp = tempfile.mkdtemp(prefix="pst-err-")
+        os.chmod(tmp, 0o777)  # the user's to write: only ptrace is denied
+        words = ["permission denied", "CAP_SYS_PTRACE", "--cap-add "
+                 "SYS_PTRACE", "kernel.yama.ptrace_scope"]
         try:
             while t.readline().strip() != "ready":
                 pass
-            r = run(["setpriv", "--reuid=%d" % user.pw_uid,
-                     "--regid=%d" % user.pw_gid, "--clear-groups",
-                     PST, "dump", "-p", str(t.pid)])
-            expect("permission denied", r, EXIT_PERMISSION,
-                   ["permission denied", "CAP_SYS_PTRACE", "SYS_PTRACE",
-                    "ptrace_scope"], target=t.pid)
+            expect("permission denied",
+                   as_user(user, [PST, "dump", "-p", str(t.pid)]),
+                   EXIT_PERMISSION, words, target=t.pid)
+            expect("record permission denied",
+                   as_user(user, [PST, "record", "-p", str(t.pid), "-o",
+                                  os.path.join(tmp, "x.svg")]),
+                   EXIT_PERMISSION, words, target=t.pid)
+            if os.listdir(tmp):
+                report(False, "record permission denied wrote nothing",
+                       str(os.listdir(tmp)))
         finally:
             t.stop()
+            shutil.rmtree(tmp, ignore_errors=True)
     return TAP.finish()
 
 
