@@ -121,6 +121,14 @@ static void slot_exit(struct slot *sl) {
   sl->statfd = -1;
 }
 
+/* May a thread in this kernel state be ptrace-stopped for a moment? Not
+ * in uninterruptible sleep (D: ptrace would wait for it to wake), nor in a
+ * group-stop or another tracer's stop (T, t: our stop would take it out of
+ * it for a moment, visible as R). Such threads are retried later. */
+static int may_stop(char state) {
+  return state != 'D' && state != 'T' && state != 't';
+}
+
 /* Starts tracking thread tid: its start time, /proc name, stat fd, and its
  * thread pointer (one ptrace stop; not for a thread in uninterruptible
  * sleep, which ptrace would wait for: retried at the next refresh). */
@@ -136,7 +144,7 @@ static void slot_init(struct pst_target *t, struct slot *sl, pid_t tid,
   snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)t->pid,
            (int)tid);
   sl->statfd = open(path, O_RDONLY | O_CLOEXEC);
-  sl->tp_err = state == 'D' ? -EAGAIN
+  sl->tp_err = !may_stop(state) ? -EAGAIN
                             : pst_ptrace_thread_pointer(tid, &sl->th.fsbase);
 }
 
@@ -237,11 +245,22 @@ const struct pst_target_info *pst_target_info(const struct pst_target *t) {
 
 /* Fallback mapping: the thread-state list, matched by thread_id == the
  * thread pointer (glibc: pthread_self() == fsbase), else native tid. */
-static uint64_t map_by_list(const uint64_t *ts, const uint64_t *tid_of,
-                            const uint64_t *native, int nts, pid_t tid,
-                            uint64_t tp, enum pst_map_method *method) {
+/* A thread state's native_thread_id (3.8+, 0 before) may name thread tid:
+ * in the target's pid namespace tids are not ours, so only there is any
+ * value accepted. A state whose id names another thread is a stale one
+ * (its thread ended; the new thread reuses its pthread struct, hence its
+ * thread pointer and TSD slots, before it binds its own state). */
+static int native_may_be(const struct pst_target *t, uint64_t native,
+                         pid_t tid) {
+  return !native || t->info.nspid != t->pid || native == (uint64_t)tid;
+}
+
+static uint64_t map_by_list(const struct pst_target *t, const uint64_t *ts,
+                            const uint64_t *tid_of, const uint64_t *native,
+                            int nts, pid_t tid, uint64_t tp,
+                            enum pst_map_method *method) {
   for (int i = 0; tp && i < nts; i++)
-    if (tid_of[i] == tp) {
+    if (tid_of[i] == tp && native_may_be(t, native[i], tid)) {
       *method = PST_MAP_LIST;
       return ts[i];
     }
@@ -255,7 +274,7 @@ static uint64_t map_by_list(const uint64_t *ts, const uint64_t *tid_of,
 
 /* Maps one thread to its PyThreadState through the TSD slot, validated by
  * the state's own thread_id and interpreter. */
-static uint64_t map_by_tsd(struct pst_target *t, uint64_t tp) {
+static uint64_t map_by_tsd(struct pst_target *t, uint64_t tp, pid_t tid) {
   uint64_t cand = 0, thread_id, native, interp;
 
   if (t->py.key < 0 || !tp)
@@ -264,7 +283,8 @@ static uint64_t map_by_tsd(struct pst_target *t, uint64_t tp) {
     return 0;
   if (pst_py_tstate_ids(&t->py, &t->mem, cand, &thread_id, &native, &interp))
     return 0;
-  if (interp != t->py.interp || thread_id != tp) {
+  if (interp != t->py.interp || thread_id != tp ||
+      !native_may_be(t, native, tid)) {
     pst_debug("TSD slot of tp 0x%llx holds 0x%llx, not its thread state",
               (unsigned long long)tp, (unsigned long long)cand);
     return 0;
@@ -369,7 +389,7 @@ int pst_target_refresh(struct pst_target *t) {
     if (k < t->nslots) { /* known: move it over */
       *sl = t->slots[k];
       t->slots[k].statfd = -1;
-      if (sl->tp_err && state != 'D') /* retry a failed pointer read */
+      if (sl->tp_err && may_stop(state)) /* retry a failed pointer read */
         sl->tp_err = pst_ptrace_thread_pointer(sl->th.tid, &sl->th.fsbase);
     } else {
       slot_init(t, sl, tids[i], state, starttime);
@@ -378,7 +398,7 @@ int pst_target_refresh(struct pst_target *t) {
      * later (PyGILState_Ensure). */
     if (sl->th.tstate)
       continue;
-    sl->th.tstate = map_by_tsd(t, sl->tp_err ? 0 : sl->th.fsbase);
+    sl->th.tstate = map_by_tsd(t, sl->tp_err ? 0 : sl->th.fsbase, sl->th.tid);
     if (sl->th.tstate) {
       sl->th.method = PST_MAP_TSD;
       continue;
@@ -387,7 +407,7 @@ int pst_target_refresh(struct pst_target *t) {
       err = -ENOMEM;
       break;
     }
-    sl->th.tstate = map_by_list(list->ts, list->tid_of, list->native,
+    sl->th.tstate = map_by_list(t, list->ts, list->tid_of, list->native,
                                 list->n, sl->th.tid,
                                 sl->tp_err ? 0 : sl->th.fsbase,
                                 &sl->th.method);
@@ -458,7 +478,7 @@ static int walk_thread(struct pst_target *t, struct slot *sl, int flags,
    * uninterruptible sleep (D) runs no Python code: its stack holds still
    * without our stop. Stopping it anyway would make it leave its group-stop
    * for a moment (seen as R) and, for D, wait as long as the sleep lasts. */
-  if ((flags & PST_SAMPLE_BLOCKING) && x->state != 'T' && x->state != 'D') {
+  if ((flags & PST_SAMPLE_BLOCKING) && may_stop(x->state)) {
     n = pst_ptrace_stop(x->tid);
     if (n)
       return n;
@@ -601,7 +621,7 @@ static int sample_native(struct pst_target *t, struct slot *sl, int flags,
   /* Not a thread in uninterruptible sleep (ptrace would wait for it to
    * wake) or in a group-stop (our stop would take it out of it for a
    * moment): such samples are counted as errors. */
-  if (x->state == 'D' || x->state == 'T' || x->state == 't')
+  if (!may_stop(x->state))
     return -EAGAIN;
   err = pst_ptrace_stop(x->tid);
   if (err)
@@ -672,7 +692,8 @@ int pst_target_sample(struct pst_target *t, int flags,
   }
   /* Without native_thread_id (before 3.8) only the thread's own stat
    * file tells that it ended (its state may then be a new thread's). */
-  if (t->py.lay.ts_native_thread_id == PST_NOFF)
+  if (t->py.lay.ts_native_thread_id == PST_NOFF ||
+      (flags & PST_SAMPLE_BLOCKING)) /* blocking: must see T and D */
     flags &= ~PST_SAMPLE_NO_ACTIVITY;
   state_read = !(flags & PST_SAMPLE_NO_ACTIVITY);
   gil_err = flags & PST_SAMPLE_NO_ACTIVITY
@@ -693,6 +714,8 @@ int pst_target_sample(struct pst_target *t, int flags,
     x->frames = t->pool + i * FRAMES_MAX;
     sl->hint.owner_interp = t->py.interp;
     sl->hint.owner_thread_id = sl->tp_err ? 0 : x->fsbase;
+    if (t->info.nspid == t->pid) /* else learnt at the first walk */
+      sl->hint.owner_native_id = (uint64_t)x->tid;
     if (x->tstate && state_read &&
         (x->state == '?' || x->state == 'Z' || x->state == 'X')) {
       /* Its stat file reads nothing (or a dead task): the thread has
