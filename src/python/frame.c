@@ -276,6 +276,7 @@ static int walk_iframes(struct pst_py *py, struct pst_mem *mem,
                                                       : PST_PY_FRAME_BUF;
   int n = 0, steps = 0, err;
 
+  py->nshims = 0;
   while (frame) {
     uint64_t code, instr, self = frame;
     if (n == max || ++steps > 4 * max) {
@@ -292,6 +293,10 @@ static int walk_iframes(struct pst_py *py, struct pst_mem *mem,
         buf[l->if_owner] >= py->owner_shim) {
       if (n > 0)
         raw[n - 1].entry = 1;
+      /* The shim is a local of the eval-loop call that runs the frames
+       * above it: its address tells that call's native frame. */
+      if (py->nshims < PST_PY_SHIMS_MAX)
+        py->shims[py->nshims++] = self;
       continue;
     }
     code = u64_at(buf, l->if_code) & ~(uint64_t)py->tag_mask;
@@ -591,6 +596,7 @@ int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
   if (thread_obj)
     *thread_obj = 0;
   top[0] = top[1] = 0;
+  py->nshims = 0;
   memset(&rd, 0, offsetof(struct reads, seen_frames));
   rd.nseen = 0;
   rd.flen = (size_t)(l->f_size != PST_NOFF && l->ts_frame != PST_NOFF

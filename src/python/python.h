@@ -79,6 +79,10 @@ struct pst_py {
   unsigned tag_mask;         /* low bits to clear in f_executable (3.14) */
   uint64_t name_key;         /* the interned "_name" str once seen */
   uint8_t *chunk_buf;        /* copy of a thread's data-stack chunk */
+#define PST_PY_SHIMS_MAX 64
+  uint64_t shims[PST_PY_SHIMS_MAX]; /* the last walk's C-stack entry frames
+                                       (3.12+), innermost first */
+  int nshims;
   struct pst_py_scratch scratch;
   struct pst_code_cache *codes;
 };

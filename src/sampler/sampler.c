@@ -159,6 +159,15 @@ static int attach(struct rec *r, struct entry *e) {
    * the new process, which is then the one we record. */
   if (pst_proc_image(e->pid, &e->image) < 0)
     memset(&e->image, 0, sizeof(e->image));
+  /* Threads mapped before the first tick (else the first 100 ms would
+   * see only the main thread, not yet mapped to its Python state). */
+  err = pst_target_refresh(e->t);
+  if (err < 0) {
+    pst_target_close(e->t);
+    e->t = NULL;
+    e->done = 1;
+    return err;
+  }
   read_cmdline(e->pid, cmd, sizeof(cmd));
   read_env_int(e->pid, "RANK", &rank);
   read_env_int(e->pid, "LOCAL_RANK", &local);

@@ -75,7 +75,7 @@ struct native {
   struct symcache *cache;         /* SYMCACHE_SLOTS */
   uint64_t reloads;               /* unwinder maps reloads seen */
   const char *interp_path;        /* libpython, or the python executable */
-  uint64_t ips[NATIVE_MAX];
+  uint64_t ips[NATIVE_MAX], sps[NATIVE_MAX];
   struct pst_frame nat[NATIVE_MAX];
   unsigned flags[NATIVE_MAX];
   struct pst_frame py[FRAMES_MAX];
@@ -606,6 +606,33 @@ static const struct symcache *symbolise(struct pst_target *t, uint64_t ip) {
   return c;
 }
 
+/* 3.12+: each eval-loop call keeps its entry shim frame on the C stack,
+ * so the native frame whose stack area [sp, caller's sp) holds a shim is
+ * that call, named or not (a stripped interpreter, a loop split into a
+ * local function). When every shim is found this replaces the
+ * name-based marking. */
+static void eval_by_shims(struct pst_target *t, int nn) {
+  struct native *nt = t->native;
+  unsigned char mark[NATIVE_MAX];
+  int found = 0;
+
+  if (t->py.version_hex < 0x030c || t->py.nshims == 0 || nn < 2)
+    return;
+  memset(mark, 0, (size_t)nn);
+  for (int s = 0; s < t->py.nshims; s++)
+    for (int i = 0; i + 1 < nn; i++)
+      if (t->py.shims[s] >= nt->sps[i] && t->py.shims[s] < nt->sps[i + 1]) {
+        found += !mark[i];
+        mark[i] = 1;
+        break;
+      }
+  if (found != t->py.nshims)
+    return;
+  for (int i = 0; i < nn; i++)
+    nt->flags[i] = (nt->flags[i] & ~(unsigned)PST_NF_EVAL) |
+                   (mark[i] ? PST_NF_EVAL : 0);
+}
+
 /* One thread with --native: stopped while its registers, native stack and
  * Python frames are read (so that both halves are of the same instant),
  * then merged into x->frames. Returns the frame count or -errno. */
@@ -626,7 +653,7 @@ static int sample_native(struct pst_target *t, struct slot *sl, int flags,
   err = pst_ptrace_stop(x->tid);
   if (err)
     return err;
-  nn = pst_unwind_thread(nt->unw, x->tid, nt->ips, NULL, NATIVE_MAX);
+  nn = pst_unwind_thread(nt->unw, x->tid, nt->ips, nt->sps, NATIVE_MAX);
   if (x->tstate)
     np = pst_py_walk(&t->py, &t->mem, x->tstate, &sl->hint, NULL, nt->py,
                      FRAMES_MAX, &truncated, sl->pyname[0] ? NULL : thread_obj,
@@ -635,6 +662,8 @@ static int sample_native(struct pst_target *t, struct slot *sl, int flags,
   if (nn < 0 && np <= 0)
     return nn;
   if (np < 0) {
+    pst_debug("thread %d: Python walk failed under --native: %s",
+              (int)x->tid, pst_strerror(np));
     nt->stats.python_errors++;
     np = 0;
   }
@@ -651,11 +680,18 @@ static int sample_native(struct pst_target *t, struct slot *sl, int flags,
                                     0, PST_FRAME_NATIVE, 0, nt->ips[i]};
     nt->flags[i] = c ? c->flags : 0;
   }
+  if (np > 0)
+    eval_by_shims(t, nn);
   k = pst_merge(nt->nat, nt->flags, (size_t)nn, nt->py, (size_t)np,
                 flags & PST_SAMPLE_NATIVE_ALL ? 1 : 0,
                 "[python/native stacks not merged]", x->frames, FRAMES_MAX,
                 &mismatch);
   x->truncated = truncated;
+  if (mismatch)
+    pst_debug("thread %d: %d native frames, %d Python frames (%zu calls): "
+              "not merged (tstate 0x%llx, state %c)", (int)x->tid, nn, np,
+              pst_merge_py_groups(nt->py, (size_t)np),
+              (unsigned long long)x->tstate, x->state);
   nt->stats.samples++;
   nt->stats.mismatches += (uint64_t)mismatch;
   return (int)k;

@@ -24,6 +24,7 @@
   X(unwind_spinning_thread) X(unwind_blocked_thread) X(unwind_not_stopped)    \
   X(unwind_max_frames) X(unwind_dlopen_later) X(unwind_python312_shared)     \
   X(unwind_python311_static)
+#define PST_MERGE_TESTS(X) X(merge_order) X(merge_mismatch)
 #define PST_SYMTAB_TESTS(X)                                                    \
   X(symtab_libc) X(symtab_python) X(symtab_cxx) X(symtab_minidebuginfo)       \
   X(symtab_corrupt)
@@ -38,6 +39,7 @@
   PST_ELF_REAL_TESTS(X)                                                        \
   PST_OUTPUT_TESTS(X)                                                          \
   PST_UNWIND_TESTS(X)                                                          \
+  PST_MERGE_TESTS(X)                                                           \
   PST_SYMTAB_TESTS(X)
 
 #define PST_TEST_DECL(name) TEST_DECLARE(name)

@@ -1,0 +1,211 @@
+# test_native.py: --native on every interpreter found: Python -> C -> Python
+# (libc qsort calling a Python comparator through ctypes) merged in order
+# with the right lines, a thread with no Python state shown with its C
+# function on top, a thread blocked in a system call shown down to libc,
+# and `record --native` merging >= 99% of its thread-samples.
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pytargets  # noqa: E402
+import tap  # noqa: E402
+
+PST = os.environ.get("PST", "./pystitch")
+SRC = os.environ.get("PST_SRCDIR", os.path.join(os.path.dirname(
+    os.path.abspath(__file__)), "..", ".."))
+TARGET = os.path.join(SRC, "tests", "targets", "native.py")
+LIB_SRC = os.path.join(SRC, "tests", "helpers", "native-spin.c")
+TMP = "/tmp/pst-native-test"
+TAP = tap.Tap()
+report = TAP.report
+
+
+def marker_line(name):
+    with open(TARGET) as f:
+        for i, line in enumerate(f, 1):
+            if "# " + name in line:
+                return i
+    raise RuntimeError("no %s in native.py" % name)
+
+
+CALLBACK = marker_line("CALLBACK_LINE")
+CALLER = marker_line("CALLER_LINE")
+SLEEP = marker_line("SLEEP_LINE")
+
+
+def build_lib():
+    os.makedirs(TMP, exist_ok=True)
+    lib = os.path.join(TMP, "libpstspin.so")
+    subprocess.check_call(["cc", "-O1", "-g", "-shared", "-fPIC", "-o", lib,
+                           LIB_SRC, "-lpthread"])
+    return lib
+
+
+def lib_for(interp, lib):
+    """The library's path as the target sees it (copied into a rootfs)."""
+    if not interp.rootfs:
+        return lib
+    d = os.path.join(interp.rootfs, "tmp", "pst-native")
+    os.makedirs(d, exist_ok=True)
+    shutil.copy(lib, d)
+    return "/tmp/pst-native/libpstspin.so"
+
+
+def dump(pid):
+    r = subprocess.run([PST, "dump", "--native", "--json", "-p", str(pid)],
+                       capture_output=True, timeout=30)
+    if r.returncode != 0:
+        raise RuntimeError("dump exited %d: %s" % (r.returncode,
+                                                    r.stderr.decode()))
+    return json.loads(r.stdout.decode())
+
+
+def fmt(frames):
+    return " <- ".join("%s%s" % (f["name"], ":%d" % f["line"]
+                                 if f["kind"] == "python" else "")
+                       for f in frames)
+
+
+def check_sorter(th):
+    """None when the sample is not inside the callback, "" when right,
+    else what is wrong."""
+    fr = th["frames"]
+    cb = [i for i, f in enumerate(fr)
+          if f["kind"] == "python" and f["name"].endswith("py_compare")]
+    if not cb:
+        return None
+    i_cb = cb[0]
+    if fr[i_cb]["line"] not in (CALLBACK, CALLBACK - 1):
+        return "callback at line %d, not %d: %s" % (fr[i_cb]["line"],
+                                                   CALLBACK, fmt(fr))
+    q = [i for i, f in enumerate(fr) if i > i_cb and f["kind"] == "native"
+         and re.search(r"qsort|msort", f["name"])]
+    caller = [i for i, f in enumerate(fr) if f["kind"] == "python" and
+              f["name"].endswith("sort_forever")]
+    if not q or not caller:
+        return "no qsort or no caller below the callback: %s" % fmt(fr)
+    if not (q[0] < caller[0]):
+        return "order callback, qsort, caller broken: %s" % fmt(fr)
+    if fr[caller[0]]["line"] != CALLER:
+        return "caller at line %d, not %d: %s" % (fr[caller[0]]["line"],
+                                                 CALLER, fmt(fr))
+    if any(f["kind"] == "marker" for f in fr):
+        return "not merged: %s" % fmt(fr)
+    return ""
+
+
+def check_dumps(interp, lib):
+    t = pytargets.Target(interp, "native.py", [lib_for(interp, lib)])
+    problems = []
+    seen = {"sorter": False, "native": False, "sleeper": False}
+    try:
+        if t.readline().strip() != "ready":
+            return "target did not start"
+        time.sleep(0.3)
+        for _ in range(20):
+            d = dump(t.pid)
+            for th in d["threads"]:
+                fr = th["frames"]
+                if th["name"] == "sort_forever":
+                    err = check_sorter(th)
+                    if err:
+                        problems.append("sorter: " + err)
+                    elif err == "":
+                        seen["sorter"] = True
+                elif th["name"] == "sleeper" and fr:
+                    py = [i for i, f in enumerate(fr)
+                          if f["kind"] == "python"]
+                    libc = [i for i, f in enumerate(fr)
+                            if f["kind"] == "native" and
+                            f["file"].startswith("libc")]
+                    if (not libc or libc[0] != 0 or not py or
+                            not fr[py[0]]["name"].endswith("sleeper") or
+                            fr[py[0]]["line"] != SLEEP):
+                        problems.append("sleeper: %s" % fmt(fr))
+                    else:
+                        seen["sleeper"] = True
+                elif not th["python"] and fr:
+                    if fr[0]["name"] == "pst_native_spin_here":
+                        seen["native"] = True
+            if all(seen.values()) or len(problems) > 3:
+                break
+        for k, v in seen.items():
+            if not v:
+                problems.append("%s thread never seen right" % k)
+        return "\n".join(problems[:6])
+    finally:
+        t.stop()
+
+
+def check_record(interp, lib):
+    t = pytargets.Target(interp, "native.py", [lib_for(interp, lib)])
+    out = os.path.join(TMP, "native.folded")
+    try:
+        if t.readline().strip() != "ready":
+            return "target did not start"
+        r = subprocess.run([PST, "record", "--native", "-p", str(t.pid),
+                            "-d", "2", "-r", "200", "-f", "folded", "-o",
+                            out], capture_output=True, timeout=60)
+        err = r.stderr.decode()
+        if r.returncode != 0:
+            return "record exited %d: %s" % (r.returncode, err)
+        m = re.search(r"native: (\d+) of (\d+) thread-samples merged", err)
+        if not m:
+            return "no native summary: %s" % err
+        merged, total = int(m.group(1)), int(m.group(2))
+        if total < 100 or merged < 0.99 * total:
+            return "merged %d of %d thread-samples" % (merged, total)
+        ok = 0
+        with open(out) as f:
+            for line in f:
+                stack = line.rsplit(" ", 1)[0].split(";")
+                names = [s.split(" (")[0] for s in stack]
+                cb = [i for i, n in enumerate(names)
+                      if n.endswith("py_compare")]
+                q = [i for i, n in enumerate(names) if re.search(
+                    r"qsort|msort", n)]
+                caller = [i for i, n in enumerate(names)
+                          if n.endswith("sort_forever")]
+                if cb and q and caller:
+                    if not caller[0] < q[0] < cb[0]:
+                        return "root-first order broken: %s" % line
+                    ok += 1
+        if not ok:
+            return "no stack with caller, qsort and callback"
+        print("# %s: %d of %d thread-samples merged" % (interp.label,
+                                                         merged, total))
+        return ""
+    finally:
+        t.stop()
+
+
+def run(name, fn, interp, lib):
+    try:
+        err = fn(interp, lib)
+    except Exception as e:
+        err = "%s: %s" % (type(e).__name__, e)
+    report(not err, "%s %s" % (name, interp.label), err)
+
+
+def main():
+    found, skipped = pytargets.interpreters()
+    for label, why in skipped:
+        report(None, "native " + label, why)
+    if not found:
+        report(False, "at least one interpreter", "no CPython found")
+        return TAP.finish()
+    lib = build_lib()
+    for interp in found:
+        run("native dump", check_dumps, interp, lib)
+        run("native record", check_record, interp, lib)
+    shutil.rmtree(TMP, ignore_errors=True)
+    return TAP.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
