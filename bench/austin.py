@@ -114,7 +114,7 @@ def slowdown(tool, t, rate, window, rounds):
         res = {}
         for mode in order:
             if mode == "off":
-                os.kill(p.pid, signal.SIGSTOP)
+                rec.pause(p.pid, t.pid)
             res[mode] = rec.throughput(t, window)
             if mode == "off":
                 os.kill(p.pid, signal.SIGCONT)

@@ -73,7 +73,33 @@ def proc_cpu(pid):
         os.sysconf("SC_CLK_TCK"))
 
 
-def slowdown(interp, window, rounds):
+def traced_threads(pid):
+    """Threads of pid in a tracing stop (t)."""
+    n = 0
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                n += f.read().rpartition(")")[2].split()[0] == "t"
+        except OSError:
+            pass
+    return n
+
+
+def pause(profiler, target):
+    """SIGSTOPs the profiler, never while it holds a target thread
+    stopped (--blocking, --native): that thread would stay stopped for the
+    whole window."""
+    for _ in range(1000):
+        os.kill(profiler, signal.SIGSTOP)
+        time.sleep(0.002)
+        if not traced_threads(target):
+            return
+        os.kill(profiler, signal.SIGCONT)
+        time.sleep(0.001)
+    raise RuntimeError("could not pause the profiler between samples")
+
+
+def slowdown(interp, window, rounds, extra=(), rates=(100, 1000)):
     """One target, one pystitch per rate, recording the whole time but
     SIGSTOPped in every other window: the target's throughput with
     pystitch running and stopped is compared window by window (pairs of
@@ -88,11 +114,11 @@ def slowdown(interp, window, rounds):
         throughput(t, 2)  # warm up
         print("%s: 8 CPU-bound threads, 30 frames; %d pairs of %.1f s "
               "windows per rate" % (interp.label, rounds, window))
-        for rate in (100, 1000):
+        for rate in rates:
             p = subprocess.Popen(
                 [PST, "record", "-p", str(t.pid), "-r", str(rate), "-d",
                  "3600", "-f", "folded", "-o", "/tmp/pst-bench.folded",
-                 "--idle"], stderr=subprocess.PIPE)
+                 "--idle"] + list(extra), stderr=subprocess.PIPE)
             time.sleep(0.5)
             ratios, on_all, off_all = [], [], []
             cpu_on = 0.0
@@ -102,7 +128,7 @@ def slowdown(interp, window, rounds):
                 res = {}
                 for mode in order:
                     if mode == "off":
-                        os.kill(p.pid, signal.SIGSTOP)
+                        pause(p.pid, t.pid)
                     c0 = proc_cpu(p.pid)
                     res[mode] = throughput(t, window)
                     if mode == "on":
@@ -120,11 +146,12 @@ def slowdown(interp, window, rounds):
             secs = float(m.group(2)) if m else 1
             ratios.sort()
             med = ratios[len(ratios) // 2]
-            print("  %5d Hz: slowdown %.2f%% (median of %d pairs; pairs "
+            print("  %5d Hz%s: slowdown %.2f%% (median of %d pairs; pairs "
                   "from %.2f%% to %.2f%%); unprofiled %.0f/s, profiled "
                   "%.0f/s; pystitch %.1f%% of a CPU while sampling, "
                   "%.1f us CPU per thread-sample" % (
-                      rate, 100.0 * (1 - med), len(ratios),
+                      rate, " " + " ".join(extra) if extra else "",
+                      100.0 * (1 - med), len(ratios),
                       100.0 * (1 - ratios[-1]), 100.0 * (1 - ratios[0]),
                       sum(off_all) / len(off_all), sum(on_all) / len(on_all),
                       100.0 * cpu_on / (rounds * window),
@@ -186,11 +213,14 @@ def main():
     ap.add_argument("--interp", default="/root/.pyenv/versions/3.12.1/bin/"
                     "python3.12")
     ap.add_argument("--only", default="slowdown,rate,rss")
+    ap.add_argument("--native", action="store_true",
+                    help="slowdown with --native (100 Hz and 1 kHz)")
     a = ap.parse_args()
     interp = pytargets.Interp(os.path.basename(a.interp), a.interp)
     only = a.only.split(",")
     if "slowdown" in only:
-        slowdown(interp, a.window, a.rounds)
+        slowdown(interp, a.window, a.rounds,
+                 ["--native"] if a.native else ())
     if "rate" in only:
         max_rate(interp)
     if "rss" in only:

@@ -164,6 +164,9 @@ PST_API int pst_target_refresh(struct pst_target *t);
                                thread is stopped while both are read */
 #define PST_SAMPLE_NATIVE_ALL 8 /* with NATIVE: keep the interpreter's call
                                    machinery frames */
+#define PST_SAMPLE_ACTIVE_ONLY 16 /* threads that sleep (kernel state not R)
+                                    and do not hold the GIL are not read:
+                                    idle 1, no frames */
 #define PST_SAMPLE_NO_ACTIVITY 2 /* skip kernel state and GIL holder: state
                                     '?', idle 0, holds_gil -1 (saves a
                                     pread per thread) */

@@ -295,6 +295,7 @@ static void sample_entry(struct rec *r, struct entry *e, uint64_t t_ns,
   int flags = (o->blocking ? PST_SAMPLE_BLOCKING : 0) |
               (o->idle && !o->gil_only ? PST_SAMPLE_NO_ACTIVITY : 0) |
               (o->native ? PST_SAMPLE_NATIVE : 0) |
+              (!o->idle ? PST_SAMPLE_ACTIVE_ONLY : 0) |
               (o->native > 1 ? PST_SAMPLE_NATIVE_ALL : 0);
   int n = pst_target_sample(e->t, flags, &th);
 

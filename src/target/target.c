@@ -752,6 +752,11 @@ int pst_target_sample(struct pst_target *t, int flags,
     sl->hint.owner_thread_id = sl->tp_err ? 0 : x->fsbase;
     if (t->info.nspid == t->pid) /* else learnt at the first walk */
       sl->hint.owner_native_id = (uint64_t)x->tid;
+    if ((flags & PST_SAMPLE_ACTIVE_ONLY) && state_read && x->idle &&
+        x->holds_gil != 1) {
+      settle(t, i, 0, 0); /* left out by the caller: not read at all */
+      continue;
+    }
     if (x->tstate && state_read &&
         (x->state == '?' || x->state == 'Z' || x->state == 'X')) {
       /* Its stat file reads nothing (or a dead task): the thread has
