@@ -193,7 +193,11 @@ struct pst_profile *pst_profile_new(uint64_t period_ns) {
   p->strings = pst_strtab_new();
   p->stack_off = calloc(2, sizeof(*p->stack_off));
   p->stacks_cap = 2;
-  if (!p->strings || !p->stack_off || idtab_grow(p, &p->frame_ids, NULL) ||
+  /* Never NULL, even while every stack is empty: pointer arithmetic and
+   * memcpy/memcmp on NULL are undefined even for 0 bytes. */
+  p->stack_data = calloc(16, sizeof(*p->stack_data));
+  p->stack_data_cap = 16;
+  if (!p->strings || !p->stack_off || !p->stack_data || idtab_grow(p, &p->frame_ids, NULL) ||
       idtab_grow(p, &p->stack_ids, NULL)) {
     pst_profile_free(p);
     return NULL;
