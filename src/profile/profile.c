@@ -104,7 +104,7 @@ static int64_t frame_id(struct pst_profile *p,
                         const struct pst_prof_frame *in) {
   struct pst_prof_frame f;
   int64_t id;
-  size_t slot;
+  size_t slot = 0; /* set by idtab_find() when it returns -1 */
 
   f.name = pst_strtab_intern(p->strings, in->name ? in->name : "?");
   f.file = pst_strtab_intern(p->strings, in->file ? in->file : "");
@@ -157,7 +157,7 @@ static int64_t stack_id(struct pst_profile *p, const uint32_t *ids,
                         size_t n) {
   struct stack_key k = {ids, n};
   int64_t id;
-  size_t slot;
+  size_t slot = 0; /* set by idtab_find() when it returns -1 */
 
   if (2 * (p->stack_ids.n + 1) > p->stack_ids.cap &&
       idtab_grow(p, &p->stack_ids, stack_hash_id))
@@ -230,8 +230,11 @@ int pst_profile_process(struct pst_profile *p, int pid, const char *cmdline,
     if (p->procs[i].pid == pid)
       return (int)i;
   cmd = pst_strtab_intern(p->strings, cmdline ? cmdline : "");
+  if (!cmd)
+    return -ENOMEM;
+  /* Stored at once: the old array may be freed by a successful realloc. */
   np = realloc(p->procs, (p->nprocs + 1) * sizeof(*np));
-  if (!cmd || !np)
+  if (!np)
     return -ENOMEM;
   p->procs = np;
   p->procs[p->nprocs] = (struct pst_prof_process){pid, cmd, rank, local_rank,

@@ -344,6 +344,13 @@ static void make_sig(const struct pst_py *py, const uint8_t *hdr,
   sig->firstlineno = i32_at(hdr, l->co_firstlineno);
 }
 
+/* Field by field: memcmp would compare the struct's padding too. */
+static int sig_eq(const struct code_sig *a, const struct code_sig *b) {
+  return a->type == b->type && a->name == b->name &&
+         a->filename == b->filename && a->table == b->table &&
+         a->firstlineno == b->firstlineno;
+}
+
 static int decode(struct pst_py *py, struct pst_mem *mem, uint64_t addr,
                   const struct code_sig *sig, struct code_entry *e) {
   struct pst_strtab *strings = py->codes->strings;
@@ -393,7 +400,7 @@ int pst_py_code_header(struct pst_py *py, struct pst_mem *mem, uint64_t addr,
    * address (Fibonacci hashing) before taking the slot. */
   e = &py->codes->slot[((addr >> 4) * 0x9e3779b97f4a7c15ULL) >>
                        (64 - CACHE_BITS)];
-  if (e->addr != addr || memcmp(&e->sig, &sig, sizeof(sig))) {
+  if (e->addr != addr || !sig_eq(&e->sig, &sig)) {
     err = decode(py, mem, addr, &sig, e);
     if (err)
       return err;
