@@ -13,7 +13,7 @@ set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${PST_BUILDDIR:-$top}
 jobs=${PST_JOBS:-2}
-tidy=${CLANG_TIDY:-clang-tidy-14}
+tidy=${CLANG_TIDY:-$(command -v clang-tidy-14 || echo clang-tidy)}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 cd "$top"
