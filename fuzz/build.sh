@@ -15,8 +15,8 @@ jobs=${PST_JOBS:-2}
 
 probe=$(mktemp -d)
 trap 'rm -rf "$probe"' EXIT
-printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n)\n{ (void)d; (void)n; return 0; }\n' \
-  > "$probe/p.c"
+printf '%s\n' 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n)' \
+  '{ (void)d; (void)n; return 0; }' >"$probe/p.c"
 if ! "$cc" -fsanitize=fuzzer,address,undefined -o "$probe/p" "$probe/p.c" \
     >/dev/null 2>&1; then
   echo "fuzz/build.sh: $cc cannot build libFuzzer harnesses" \

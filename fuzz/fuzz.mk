@@ -5,7 +5,7 @@
 CC ?= clang
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
 CFLAGS := -g -O1 -fno-omit-frame-pointer $(SAN) -std=gnu11 -Wall -Wextra \
-	-Wno-unused-parameter
+	-Werror
 PKGS := libelf capstone libprotobuf-c zlib
 CPPFLAGS := -include config.h -I$(TOP)/include -I$(TOP)/src -I. \
 	$(shell pkg-config --cflags $(PKGS))
@@ -22,7 +22,8 @@ OBJS := $(patsubst $(TOP)/%.c,obj/%.o,$(SRCS)) obj/proto/profile.pb-c.o
 all: $(HARNESSES) gen-frame-seeds
 
 config.h:
-	printf '#define _GNU_SOURCE 1\n#define PACKAGE_NAME "pystitch"\n#define PACKAGE_VERSION "fuzz"\n' > $@
+	printf '%s\n' '#define _GNU_SOURCE 1' '#define PACKAGE_NAME "pystitch"' \
+	  '#define PACKAGE_VERSION "fuzz"' >$@
 
 proto/profile.pb-c.c proto/profile.pb-c.h: $(TOP)/proto/profile.proto
 	mkdir -p proto
@@ -32,9 +33,10 @@ obj/%.o: $(TOP)/%.c config.h proto/profile.pb-c.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -fsanitize=fuzzer-no-link $(CPPFLAGS) -MMD -c -o $@ $<
 
+# Generated code: not ours to warn about.
 obj/proto/profile.pb-c.o: proto/profile.pb-c.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -fsanitize=fuzzer-no-link $(CPPFLAGS) -c -o $@ $<
+	$(CC) $(CFLAGS) -w -fsanitize=fuzzer-no-link $(CPPFLAGS) -c -o $@ $<
 
 libpst-fuzz.a: $(OBJS)
 	rm -f $@

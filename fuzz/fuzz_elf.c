@@ -17,7 +17,8 @@ static const char *const names[] = {
     "Py_Initialize", "Py_Version", "_PyRuntime", "PyCode_Type",
     "_PyThreadState_Current", "interp_head", "PyInterpreterState_Head",
     "PyGILState_GetThisThreadState", "_Py_NoneStruct",
-    "pthread_getspecific", "__pthread_getspecific", "_thread_db_pthread_specific",
+    "pthread_getspecific", "__pthread_getspecific",
+    "_thread_db_pthread_specific",
     "_thread_db_pthread_key_data_data", "_thread_db_sizeof_pthread_key_data",
     "main", "",
 };

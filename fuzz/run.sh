@@ -59,7 +59,8 @@ for h in $harnesses; do
   log="$out/$h.log"
   set -- -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="$out/artifacts/$h-"
-  [ -f "$top/fuzz/dict/$name.dict" ] && set -- "$@" -dict="$top/fuzz/dict/$name.dict"
+  dict=$top/fuzz/dict/$name.dict
+  [ -f "$dict" ] && set -- "$@" -dict="$dict"
   if [ -n "$runs" ]; then
     set -- "$@" -runs="$runs"
   else

@@ -197,7 +197,8 @@ struct pst_profile *pst_profile_new(uint64_t period_ns) {
    * memcpy/memcmp on NULL are undefined even for 0 bytes. */
   p->stack_data = calloc(16, sizeof(*p->stack_data));
   p->stack_data_cap = 16;
-  if (!p->strings || !p->stack_off || !p->stack_data || idtab_grow(p, &p->frame_ids, NULL) ||
+  if (!p->strings || !p->stack_off || !p->stack_data ||
+      idtab_grow(p, &p->frame_ids, NULL) ||
       idtab_grow(p, &p->stack_ids, NULL)) {
     pst_profile_free(p);
     return NULL;
