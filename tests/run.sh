@@ -11,7 +11,9 @@ log=$(mktemp)
 
 suite() {
   echo "== $*"
+  t0=$(date +%s)
   "$@" 2>&1 | tee "$log"
+  echo "# $(($(date +%s) - t0)) s"
   set -- $(tail -n 1 "$log" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped$/\1 \2 \3/p')
   if [ $# -eq 3 ]; then
     pass=$((pass + $1)) fail=$((fail + $2)) skip=$((skip + $3))

@@ -54,8 +54,9 @@ if [ -z "$ran" ]; then
   exit 0
 fi
 if [ $bad -eq 0 ]; then
-  echo "ok 1 - lint:$ran on $(echo "$srcs" | wc -l) files, no findings" \
-    "${missing:+(not installed:$missing)}"
+  msg="ok 1 - lint:$ran on $(echo "$srcs" | wc -l) files, no findings"
+  [ -n "$missing" ] && msg="$msg (not installed:$missing)"
+  echo "$msg"
   echo "1 passed, 0 failed, 0 skipped"
   exit 0
 fi
