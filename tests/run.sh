@@ -1,6 +1,7 @@
 #!/bin/sh
 # run.sh: runs every test (unit runner, integration suites) from the build
-# directory and prints one last line: "N passed, M failed, K skipped".
+# directory, then lint, fuzzing and the sanitizer build (unless
+# PST_QUICK=1), and prints one last line: "N passed, M failed, K skipped".
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${PST_BUILDDIR:-$top}
@@ -10,7 +11,9 @@ log=$(mktemp)
 
 suite() {
   echo "== $*"
+  t0=$(date +%s)
   "$@" 2>&1 | tee "$log"
+  echo "# $(($(date +%s) - t0)) s"
   set -- $(tail -n 1 "$log" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped$/\1 \2 \3/p')
   if [ $# -eq 3 ]; then
     pass=$((pass + $1)) fail=$((fail + $2)) skip=$((skip + $3))
@@ -26,6 +29,14 @@ suite python3 "$top/tests/integration/test_errors.py"
 suite python3 "$top/tests/integration/test_record.py"
 suite python3 "$top/tests/integration/test_native.py"
 suite python3 "$top/tests/integration/test_faults.py"
+# Whole-tree checks, skipped with PST_QUICK=1 (as in the sanitizer rerun,
+# tests/asan.sh): static analysis, each fuzz harness for PST_FUZZ_SECONDS
+# (default 30), and every suite above again on an ASan/UBSan build.
+if [ -z "${PST_QUICK:-}" ]; then
+  suite "$top/tools/lint.sh"
+  suite "$top/fuzz/run.sh" -t "${PST_FUZZ_SECONDS:-30}"
+  suite "$top/tests/asan.sh"
+fi
 rm -f "$log"
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]

@@ -14,5 +14,9 @@ apt-get install -y -qq --no-install-recommends \
   musl-tools debootstrap python3 util-linux procps ca-certificates strace \
   protobuf-c-compiler libprotobuf-c-dev zlib1g-dev protobuf-compiler \
   liblzma-dev libiberty-dev xz-utils \
-  chromium \
+  chromium clang clang-tidy cppcheck \
   >/dev/null
+# libFuzzer's runtime (fuzz/): its own package on Debian 12, part of
+# libclang-common-*-dev elsewhere; fuzz/build.sh skips when it is missing.
+apt-get install -y -qq --no-install-recommends libclang-rt-14-dev \
+  >/dev/null 2>&1 || true

@@ -548,6 +548,8 @@ static int pprof_write(const struct pst_profile *p, FILE *f) {
   types[0].type = idx[1];
   types[0].unit = idx[2];
   types[1].type = idx[3];
+  /* Read through type_ptrs (cppcheck does not follow the pointer). */
+  /* cppcheck-suppress unreadVariable */
   types[1].unit = idx[4];
   period_type.type = idx[3];
   period_type.unit = idx[4];

@@ -210,7 +210,9 @@ static char *clean_into(char *out, const char *s, unsigned flags) {
     size_t n = pst_writer_utf8_len(s);
 
     if (n == 0) {
-      memcpy(out, "\xef\xbf\xbd", 3); /* U+FFFD REPLACEMENT CHARACTER */
+      /* U+FFFD REPLACEMENT CHARACTER (out is terminated by the caller). */
+      /* NOLINTNEXTLINE(bugprone-not-null-terminated-result) */
+      memcpy(out, "\xef\xbf\xbd", 3);
       out += 3;
       s++;
     } else if (n > 1) {

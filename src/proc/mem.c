@@ -1,8 +1,8 @@
 /* mem.c: process_vm_readv reader of target memory, /proc/PID/mem fallback. */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdio.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -17,6 +17,31 @@ void pst_mem_init(struct pst_mem *m, pid_t pid) {
   m->pid = pid;
   m->memfd = -1;
   m->reads = 0;
+  m->image = NULL;
+  m->image_n = 0;
+}
+
+void pst_mem_init_image(struct pst_mem *m, const struct pst_mem_region *r,
+                        size_t n) {
+  pst_mem_init(m, 0);
+  m->image = r;
+  m->image_n = n;
+}
+
+/* Replay: copies [addr, addr + len) from the region that holds all of it. */
+static int image_read(const struct pst_mem *m, uint64_t addr, void *buf,
+                      size_t len) {
+  for (size_t i = 0; i < m->image_n; i++) {
+    const struct pst_mem_region *r = &m->image[i];
+    /* Written with subtractions: addr + len may wrap. */
+    if (addr >= r->addr && addr - r->addr <= r->len &&
+        len <= r->len - (addr - r->addr)) {
+      if (len)
+        memcpy(buf, (const char *)r->bytes + (addr - r->addr), len);
+      return 0;
+    }
+  }
+  return -EFAULT;
 }
 
 void pst_mem_exit(struct pst_mem *m) {
@@ -53,17 +78,33 @@ static int pread_all(struct pst_mem *m, uint64_t addr, void *buf,
   return (size_t)n == len ? 0 : -EFAULT;
 }
 
+/* Replay: the leading pieces that lie in the image, as the kernel would. */
+static int image_readv(struct pst_mem *m, const struct pst_mem_iov *iov,
+                       size_t n) {
+  size_t i;
+
+  m->reads++;
+  for (i = 0; i < n; i++)
+    if (image_read(m, iov[i].addr, iov[i].buf, iov[i].len))
+      break;
+  return (int)i;
+}
+
 int pst_mem_readv(struct pst_mem *m, const struct pst_mem_iov *iov,
                   size_t n) {
   struct iovec local[BATCH_MAX], remote[BATCH_MAX];
   size_t done = 0;
 
+  if (m->image)
+    return image_readv(m, iov, n);
   while (done < n) {
     size_t k = n - done < BATCH_MAX ? n - done : BATCH_MAX, i;
     size_t want = 0;
     ssize_t got;
 
+    /* k >= 1 here; cppcheck 2.10 takes it for 0 (a false positive). */
     if (m->memfd >= 0) {
+      /* cppcheck-suppress knownConditionTrueFalse */
       for (i = 0; i < k; i++)
         if (pread_all(m, iov[done + i].addr, iov[done + i].buf,
                       iov[done + i].len))
@@ -71,6 +112,7 @@ int pst_mem_readv(struct pst_mem *m, const struct pst_mem_iov *iov,
       done += k;
       continue;
     }
+    /* cppcheck-suppress knownConditionTrueFalse */
     for (i = 0; i < k; i++) {
       local[i].iov_base = iov[done + i].buf;
       local[i].iov_len = iov[done + i].len;

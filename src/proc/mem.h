@@ -6,6 +6,13 @@
  *
  * A struct pst_mem is embedded by its owner: pst_mem_init()/pst_mem_exit().
  * Not thread-safe; one per target.
+ *
+ * Replay: pst_mem_init_image() makes the same reader serve reads from a
+ * memory image held by the caller (regions of bytes at target addresses)
+ * instead of a process, so that the frame walker, the code and string
+ * readers and the TSD emulation can run on a captured or synthetic image
+ * (unit tests, the fuzz/ harnesses). It is one pointer test per batch on
+ * the live path; nothing else in the reader changes.
  */
 #ifndef PST_MEM_H
 #define PST_MEM_H
@@ -14,10 +21,19 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* One region of a memory image: len bytes that the target has at addr. */
+struct pst_mem_region {
+  uint64_t addr;
+  const void *bytes;
+  size_t len;
+};
+
 struct pst_mem {
   pid_t pid;
   int memfd;         /* /proc/pid/mem when in fallback mode, else -1 */
   uint64_t reads;    /* syscalls made, for the benchmarks */
+  const struct pst_mem_region *image; /* replay regions, or NULL (live) */
+  size_t image_n;
 };
 
 /* One piece of a batched read: len bytes at addr into buf. */
@@ -31,6 +47,13 @@ struct pst_mem_iov {
  * pst_mem_exit() closes the /proc/pid/mem fallback if it was opened. */
 void pst_mem_init(struct pst_mem *m, pid_t pid);
 void pst_mem_exit(struct pst_mem *m);
+
+/* Prepares m to read the n regions instead of a process (borrowed: they
+ * must outlive m). A read succeeds when it lies wholly inside one region,
+ * else fails with -EFAULT as an unmapped page would. pst_mem_exit() is a
+ * no-op on such a reader. */
+void pst_mem_init_image(struct pst_mem *m, const struct pst_mem_region *r,
+                        size_t n);
 
 /* Reads exactly len bytes. 0, -EFAULT (unmapped or short), -ESRCH. */
 int pst_mem_read(struct pst_mem *m, uint64_t addr, void *buf, size_t len);

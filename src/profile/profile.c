@@ -104,7 +104,7 @@ static int64_t frame_id(struct pst_profile *p,
                         const struct pst_prof_frame *in, int interned) {
   struct pst_prof_frame f;
   int64_t id;
-  size_t slot;
+  size_t slot = 0; /* set by idtab_find() when it returns -1 */
 
   if (interned) {
     f = *in;
@@ -161,7 +161,7 @@ static int64_t stack_id(struct pst_profile *p, const uint32_t *ids,
                         size_t n) {
   struct stack_key k = {ids, n};
   int64_t id;
-  size_t slot;
+  size_t slot = 0; /* set by idtab_find() when it returns -1 */
 
   if (2 * (p->stack_ids.n + 1) > p->stack_ids.cap &&
       idtab_grow(p, &p->stack_ids, stack_hash_id))
@@ -197,7 +197,12 @@ struct pst_profile *pst_profile_new(uint64_t period_ns) {
   p->strings = pst_strtab_new();
   p->stack_off = calloc(2, sizeof(*p->stack_off));
   p->stacks_cap = 2;
-  if (!p->strings || !p->stack_off || idtab_grow(p, &p->frame_ids, NULL) ||
+  /* Never NULL, even while every stack is empty: pointer arithmetic and
+   * memcpy/memcmp on NULL are undefined even for 0 bytes. */
+  p->stack_data = calloc(16, sizeof(*p->stack_data));
+  p->stack_data_cap = 16;
+  if (!p->strings || !p->stack_off || !p->stack_data ||
+      idtab_grow(p, &p->frame_ids, NULL) ||
       idtab_grow(p, &p->stack_ids, NULL)) {
     pst_profile_free(p);
     return NULL;
@@ -230,8 +235,11 @@ int pst_profile_process(struct pst_profile *p, int pid, const char *cmdline,
     if (p->procs[i].pid == pid)
       return (int)i;
   cmd = pst_strtab_intern(p->strings, cmdline ? cmdline : "");
+  if (!cmd)
+    return -ENOMEM;
+  /* Stored at once: the old array may be freed by a successful realloc. */
   np = realloc(p->procs, (p->nprocs + 1) * sizeof(*np));
-  if (!cmd || !np)
+  if (!np)
     return -ENOMEM;
   p->procs = np;
   p->procs[p->nprocs] = (struct pst_prof_process){pid, cmd, rank, local_rank,

@@ -69,6 +69,19 @@ void pst_code_cache_free(struct pst_code_cache *c) {
   free(c);
 }
 
+int pst_code_cache_flush(struct pst_code_cache *c) {
+  struct pst_strtab *fresh = pst_strtab_new();
+
+  if (!fresh)
+    return -ENOMEM;
+  for (size_t i = 0; i < CACHE_SLOTS; i++)
+    if (c->slot[i].addr)
+      entry_clear(&c->slot[i]);
+  pst_strtab_free(c->strings);
+  c->strings = fresh;
+  return 0;
+}
+
 static uint64_t u64_at(const uint8_t *p, int32_t off) {
   uint64_t v;
   memcpy(&v, p + off, 8);
@@ -176,11 +189,18 @@ out:
   return err;
 }
 
+/* The decoders add up deltas in 64 bits (a table of LINETABLE_MAX bytes
+ * cannot overflow that): a corrupt table or firstlineno from the target
+ * could overflow an int. A line outside int's range is no line (-1). */
+static int line_or_none(int64_t line) {
+  return line >= INT32_MIN && line <= INT32_MAX ? (int)line : -1;
+}
+
 /* co_lnotab (<= 3.9): (byte increment, line increment) pairs; line
  * increments are signed from 3.6 on. addr is a byte offset. */
 int pst_py_line_lnotab(const uint8_t *tab, size_t len, int first, int addr,
                        int signed_deltas) {
-  int line = first, a = 0;
+  int64_t line = first, a = 0;
 
   for (size_t i = 0; i + 1 < len; i += 2) {
     a += tab[i];
@@ -188,13 +208,14 @@ int pst_py_line_lnotab(const uint8_t *tab, size_t len, int first, int addr,
       break;
     line += signed_deltas ? (int8_t)tab[i + 1] : tab[i + 1];
   }
-  return line;
+  return line_or_none(line);
 }
 
 /* co_linetable (3.10): (byte length, signed line delta) pairs; a delta of
  * -128 means the range has no line. addr is a byte offset. */
 int pst_py_line_310(const uint8_t *tab, size_t len, int first, int addr) {
-  int line = first, start = 0;
+  int64_t line = first;
+  int start = 0;
 
   for (size_t i = 0; i + 1 < len; i += 2) {
     int end = start + tab[i];
@@ -202,7 +223,7 @@ int pst_py_line_310(const uint8_t *tab, size_t len, int first, int addr) {
     if (d != -128)
       line += d;
     if (addr >= start && addr < end)
-      return d == -128 ? -1 : line;
+      return d == -128 ? -1 : line_or_none(line);
     start = end;
   }
   return -1;
@@ -238,7 +259,8 @@ static int read_svarint(const uint8_t *t, size_t len, size_t *i, int *out) {
  * (svarint line delta); 10-12: line delta C-10 then two column bytes; 0-9:
  * short form, same line, one column byte. unit counts code units. */
 int pst_py_line_311(const uint8_t *tab, size_t len, int first, int unit) {
-  int line = first, start = 0;
+  int64_t line = first;
+  int start = 0;
   size_t i = 0;
 
   while (i < len) {
@@ -265,7 +287,7 @@ int pst_py_line_311(const uint8_t *tab, size_t len, int first, int unit) {
     }
     line += d;
     if (unit >= start && unit < start + n)
-      return has ? line : -1;
+      return has ? line_or_none(line) : -1;
     start += n;
   }
   return -1;
@@ -277,6 +299,8 @@ static int table_line(const struct pst_py *py, const struct code_entry *e,
 
   if (lasti < 0)
     return e->firstlineno;
+  if (lasti > INT32_MAX / 2) /* garbage: no code object is this long */
+    return -1;
   if (hex >= 0x030b)
     return pst_py_line_311(e->table, e->table_len, e->firstlineno,
                            (int)lasti);
@@ -320,6 +344,13 @@ static void make_sig(const struct pst_py *py, const uint8_t *hdr,
   sig->table = u64_at(hdr, l->co_linetable != PST_NOFF ? l->co_linetable
                                                         : l->co_lnotab);
   sig->firstlineno = i32_at(hdr, l->co_firstlineno);
+}
+
+/* Field by field: memcmp would compare the struct's padding too. */
+static int sig_eq(const struct code_sig *a, const struct code_sig *b) {
+  return a->type == b->type && a->name == b->name &&
+         a->filename == b->filename && a->table == b->table &&
+         a->firstlineno == b->firstlineno;
 }
 
 static int decode(struct pst_py *py, struct pst_mem *mem, uint64_t addr,
@@ -372,7 +403,7 @@ int pst_py_code_header(struct pst_py *py, struct pst_mem *mem, uint64_t addr,
    * address (Fibonacci hashing) before taking the slot. */
   e = &py->codes->slot[((addr >> 4) * 0x9e3779b97f4a7c15ULL) >>
                        (64 - CACHE_BITS)];
-  if (e->addr != addr || memcmp(&e->sig, &sig, sizeof(sig))) {
+  if (e->addr != addr || !sig_eq(&e->sig, &sig)) {
     err = decode(py, mem, addr, &sig, e);
     if (err)
       return err;

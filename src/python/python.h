@@ -165,6 +165,11 @@ int pst_py_check_done(struct pst_py *py, struct pst_mem *mem,
 /* code.c: the code-object cache. */
 struct pst_code_cache *pst_code_cache_new(void);
 void pst_code_cache_free(struct pst_code_cache *c);
+/* Drops every entry and every interned name, as if new (the names frames
+ * point to die). For a reader whose memory was replaced: the fuzz harness
+ * reuses one cache between inputs, for a fresh one costs a 400 KiB
+ * calloc. 0 or -ENOMEM (then c is unchanged). */
+int pst_code_cache_flush(struct pst_code_cache *c);
 
 /* Decodes the code object whose header (pst_py_code_header_size() bytes,
  * read by the caller so that a walk reads all its code objects in one
@@ -178,7 +183,8 @@ int pst_py_code_header(struct pst_py *py, struct pst_mem *mem, uint64_t addr,
                        const char **filename, int *line);
 
 /* Line number for a code-unit/byte offset, from the version's line table
- * (exposed for the unit tests). Return -1 when the table says none. */
+ * (exposed for the unit tests). Return -1 when the table says none, and
+ * when a corrupt table or first line adds up to a line outside int. */
 int pst_py_line_lnotab(const uint8_t *tab, size_t len, int first, int addr,
                        int signed_deltas);
 int pst_py_line_310(const uint8_t *tab, size_t len, int first, int addr);

@@ -53,7 +53,9 @@ static int read_keys(struct pst_py *py, struct pst_mem *mem, uint64_t k,
     memcpy(&out->n, h + 32, 8);
     if (size <= 0 || size > (1 << 20))
       return PST_EBADDATA;
-    ix = size <= 0xff ? 1 : size <= 0xffff ? 2 : size <= 0xffffffffLL ? 4 : 8;
+    /* CPython's index width for size; 8 bytes (size > 2^32) cannot
+     * occur under the bound above. */
+    ix = size <= 0xff ? 1 : size <= 0xffff ? 2 : 4;
     out->entries = k + 40 + (uint64_t)(size * ix);
     out->esize = 24;
     out->key_off = 8;

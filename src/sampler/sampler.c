@@ -580,8 +580,12 @@ static int spawn(struct rec *r) {
   }
   r->child.data = r;
   err = uv_spawn(&r->loop, &r->child, &po);
-  if (err)
+  if (err) {
+    /* libuv: a handle whose spawn failed must still be closed, or
+     * uv_loop_close() fails and the loop's memory leaks (LeakSanitizer). */
+    uv_close((uv_handle_t *)&r->child, NULL);
     return err;
+  }
   r->have_child = r->child_running = 1;
   add_entry(r, r->child.pid);
   return 0;

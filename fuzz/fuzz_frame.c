@@ -1,0 +1,106 @@
+/* fuzz_frame.c: libFuzzer harness for the Python frame walker
+ * (src/python/frame.c) and what it calls: code objects and their line
+ * tables (code.c), str objects, thread names (threadname.c), the 3.13+
+ * _Py_DebugOffsets reader (debug_offsets.c) and the layout check.
+ *
+ * The target's memory is a random image (frame_image.h) read through the
+ * replay mode of the one memory reader (pst_mem_init_image, proc/mem.h):
+ * the walker runs exactly as on a live process whose memory is garbage,
+ * torn or hostile, and must only ever fail with an error code. Seeds are
+ * well-formed images of every layout (gen_frame_seeds.c). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frame_image.h"
+#include "python/python.h"
+
+static struct pst_code_cache *cache;
+
+static uint64_t at(uint32_t off) { return off ? IMAGE_BASE + off : 0; }
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  struct pst_frame frames[64];
+  struct frame_header h;
+  struct pst_mem_region region;
+  struct pst_mem mem;
+  struct pst_py py;
+  uint64_t tstates[16], top[2], top2[2], holder, tid, nid, interp, thread_obj;
+  char why[128];
+  int version, truncated, n;
+
+  if (size < sizeof(h))
+    return 0;
+  memcpy(&h, data, sizeof(h));
+  region = (struct pst_mem_region){IMAGE_BASE, data + sizeof(h),
+                                   size - sizeof(h)};
+  pst_mem_init_image(&mem, &region, 1);
+  pst_py_init(&py);
+  version = versions[h.version % NVERSIONS];
+  if (version == 0) {
+    uint64_t runtime_size;
+    if (pst_py_debug_offsets(&mem, at(h.runtime), &py.lay, &runtime_size,
+                             &py.version_hex))
+      goto out;
+  } else {
+    const struct pst_py_layout *l = version == 0x030d
+                                        ? pst_py_layout_reference_313()
+                                        : pst_py_layout_builtin(version);
+    if (!l)
+      abort(); /* the table list and the harness disagree */
+    py.lay = *l;
+    py.version_hex = version;
+  }
+  /* As attaching does: a layout that fails the check is refused. */
+  if (pst_py_layout_check(&py.lay, why, sizeof(why)))
+    goto out;
+  py.runtime = py.version_hex >= 0x0307 ? at(h.runtime) : 0;
+  py.interp = at(h.interp);
+  py.code_type = at(h.code_type);
+  if (py.version_hex >= 0x030d)
+    py.none = at(h.none);
+  else if (py.version_hex <= 0x0306)
+    py.tstate_current = at(h.none);
+  py.owner_shim = 3;
+  py.tag_mask = (h.flags & FLAG_TAG_MASK) || py.version_hex >= 0x030e ? 7 : 0;
+  /* One cache for every input, flushed after each (see below): a fresh
+   * one per input made the harness ten times slower. */
+  if (!cache && !(cache = pst_code_cache_new()))
+    abort();
+  py.codes = cache;
+
+  (void)pst_py_tstates(&py, &mem, tstates, 16);
+  (void)pst_py_gil_holder(&py, &mem, &holder);
+  (void)pst_py_tstate_ids(&py, &mem, at(h.tstate), &tid, &nid, &interp);
+  (void)pst_py_top_frame(&py, &mem, at(h.tstate), NULL, top);
+  n = pst_py_walk(&py, &mem, at(h.tstate), frames, 1 + h.max % 64,
+                  &truncated, (h.flags & FLAG_THREAD_OBJ) ? &thread_obj : NULL,
+                  top);
+  if (n > 1 + h.max % 64)
+    abort();
+  if (getenv("FUZZ_FRAME_VERBOSE")) /* to check that the seeds walk */
+    for (int i = 0; i < (n < 0 ? 0 : n); i++)
+      fprintf(stderr, "%x: %s (%s:%d)\n", py.version_hex, frames[i].name,
+              frames[i].filename, frames[i].line);
+  if (getenv("FUZZ_FRAME_VERBOSE") && n < 0)
+    fprintf(stderr, "%x: walk failed: %d\n", py.version_hex, n);
+  for (int i = 0; i < n; i++) /* strings must be readable C strings */
+    if (strlen(frames[i].name) + strlen(frames[i].filename) > 2 * 4096 * 4)
+      abort();
+  /* A second walk goes through the code cache's hit path. */
+  (void)pst_py_top_frame(&py, &mem, at(h.tstate), top, top2);
+  (void)pst_py_walk(&py, &mem, at(h.tstate), frames, 1 + h.max % 64,
+                    &truncated, NULL, top2);
+  if (n >= 0 && (h.flags & FLAG_THREAD_OBJ) && thread_obj) {
+    char *name = NULL;
+    if (pst_py_thread_name(&py, &mem, thread_obj, &name) == 0)
+      free(name);
+  }
+out:
+  if (py.codes && pst_code_cache_flush(py.codes))
+    abort();
+  py.codes = NULL; /* not pst_py_exit's to free */
+  pst_py_exit(&py);
+  pst_mem_exit(&mem);
+  return 0;
+}

@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+# make_seeds.py: (re)writes the generated seed corpora under fuzz/corpus/:
+#   lines/         line tables of real functions, dumped by every installed
+#                  interpreter (fuzz/dump_linetables.py)
+#   disasm_*/      the disassembly test vectors (tests/fixtures and, when
+#                  present, /work/shared/testdata), split by architecture
+#   elf/           small real ELF files: /usr/bin/true and a tiny shared
+#                  object with the symbols the analysis looks up
+#   writers/       a few hand-made profiles
+# The frame walker's seeds are written by gen-frame-seeds (fuzz/build.sh
+# --seeds). Run from anywhere; needs gcc for the ELF seed.
+import glob
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+
+top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+corpus = os.path.join(top, "fuzz", "corpus")
+
+
+def fresh(name):
+    d = os.path.join(corpus, name)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    return d
+
+
+def pythons():
+    found = sorted(glob.glob("/root/.pyenv/versions/*/bin/python"))
+    found += [p for p in ["/usr/bin/python3.11", "/usr/bin/python3"]
+              if os.path.exists(p)]
+    return found
+
+
+def lines():
+    d = fresh("lines")
+    n = 0
+    for py in pythons():
+        try:
+            out = subprocess.check_output(
+                [py, os.path.join(top, "fuzz", "dump_linetables.py")],
+                stderr=subprocess.DEVNULL).decode()
+        except (OSError, subprocess.CalledProcessError):
+            continue
+        for line in out.splitlines():
+            fmt, first, off, hexs = (line.split() + [""])[:4]
+            data = struct.pack("<Bii", int(fmt), int(first), int(off))
+            data += bytes.fromhex(hexs)
+            n += 1
+            with open(os.path.join(d, "%s-%d" % (
+                    os.path.basename(os.path.dirname(os.path.dirname(py)))
+                    if "pyenv" in py else os.path.basename(py), n)),
+                    "wb") as f:
+                f.write(data)
+    print("lines: %d seeds" % n)
+
+
+HEXRUN = re.compile(r"(?:\b[0-9a-f]{2}\b ){3,}\b[0-9a-f]{2}\b")
+
+
+def disasm():
+    dx, da = fresh("disasm_x86_64"), fresh("disasm_aarch64")
+    n = {dx: 0, da: 0}
+    for md in [os.path.join(top, "tests", "fixtures",
+                            "disasm-vectors-local.md"),
+               "/work/shared/testdata/disasm-vectors.md"]:
+        if not os.path.exists(md):
+            continue
+        arm = False
+        for line in open(md):
+            label = line.strip()
+            # A label line names the build; a line of bytes follows it or
+            # ends it. Anything saying arm64/aarch64 is an aarch64 vector.
+            if re.search(r"arm64|aarch64|ARM64", label):
+                arm = True
+            elif label.startswith('"') or label.startswith("##"):
+                arm = False
+            for m in HEXRUN.finditer(line):
+                data = bytes.fromhex(m.group(0).replace(" ", ""))
+                dest = da if arm else dx
+                n[dest] += 1
+                with open(os.path.join(dest, "v%03d" % n[dest]), "wb") as f:
+                    f.write(data)
+    print("disasm: %d x86_64, %d aarch64 seeds" % (n[dx], n[da]))
+
+
+STUB = r"""
+int Py_Version = 0x030c01f0;
+char _PyRuntime[4096] = "xdebugpy";
+long PyCode_Type[32];
+long _Py_NoneStruct[2];
+static int interp_head;
+void *PyThread_tss_get(void *);
+void *PyGILState_GetThisThreadState(void) {
+  return PyThread_tss_get(_PyRuntime + 0x608);
+}
+void *PyInterpreterState_Head(void) { return &interp_head; }
+void Py_Initialize(void) {}
+"""
+
+
+def elf():
+    d = fresh("elf")
+    shutil.copy("/usr/bin/true", os.path.join(d, "true"))
+    tmp = tempfile.mkdtemp()
+    try:
+        src = os.path.join(tmp, "stub.c")
+        with open(src, "w") as f:
+            f.write(STUB)
+        so = os.path.join(d, "libpython-stub.so")
+        subprocess.check_call(["gcc", "-O1", "-shared", "-fPIC", "-nostdlib",
+                               "-Wl,--build-id=none", "-o", so, src])
+        subprocess.check_call(["gcc", "-O1", "-c", "-o",
+                               os.path.join(d, "stub.o"), src])
+    finally:
+        shutil.rmtree(tmp)
+    print("elf: %s" % " ".join(sorted(os.listdir(d))))
+
+
+def s(text):
+    b = text.encode("utf-8", "surrogateescape")
+    return bytes([len(b)]) + b
+
+
+def writers():
+    d = fresh("writers")
+    # period, 1 process (pid, cmdline, rank, local_rank, world_size),
+    # 2 threads (process, tid, name), then samples (thread, n, frames:
+    # name, file, line; time step, weight).
+    head = struct.pack("<I", 10000000) + b"\x00" + struct.pack("<I", 4242) + \
+        s("python app.py") + b"\x02\x02\x04" + b"\x01" + \
+        b"\x00" + struct.pack("<I", 4242) + s("MainThread") + \
+        b"\x00" + struct.pack("<I", 4243) + s("worker \"<&>\"")
+    samples = b""
+    for i in range(6):
+        samples += bytes([i % 2, 3]) + s("<module>") + s("app.py") + \
+            struct.pack("<i", 1) + s("main") + s("app.py") + \
+            struct.pack("<i", 10) + s("work;\xe9\x01") + s("lib/\xff.py") + \
+            struct.pack("<i", 20 + i % 3) + bytes([10, 10])
+    for w in range(6):
+        with open(os.path.join(d, "w%d" % w), "wb") as f:
+            f.write(bytes([w]) + head + samples)
+    print("writers: 6 seeds")
+
+
+if __name__ == "__main__":
+    lines()
+    disasm()
+    elf()
+    writers()
