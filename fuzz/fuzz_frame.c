@@ -26,6 +26,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   struct pst_mem mem;
   struct pst_py py;
   uint64_t tstates[16], top[2], top2[2], holder, tid, nid, interp, thread_obj;
+  struct pst_py_hint hint;
+  struct pst_py_check check;
   char why[128];
   int version, truncated, n;
 
@@ -72,10 +74,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   (void)pst_py_tstates(&py, &mem, tstates, 16);
   (void)pst_py_gil_holder(&py, &mem, &holder);
   (void)pst_py_tstate_ids(&py, &mem, at(h.tstate), &tid, &nid, &interp);
-  (void)pst_py_top_frame(&py, &mem, at(h.tstate), NULL, top);
-  n = pst_py_walk(&py, &mem, at(h.tstate), frames, 1 + h.max % 64,
-                  &truncated, (h.flags & FLAG_THREAD_OBJ) ? &thread_obj : NULL,
-                  top);
+  /* The hint starts empty (first walk: no guesses) and carries the
+   * first walk's addresses into the second (guessed reads). */
+  memset(&hint, 0, sizeof(hint));
+  hint.owner_interp = (h.flags & FLAG_THREAD_OBJ) ? at(h.interp) : 0;
+  n = pst_py_walk(&py, &mem, at(h.tstate), &hint, NULL, frames,
+                  1 + h.max % 64, &truncated,
+                  (h.flags & FLAG_THREAD_OBJ) ? &thread_obj : NULL, top);
   if (n > 1 + h.max % 64)
     abort();
   if (getenv("FUZZ_FRAME_VERBOSE")) /* to check that the seeds walk */
@@ -87,10 +92,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (int i = 0; i < n; i++) /* strings must be readable C strings */
     if (strlen(frames[i].name) + strlen(frames[i].filename) > 2 * 4096 * 4)
       abort();
-  /* A second walk goes through the code cache's hit path. */
-  (void)pst_py_top_frame(&py, &mem, at(h.tstate), top, top2);
-  (void)pst_py_walk(&py, &mem, at(h.tstate), frames, 1 + h.max % 64,
-                    &truncated, NULL, top2);
+  /* A second walk goes through the code cache's hit path and the
+   * guessed reads, carrying the first walk's torn-read check. */
+  pst_py_check_prepare(&py, at(h.tstate), &hint, top, &check);
+  (void)pst_py_walk(&py, &mem, at(h.tstate), &hint, &check, frames,
+                    1 + h.max % 64, &truncated, NULL, top2);
+  (void)pst_py_check_done(&py, &mem, &check);
   if (n >= 0 && (h.flags & FLAG_THREAD_OBJ) && thread_obj) {
     char *name = NULL;
     if (pst_py_thread_name(&py, &mem, thread_obj, &name) == 0)
