@@ -785,6 +785,59 @@ def check_sudo_user():
     return "\n".join(problems)
 
 
+# ---- hostile memory: a target that corrupts its own frames and code ----
+
+def check_scribble(interp):
+    """tests/targets/scribble.py overwrites the code objects and frames of
+    four sleeping threads (garbage fields, a garbage type, a frame that
+    points to itself, random bytes). dump and record, in every mode, must
+    end normally, count the victims' samples as errors (or, with --native,
+    leave them unmerged), keep profiling the healthy thread, and leave the
+    target running."""
+    t = pytargets.Target(interp, "scribble.py")
+    problems = []
+    try:
+        if t.readline(timeout=30).strip() != "ready":
+            return "target did not start"
+        r = subprocess.run([PST, "dump", "-p", str(t.pid)],
+                           capture_output=True, timeout=30)
+        text = r.stdout.decode("utf-8", "replace")
+        if r.returncode != 0 or "healthy_work" not in text:
+            problems.append("dump exited %d without the healthy thread: %s"
+                            % (r.returncode, text[-600:]))
+        if text.count("stack unreadable") < 4:
+            problems.append("dump: fewer than 4 unreadable victims:\n" +
+                            text[-1500:])
+        for label, mode in modes():
+            d, out = out_path("scribble")
+            r = subprocess.run([PST, "record", "-p", str(t.pid), "-d", "1.5",
+                                "-r", "200", "--idle", "-f", "folded", "-o",
+                                out] + mode, capture_output=True, timeout=60)
+            err = r.stderr.decode("utf-8", "replace")
+            if r.returncode != 0:
+                problems.append("%s: exit %d: %s" % (label, r.returncode,
+                                                     err))
+                continue
+            names = names_in(out)
+            if names.get("healthy_work", 0) < 50:
+                problems.append("%s: healthy thread missing: %s" % (
+                    label, sorted(names)[:20]))
+            m = re.search(r"(\d+) errors \(", err)
+            if label != "native" and (not m or int(m.group(1)) == 0):
+                problems.append("%s: victims not counted as errors: %s" % (
+                    label, err))
+            bad = [n for n in names if n.startswith("victim")]
+            if label != "native" and bad:
+                problems.append("%s: corrupt frames written: %s" % (label,
+                                                                    bad))
+        line = t.readline(timeout=5)
+        if not line.startswith("alive"):
+            problems.append("target stopped printing: %r" % line)
+        return "\n".join(problems)
+    finally:
+        t.stop()
+
+
 def run(name, fn, *args):
     start = time.time()
     try:
@@ -847,6 +900,9 @@ def main():
     for i in {id(x): x for x in (local[0], local[-1])}.values():
         run("process_vm_readv forbidden, %s" % i.label, check_no_vm_readv,
             i)
+    for i in found:
+        run("target corrupts its frames and code, %s" % i.label,
+            check_scribble, i)
     run("no process_vm_writev import", check_imports)
     run("ptrace requests in the binaries", check_ptrace_requests)
     run("ptrace requests in the source", check_source_requests)
