@@ -644,7 +644,8 @@ int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
     top[1] = raw[0].code;
   else if (frame) {
     uint64_t at = frame + (uint64_t)code_off(l);
-    if (rd.chunk && at >= rd.chunk_start && at + 8 <= rd.chunk_end)
+    if (rd.chunk && at >= rd.chunk_start && at < rd.chunk_end &&
+        rd.chunk_end - at >= 8)
       memcpy(&top[1], rd.chunk + (at - rd.chunk_start), 8);
     else if (pst_mem_read_u64(mem, at, &top[1]))
       top[1] = 0;
