@@ -194,17 +194,27 @@ def traced_by_strace():
     if not shutil.which("strace"):
         report(None, "already traced", "strace not installed")
         return
-    sleeper = subprocess.Popen([sys.executable, "-c",
-                                "import time; time.sleep(600)"])
+    sleeper = subprocess.Popen(
+        [sys.executable, "-u", "-c",
+         "import time; print('ready'); time.sleep(600)"],
+        stdout=subprocess.PIPE)
+    sleeper.stdout.readline()  # started: strace attaches to a settled target
     tracer = subprocess.Popen(["strace", "-q", "-o", "/dev/null", "-p",
                                str(sleeper.pid)])
+
+    def traced():
+        with open("/proc/%d/status" % sleeper.pid) as f:
+            return "TracerPid:\t0\n" not in f.read()
+
     try:
         deadline = time.time() + 10
-        while time.time() < deadline:
-            with open("/proc/%d/status" % sleeper.pid) as f:
-                if "TracerPid:\t0\n" not in f.read():
-                    break
+        while time.time() < deadline and not traced():
             time.sleep(0.05)
+        if not traced():
+            report(None, "already traced by another debugger",
+                   "strace did not attach within 10 s")
+            return
+        time.sleep(0.2)  # strace has attached every thread
         # No state check: strace itself stops the target (state t) at each
         # of its system calls.
         expect("already traced by another debugger",
