@@ -394,6 +394,11 @@ int pst_target_refresh(struct pst_target *t) {
     } else {
       slot_init(t, sl, tids[i], state, starttime);
     }
+    /* Whose thread state a walk must find (pst_py_hint.owner_*). */
+    sl->hint.owner_interp = t->py.interp;
+    sl->hint.owner_thread_id = sl->tp_err ? 0 : sl->th.fsbase;
+    if (t->info.nspid == t->pid) /* else learnt at the first walk */
+      sl->hint.owner_native_id = (uint64_t)sl->th.tid;
     /* Unmapped threads are mapped again: a native thread may enter Python
      * later (PyGILState_Ensure). */
     if (sl->th.tstate)
@@ -748,10 +753,6 @@ int pst_target_sample(struct pst_target *t, int flags,
     x->nframes = 0;
     x->truncated = 0;
     x->frames = t->pool + i * FRAMES_MAX;
-    sl->hint.owner_interp = t->py.interp;
-    sl->hint.owner_thread_id = sl->tp_err ? 0 : x->fsbase;
-    if (t->info.nspid == t->pid) /* else learnt at the first walk */
-      sl->hint.owner_native_id = (uint64_t)x->tid;
     if ((flags & PST_SAMPLE_ACTIVE_ONLY) && state_read && x->idle &&
         x->holds_gil != 1) {
       settle(t, i, 0, 0); /* left out by the caller: not read at all */
