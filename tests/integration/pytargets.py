@@ -154,3 +154,13 @@ def markers(path):
             if m:
                 res[m.group(1)] = (n, func)
     return res
+
+
+def folded(path):
+    """[(frames root first, count)] from a folded file."""
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            stack, _, count = line.rstrip("\n").rpartition(" ")
+            out.append((stack.split(";"), int(count)))
+    return out

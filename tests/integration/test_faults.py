@@ -121,14 +121,7 @@ class Faults(pytargets.Target):
             within, first, self.counters())
 
 
-def folded(path):
-    """[(frames root first, count)] from a folded file."""
-    out = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            stack, _, count = line.rstrip("\n").rpartition(" ")
-            out.append((stack.split(";"), int(count)))
-    return out
+folded = pytargets.folded
 
 
 def names_in(path):

@@ -26,14 +26,7 @@ TMP = tempfile.mkdtemp(prefix="pst-record-")
 THREAD_ROOT = re.compile(r'^thread (\d+) "(.*)"$')
 
 
-def folded(path):
-    """[(frames root first, count)] from a folded file."""
-    out = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            stack, _, count = line.rstrip("\n").rpartition(" ")
-            out.append((stack.split(";"), int(count)))
-    return out
+folded = pytargets.folded
 
 
 def record(args, timeout=120):
