@@ -114,6 +114,8 @@ int pst_proc_parse_stat(const char *buf, char *state, uint64_t *starttime) {
   p += 2;
   if (state)
     *state = *p;
+  if (!starttime)
+    return 0; /* the state alone: no need to scan to field 22 */
   for (field = 3; field < 22 && p; field++) {
     p = strchr(p, ' ');
     if (p)
@@ -121,9 +123,34 @@ int pst_proc_parse_stat(const char *buf, char *state, uint64_t *starttime) {
   }
   if (!p || sscanf(p, "%llu", &start) != 1)
     return -EINVAL;
-  if (starttime)
-    *starttime = start;
+  *starttime = start;
   return 0;
+}
+
+int pst_proc_task_stat_open(pid_t pid, pid_t tid) {
+  char path[80];
+  int fd;
+
+  snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+  fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return errno == ENOENT ? -ESRCH : -errno;
+  return fd;
+}
+
+int pst_proc_stat_fd(int fd, char *state, uint64_t *starttime) {
+  char buf[1024];
+  ssize_t n;
+
+  if (fd < 0)
+    return -EBADF;
+  do
+    n = pread(fd, buf, sizeof(buf) - 1, 0);
+  while (n < 0 && errno == EINTR);
+  if (n <= 0)
+    return n < 0 ? -errno : -ESRCH;
+  buf[n] = '\0';
+  return pst_proc_parse_stat(buf, state, starttime);
 }
 
 int pst_proc_task_stat(pid_t pid, pid_t tid, char *state,

@@ -30,13 +30,23 @@ int pst_proc_status(pid_t pid, struct pst_proc_status *st);
  * count or -errno. */
 int pst_proc_tasks(pid_t pid, pid_t **tids);
 
-/* Kernel state letter and start time (clock ticks since boot) of one thread;
- * the pair (tid, starttime) identifies a thread across tid reuse. */
-/* State letter and start time from the text of a /proc stat file. 0 or
+/* State letter and start time (clock ticks since boot) from the text of a
+ * /proc stat file; the pair (tid, starttime) identifies a thread across tid
+ * reuse. Either output may be NULL (the state alone is cheaper). 0 or
  * -EINVAL. */
 int pst_proc_parse_stat(const char *buf, char *state, uint64_t *starttime);
+/* The same for one thread of pid, read afresh. */
 int pst_proc_task_stat(pid_t pid, pid_t tid, char *state,
                        uint64_t *starttime);
+
+/* Opens /proc/pid/task/tid/stat for repeated reads (O_CLOEXEC): the fd
+ * names that thread for its whole life, and reads fail once it is gone,
+ * even if the tid is reused. Returns the fd (the caller closes it), or
+ * -ESRCH, or -errno. */
+int pst_proc_task_stat_open(pid_t pid, pid_t tid);
+/* State and start time through such an fd: one pread. 0, -ESRCH (the
+ * thread is gone), -EBADF (fd < 0), -EINVAL, or -errno. */
+int pst_proc_stat_fd(int fd, char *state, uint64_t *starttime);
 
 /* What tells one program run in a process from another: the process's
  * start time (a pid reused by a new process has another one) and the

@@ -1,0 +1,200 @@
+/* sample.c: one thread's native and Python stacks read while it is
+ * stopped, symbolised through a per-process cache and merged (sample.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "native/merge.h"
+#include "native/sample.h"
+#include "native/unwind.h"
+#include "proc/ptrace.h"
+#include "python/python.h"
+#include "util/log.h"
+#include "util/strtab.h"
+
+#define NATIVE_MAX 256     /* native frames per thread */
+#define PY_MAX 1024        /* Python frames per thread */
+#define SYMCACHE_BITS 12
+#define SYMCACHE_SLOTS (1u << SYMCACHE_BITS)
+
+/* A symbolised instruction pointer, cached by address. */
+struct symcache {
+  uint64_t ip;
+  const char *name, *module; /* interned in strings */
+  unsigned flags;            /* PST_NF_* */
+};
+
+struct pst_native_sampler {
+  struct pst_unwinder *unw;
+  struct pst_strtab *strings;     /* native names and module names */
+  struct symcache *cache;         /* SYMCACHE_SLOTS */
+  uint64_t reloads;               /* unwinder maps reloads seen */
+  const char *interp_path;        /* libpython, or the python executable */
+  uint64_t ips[NATIVE_MAX], sps[NATIVE_MAX];
+  struct pst_frame nat[NATIVE_MAX];
+  unsigned flags[NATIVE_MAX];
+  struct pst_frame py[PY_MAX];
+  struct pst_native_stats stats;
+};
+
+int pst_native_sampler_new(pid_t pid, struct pst_mem *mem,
+                           const char *interp_path,
+                           struct pst_native_sampler **out) {
+  struct pst_native_sampler *ns = calloc(1, sizeof(*ns));
+  int err = -ENOMEM;
+
+  if (!ns)
+    return -ENOMEM;
+  ns->strings = pst_strtab_new();
+  ns->cache = calloc(SYMCACHE_SLOTS, sizeof(*ns->cache));
+  if (!ns->strings || !ns->cache)
+    goto err;
+  err = pst_unwinder_new(pid, mem, NULL, &ns->unw);
+  if (err)
+    goto err;
+  ns->interp_path = interp_path;
+  *out = ns;
+  return 0;
+err:
+  pst_native_sampler_free(ns);
+  return err;
+}
+
+void pst_native_sampler_free(struct pst_native_sampler *ns) {
+  if (!ns)
+    return;
+  pst_unwinder_free(ns->unw);
+  pst_strtab_free(ns->strings);
+  free(ns->cache);
+  free(ns);
+}
+
+void pst_native_sampler_stats(const struct pst_native_sampler *ns,
+                              struct pst_native_stats *out) {
+  *out = ns->stats;
+}
+
+static const char *base_name(const char *path) {
+  const char *b = strrchr(path, '/');
+  return b ? b + 1 : path;
+}
+
+/* Name, module and PST_NF_* flags of one native frame, through the
+ * cache. ip is the address to look up (return addresses minus 1). */
+static const struct symcache *symbolise(struct pst_native_sampler *ns,
+                                        int version_hex, uint64_t ip) {
+  struct symcache *c =
+      &ns->cache[(ip * 0x9e3779b97f4a7c15ULL) >> (64 - SYMCACHE_BITS)];
+  const char *func, *path;
+  uint64_t off;
+  char buf[512];
+
+  if (c->ip == ip && c->name)
+    return c;
+  pst_unwinder_symbol(ns->unw, ip, &func, &off, &path);
+  c->ip = ip;
+  c->flags = 0;
+  c->module = pst_strtab_intern(ns->strings, path ? base_name(path) : "");
+  if (func) {
+    c->name = pst_strtab_intern(ns->strings, func);
+    if (path && !strcmp(path, ns->interp_path))
+      c->flags = pst_native_classify(func, version_hex);
+  } else {
+    snprintf(buf, sizeof(buf), "%s+0x%llx", path ? base_name(path) : "?",
+             (unsigned long long)off);
+    c->name = pst_strtab_intern(ns->strings, buf);
+  }
+  if (!c->name || !c->module) {
+    c->ip = 0;
+    c->name = NULL;
+    return NULL;
+  }
+  return c;
+}
+
+/* 3.12+: each eval-loop call keeps its entry shim frame on the C stack,
+ * so the native frame whose stack area [sp, caller's sp) holds a shim is
+ * that call, named or not (a stripped interpreter, a loop split into a
+ * local function). When every shim is found this replaces the
+ * name-based marking. */
+static void eval_by_shims(struct pst_native_sampler *ns,
+                          const struct pst_py *py, int nn) {
+  unsigned char mark[NATIVE_MAX];
+  int found = 0;
+
+  if (py->version_hex < 0x030c || py->nshims == 0 || nn < 2)
+    return;
+  memset(mark, 0, (size_t)nn);
+  for (int s = 0; s < py->nshims; s++)
+    for (int i = 0; i + 1 < nn; i++)
+      if (py->shims[s] >= ns->sps[i] && py->shims[s] < ns->sps[i + 1]) {
+        found += !mark[i];
+        mark[i] = 1;
+        break;
+      }
+  if (found != py->nshims)
+    return;
+  for (int i = 0; i < nn; i++)
+    ns->flags[i] = (ns->flags[i] & ~(unsigned)PST_NF_EVAL) |
+                   (mark[i] ? PST_NF_EVAL : 0);
+}
+
+int pst_native_sample(struct pst_native_sampler *ns, struct pst_py *py,
+                      struct pst_mem *mem, const struct pst_native_req *r,
+                      struct pst_frame *out, int max, int *truncated) {
+  struct pst_unwind_stats us;
+  int nn, np = 0, mismatch = 0, err;
+  uint64_t top[2];
+  size_t k;
+
+  *truncated = 0;
+  /* Not a thread in uninterruptible sleep (ptrace would wait for it to
+   * wake) or in a group-stop (our stop would take it out of it for a
+   * moment): such samples are counted as errors. */
+  if (r->state == 'D' || r->state == 'T' || r->state == 't')
+    return -EAGAIN;
+  err = pst_ptrace_stop(r->tid);
+  if (err)
+    return err;
+  nn = pst_unwind_thread(ns->unw, r->tid, ns->ips, ns->sps, NATIVE_MAX);
+  if (r->tstate)
+    np = pst_py_walk(py, mem, r->tstate, r->hint, NULL, ns->py, PY_MAX,
+                     truncated, r->thread_obj, top);
+  pst_ptrace_resume(r->tid);
+  if (nn < 0 && np <= 0)
+    return nn;
+  if (np < 0) {
+    pst_debug("thread %d: Python walk failed under --native: %s",
+              (int)r->tid, pst_strerror(np));
+    ns->stats.python_errors++;
+    np = 0;
+  }
+  nn = nn < 0 ? 0 : nn;
+  pst_unwinder_stats(ns->unw, &us);
+  if (us.maps_reloads != ns->reloads) { /* a module may have gone */
+    memset(ns->cache, 0, SYMCACHE_SLOTS * sizeof(*ns->cache));
+    ns->reloads = us.maps_reloads;
+  }
+  for (int i = 0; i < nn; i++) {
+    /* A return address points after the call: look up the call. */
+    const struct symcache *c =
+        symbolise(ns, py->version_hex, i ? ns->ips[i] - 1 : ns->ips[i]);
+    ns->nat[i] = (struct pst_frame){c ? c->name : "?", c ? c->module : "",
+                                    0, PST_FRAME_NATIVE, 0, ns->ips[i]};
+    ns->flags[i] = c ? c->flags : 0;
+  }
+  if (np > 0)
+    eval_by_shims(ns, py, nn);
+  k = pst_merge(ns->nat, ns->flags, (size_t)nn, ns->py, (size_t)np,
+                r->keep_machinery, "[python/native stacks not merged]", out,
+                (size_t)max, &mismatch);
+  if (mismatch)
+    pst_debug("thread %d: %d native frames, %d Python frames (%zu calls): "
+              "not merged (tstate 0x%llx, state %c)", (int)r->tid, nn, np,
+              pst_merge_py_groups(ns->py, (size_t)np),
+              (unsigned long long)r->tstate, r->state);
+  ns->stats.samples++;
+  ns->stats.mismatches += (uint64_t)mismatch;
+  return (int)k;
+}

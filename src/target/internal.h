@@ -1,0 +1,81 @@
+/* internal.h: what the files of src/target share: the target struct, the
+ * tracked thread, and the functions one file provides to the others.
+ *
+ * Files: target.c (open, close, info), threads.c (refresh, thread
+ * identity, mapping to thread states, names), sample.c (one tick: which
+ * threads are read, the Python walk with its pipelined torn-read check,
+ * and the native path through src/native/sample.h).
+ *
+ * Ownership: struct pst_target owns everything here: the tracked threads
+ * (with their stat fds), the view and frame pool of the last sample, and
+ * the native sampler. Nothing here is thread-safe; the loop thread owns
+ * the target (ptrace's rule: only the thread that attached may trace).
+ */
+#ifndef PST_TARGET_INTERNAL_H
+#define PST_TARGET_INTERNAL_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "libc/tsd.h"
+#include "proc/maps.h"
+#include "proc/mem.h"
+#include "pystitch.h"
+#include "python/python.h"
+
+#define PST_TARGET_FRAMES_MAX 1024 /* per thread; deeper is truncated */
+
+struct pst_native_sampler;
+
+/* One OS thread as the target tracks it between refreshes. */
+struct pst_tthread {
+  struct pst_thread th;  /* fsbase, tstate, method, name: kept; the rest is
+                            per sample */
+  uint64_t starttime;    /* with the tid, identifies the thread */
+  int tp_err;            /* why fsbase could not be read (retried) */
+  int statfd;            /* /proc/PID/task/TID/stat, read per sample */
+  char pyname[64];       /* threading's name once read, "" until then */
+  struct pst_py_hint hint; /* what the last walk read, and whose thread
+                              state it must still be (frame.c) */
+};
+
+struct pst_target {
+  pid_t pid;
+  enum pst_arch arch;
+  struct pst_mem mem;
+  struct pst_maps maps;
+  struct pst_tsd tsd;
+  struct pst_py py;
+  struct pst_target_info info;
+  struct pst_tthread *threads;
+  size_t nthreads;
+  struct pst_thread *view;  /* what the last sample returned */
+  struct pst_frame *pool;   /* frames of all threads of the last sample */
+  size_t pool_cap;
+  uint64_t torn_retries;    /* walks redone because the stack moved */
+  struct pst_native_sampler *native; /* --native, made at the first use */
+};
+
+/* ---- threads.c ---- */
+
+/* May a thread in this kernel state be ptrace-stopped for a moment? Not
+ * in uninterruptible sleep (D: ptrace would wait for it to wake), nor in
+ * a group-stop or another tracer's stop (T, t: our stop would take it out
+ * of it for a moment, visible as R). */
+int pst_tthread_may_stop(char state);
+
+/* Starts tracking thread tid: start time, /proc name, stat fd, and its
+ * thread pointer (one ptrace stop; not for a thread that may not be
+ * stopped: then tp_err is -EAGAIN and the next refresh retries). */
+void pst_tthread_init(struct pst_target *t, struct pst_tthread *x, pid_t tid,
+                      char state, uint64_t starttime);
+/* Closes x's stat fd. */
+void pst_tthread_exit(struct pst_tthread *x);
+
+/* threading's name of x once known from its Thread object thread_obj
+ * (read once; 0: not known yet), else "MainThread" for the main thread,
+ * else the /proc comm stays. */
+void pst_tthread_set_name(struct pst_target *t, struct pst_tthread *x,
+                          uint64_t thread_obj);
+
+#endif

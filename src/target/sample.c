@@ -1,0 +1,269 @@
+/* sample.c: one tick of a target: which threads are read, and reading
+ * them: the Python walk with its pipelined torn-read check, or (--native)
+ * the native path of src/native/sample.h.
+ *
+ * Torn reads: the stack is walked while the thread runs. The thread's
+ * current frame (and its code) as the walk began and as read after it
+ * must agree, else the walk is retried; after TORN_RETRIES the sample is
+ * PST_ETORN. The check after thread i's walk is read in the same syscall
+ * as thread i+1's first read (pst_py_check), so a stable stack costs one
+ * syscall; the check of the last thread is read on its own.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "native/sample.h"
+#include "proc/proc.h"
+#include "proc/ptrace.h"
+#include "target/internal.h"
+#include "util/log.h"
+
+#define TORN_RETRIES 2
+
+static int grow_pool(struct pst_target *t, size_t need) {
+  struct pst_frame *p;
+  size_t cap = t->pool_cap ? t->pool_cap : 1024;
+
+  if (need <= t->pool_cap)
+    return 0;
+  while (cap < need)
+    cap *= 2;
+  p = realloc(t->pool, cap * sizeof(*p));
+  if (!p)
+    return -ENOMEM;
+  t->pool = p;
+  t->pool_cap = cap;
+  return 0;
+}
+
+/* The kernel state letter of a tracked thread from its open stat file
+ * (one pread), or '?'. */
+static char read_state(const struct pst_tthread *x) {
+  char state = '?';
+
+  if (pst_proc_stat_fd(x->statfd, &state, NULL))
+    return '?';
+  return state;
+}
+
+/* Walks thread x up to attempts times, checking each walk on its own (the
+ * retry path), or once with the thread stopped (PST_SAMPLE_BLOCKING). */
+static int walk_thread(struct pst_target *t, struct pst_tthread *x, int flags,
+                       int attempts, uint64_t *thread_obj) {
+  struct pst_thread *th = &x->th;
+  int n = PST_ETORN, stopped = 0;
+
+  /* A thread in a group-stop (T: the process got SIGSTOP) or in
+   * uninterruptible sleep (D) runs no Python code: its stack holds still
+   * without our stop. Stopping it anyway would make it leave its group-stop
+   * for a moment (seen as R) and, for D, wait as long as the sleep lasts. */
+  if ((flags & PST_SAMPLE_BLOCKING) && pst_tthread_may_stop(th->state)) {
+    n = pst_ptrace_stop(th->tid);
+    if (n)
+      return n;
+    stopped = 1;
+  }
+  for (int attempt = 0; attempt < attempts; attempt++) {
+    struct pst_py_check c;
+    uint64_t before[2];
+    n = pst_py_walk(&t->py, &t->mem, th->tstate, &x->hint, NULL, th->frames,
+                    PST_TARGET_FRAMES_MAX, &th->truncated,
+                    x->pyname[0] ? NULL : thread_obj, before);
+    if (stopped || n < 0)
+      break; /* nothing moves, or nothing to check */
+    pst_py_check_prepare(&t->py, th->tstate, &x->hint, before, &c);
+    if (pst_py_check_done(&t->py, &t->mem, &c) == 1)
+      break;
+    t->torn_retries++;
+    n = PST_ETORN;
+  }
+  if (stopped)
+    pst_ptrace_resume(th->tid);
+  return n;
+}
+
+/* A walk whose check is still to be read. */
+struct pending {
+  struct pst_tthread *x;
+  size_t i;
+  int n;
+  uint64_t thread_obj;
+  struct pst_py_check c;
+};
+
+/* Ends thread i's sample with walk result n (frames or error). */
+static void settle(struct pst_target *t, size_t i, int n,
+                   uint64_t thread_obj) {
+  struct pst_tthread *x = &t->threads[i];
+
+  if (n < 0) {
+    x->th.error = n;
+  } else {
+    x->th.nframes = (size_t)n;
+    pst_tthread_set_name(t, x, thread_obj);
+  }
+  t->view[i] = x->th;
+}
+
+/* The pending walk's check (read already, or now): a moved stack is
+ * walked again on the retry path. */
+static void settle_pending(struct pst_target *t, struct pending *p) {
+  int n = p->n;
+
+  if (pst_py_check_done(&t->py, &t->mem, &p->c) != 1) {
+    t->torn_retries++;
+    p->thread_obj = 0;
+    n = walk_thread(t, p->x, 0, TORN_RETRIES, &p->thread_obj);
+  }
+  settle(t, p->i, n, p->thread_obj);
+  p->x = NULL;
+}
+
+static int native_init(struct pst_target *t) {
+  if (t->native)
+    return 0;
+  return pst_native_sampler_new(
+      t->pid, &t->mem,
+      t->info.libpython[0] ? t->info.libpython : t->info.exe, &t->native);
+}
+
+int pst_target_native_stats(const struct pst_target *t,
+                            struct pst_native_stats *out) {
+  if (!t->native)
+    return -ENOENT;
+  pst_native_sampler_stats(t->native, out);
+  return 0;
+}
+
+/* What to do with one thread this tick. */
+enum action {
+  READ_PYTHON,  /* walk its Python stack */
+  READ_NATIVE,  /* --native: stop it, both stacks */
+  READ_BLOCKING, /* --blocking: stop it, Python stack */
+  SKIP,         /* left out, not read: idle 1, no frames */
+  GONE,         /* its stat file reads nothing: it ended */
+  NO_STATE,     /* no Python state and nothing else to read */
+};
+
+/* The one place that decides which threads are read, from the flags and
+ * what the thread's stat file and the GIL said. */
+static enum action decide(const struct pst_tthread *x, int flags,
+                          int state_read) {
+  const struct pst_thread *th = &x->th;
+
+  if ((flags & PST_SAMPLE_ACTIVE_ONLY) && state_read && th->idle &&
+      th->holds_gil != 1)
+    return SKIP;
+  /* A stat file that reads nothing (or a dead task): the thread has
+   * ended, and its thread state may be another thread's by now. */
+  if (th->tstate && state_read &&
+      (th->state == '?' || th->state == 'Z' || th->state == 'X'))
+    return GONE;
+  if (flags & PST_SAMPLE_NATIVE)
+    return READ_NATIVE;
+  if (!th->tstate)
+    return NO_STATE;
+  return flags & PST_SAMPLE_BLOCKING ? READ_BLOCKING : READ_PYTHON;
+}
+
+int pst_target_sample(struct pst_target *t, int flags,
+                      const struct pst_thread **threads) {
+  struct pst_thread *view;
+  struct pending pend;
+  uint64_t gil = 0;
+  int err, gil_err, state_read;
+
+  memset(&pend, 0, sizeof(pend));
+  view = realloc(t->view, (t->nthreads + 1) * sizeof(*view));
+  if (!view)
+    return -ENOMEM;
+  t->view = view;
+  err = grow_pool(t, t->nthreads * PST_TARGET_FRAMES_MAX);
+  if (err)
+    return err;
+  if (flags & PST_SAMPLE_NATIVE) {
+    err = native_init(t);
+    if (err)
+      return err;
+    flags &= ~PST_SAMPLE_NO_ACTIVITY; /* D-state threads must be skipped */
+  }
+  /* Without native_thread_id (before 3.8) only the thread's own stat
+   * file tells that it ended (its state may then be a new thread's). */
+  if (t->py.lay.ts_native_thread_id == PST_NOFF ||
+      (flags & PST_SAMPLE_BLOCKING)) /* blocking: must see T and D */
+    flags &= ~PST_SAMPLE_NO_ACTIVITY;
+  state_read = !(flags & PST_SAMPLE_NO_ACTIVITY);
+  gil_err = state_read ? pst_py_gil_holder(&t->py, &t->mem, &gil) : -ENOSYS;
+  for (size_t i = 0; i < t->nthreads; i++) {
+    struct pst_tthread *x = &t->threads[i];
+    struct pst_thread *th = &x->th;
+    uint64_t thread_obj = 0, before[2];
+    struct pst_native_req req;
+    int n;
+
+    th->state = state_read ? read_state(x) : '?';
+    th->idle = state_read && th->state != 'R';
+    th->holds_gil = gil_err ? -1 : th->tstate && gil == th->tstate;
+    th->error = 0;
+    th->nframes = 0;
+    th->truncated = 0;
+    th->frames = t->pool + i * PST_TARGET_FRAMES_MAX;
+    switch (decide(x, flags, state_read)) {
+    case SKIP: /* left out by the caller: not read at all */
+      settle(t, i, 0, 0);
+      continue;
+    case GONE:
+      settle(t, i, -ESRCH, 0);
+      continue;
+    case NO_STATE:
+      settle(t, i, x->tp_err ? x->tp_err : PST_ENOTHREADSTATE, 0);
+      continue;
+    case READ_NATIVE:
+      req = (struct pst_native_req){
+          th->tid, th->state, th->tstate, &x->hint,
+          (flags & PST_SAMPLE_NATIVE_ALL) != 0,
+          x->pyname[0] ? NULL : &thread_obj};
+      n = pst_native_sample(t->native, &t->py, &t->mem, &req, th->frames,
+                            PST_TARGET_FRAMES_MAX, &th->truncated);
+      settle(t, i, n, thread_obj);
+      continue;
+    case READ_BLOCKING:
+      n = walk_thread(t, x, flags, 1, &thread_obj);
+      settle(t, i, n, thread_obj);
+      continue;
+    case READ_PYTHON:
+      break;
+    }
+    n = pst_py_walk(&t->py, &t->mem, th->tstate, &x->hint,
+                    pend.x ? &pend.c : NULL, th->frames,
+                    PST_TARGET_FRAMES_MAX, &th->truncated,
+                    x->pyname[0] ? NULL : &thread_obj, before);
+    if (pend.x)
+      settle_pending(t, &pend);
+    if (n < 0) {
+      settle(t, i, n, 0);
+      continue;
+    }
+    pend.x = x;
+    pend.i = i;
+    pend.n = n;
+    pend.thread_obj = thread_obj;
+    pst_py_check_prepare(&t->py, th->tstate, &x->hint, before, &pend.c);
+  }
+  if (pend.x)
+    settle_pending(t, &pend);
+  *threads = view;
+  return (int)t->nthreads;
+}
+
+int pst_target_snapshot(struct pst_target *t,
+                        const struct pst_thread **threads) {
+  int err = pst_target_refresh(t);
+
+  return err < 0 ? err : pst_target_sample(t, 0, threads);
+}
+
+uint64_t pst_target_torn_retries(const struct pst_target *t) {
+  return t->torn_retries;
+}

@@ -1,0 +1,219 @@
+/* threads.c: a target's OS threads: who they are across refreshes (tid and
+ * start time), their thread pointers, their PyThreadStates, their names.
+ *
+ * A tid is tracked with its start time (from /proc); a tid whose start
+ * time changed is a new thread, and its thread pointer is read again.
+ * Thread pointers are read with ptrace once per thread lifetime (here, at
+ * refresh); samples only read memory and each thread's open stat file.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "proc/proc.h"
+#include "proc/ptrace.h"
+#include "target/internal.h"
+#include "util/log.h"
+
+int pst_tthread_may_stop(char state) {
+  return state != 'D' && state != 'T' && state != 't';
+}
+
+void pst_tthread_init(struct pst_target *t, struct pst_tthread *x, pid_t tid,
+                      char state, uint64_t starttime) {
+  memset(x, 0, sizeof(*x));
+  x->th.tid = tid;
+  x->th.holds_gil = -1;
+  x->starttime = starttime;
+  pst_proc_task_comm(t->pid, tid, x->th.name, sizeof(x->th.name));
+  x->statfd = pst_proc_task_stat_open(t->pid, tid);
+  x->tp_err = !pst_tthread_may_stop(state)
+                  ? -EAGAIN
+                  : pst_ptrace_thread_pointer(tid, &x->th.fsbase);
+}
+
+void pst_tthread_exit(struct pst_tthread *x) {
+  if (x->statfd >= 0)
+    close(x->statfd);
+  x->statfd = -1;
+}
+
+/* ---- mapping a thread to its PyThreadState ---- */
+
+/* A thread state's native_thread_id (3.8+, 0 before) may name thread tid:
+ * in the target's pid namespace tids are not ours, so only there is any
+ * value accepted. A state whose id names another thread is a stale one
+ * (its thread ended; the new thread reuses its pthread struct, hence its
+ * thread pointer and TSD slots, before it binds its own state). */
+static int native_may_be(const struct pst_target *t, uint64_t native,
+                         pid_t tid) {
+  return !native || t->info.nspid != t->pid || native == (uint64_t)tid;
+}
+
+/* Fallback mapping: the thread-state list, matched by thread_id == the
+ * thread pointer (glibc: pthread_self() == fsbase), else native tid. */
+static uint64_t map_by_list(const struct pst_target *t, const uint64_t *ts,
+                            const uint64_t *tid_of, const uint64_t *native,
+                            int nts, pid_t tid, uint64_t tp,
+                            enum pst_map_method *method) {
+  for (int i = 0; tp && i < nts; i++)
+    if (tid_of[i] == tp && native_may_be(t, native[i], tid)) {
+      *method = PST_MAP_LIST;
+      return ts[i];
+    }
+  for (int i = 0; i < nts; i++)
+    if (native[i] && native[i] == (uint64_t)tid) {
+      *method = PST_MAP_LIST_TID;
+      return ts[i];
+    }
+  return 0;
+}
+
+/* Maps one thread to its PyThreadState through the TSD slot, validated by
+ * the state's own thread_id and interpreter. */
+static uint64_t map_by_tsd(struct pst_target *t, uint64_t tp, pid_t tid) {
+  uint64_t cand = 0, thread_id, native, interp;
+
+  if (t->py.key < 0 || !tp)
+    return 0;
+  if (pst_tsd_get(&t->tsd, &t->mem, tp, (unsigned)t->py.key, &cand) || !cand)
+    return 0;
+  if (pst_py_tstate_ids(&t->py, &t->mem, cand, &thread_id, &native, &interp))
+    return 0;
+  if (interp != t->py.interp || thread_id != tp ||
+      !native_may_be(t, native, tid)) {
+    pst_debug("TSD slot of tp 0x%llx holds 0x%llx, not its thread state",
+              (unsigned long long)tp, (unsigned long long)cand);
+    return 0;
+  }
+  return cand;
+}
+
+#define TSTATE_LIST_MAX 4096
+
+/* The interpreter's thread states with their ids, for the list fallback. */
+struct tstate_list {
+  uint64_t ts[TSTATE_LIST_MAX], tid_of[TSTATE_LIST_MAX],
+      native[TSTATE_LIST_MAX];
+  int n;
+};
+
+static struct tstate_list *read_tstate_list(struct pst_target *t) {
+  struct tstate_list *l = malloc(sizeof(*l));
+  uint64_t interp;
+
+  if (!l)
+    return NULL;
+  l->n = pst_py_tstates(&t->py, &t->mem, l->ts, TSTATE_LIST_MAX);
+  for (int k = 0; k < l->n; k++)
+    if (pst_py_tstate_ids(&t->py, &t->mem, l->ts[k], &l->tid_of[k],
+                          &l->native[k], &interp))
+      l->tid_of[k] = l->native[k] = 0;
+  return l;
+}
+
+/* ---- names ---- */
+
+void pst_tthread_set_name(struct pst_target *t, struct pst_tthread *x,
+                          uint64_t thread_obj) {
+  char *name = NULL;
+
+  if (!x->pyname[0] && thread_obj) {
+    int err = pst_py_thread_name(&t->py, &t->mem, thread_obj, &name);
+    if (err == 0) {
+      snprintf(x->pyname, sizeof(x->pyname), "%s", name);
+      free(name);
+    } else {
+      pst_debug("thread %d: Thread object 0x%llx: no name (%s)",
+                (int)x->th.tid, (unsigned long long)thread_obj,
+                pst_strerror(err));
+    }
+  }
+  if (!x->pyname[0] && x->th.tid == t->pid)
+    snprintf(x->pyname, sizeof(x->pyname), "MainThread");
+  if (x->pyname[0]) {
+    snprintf(x->th.name, sizeof(x->th.name), "%s", x->pyname);
+    x->th.name_from_python = 1;
+  }
+}
+
+/* ---- refresh ---- */
+
+int pst_target_refresh(struct pst_target *t) {
+  struct tstate_list *list = NULL;
+  struct pst_tthread *threads;
+  pid_t *tids = NULL;
+  int n, err = 0, alive = 0;
+
+  n = pst_proc_tasks(t->pid, &tids);
+  if (n < 0)
+    return n;
+  threads = calloc((size_t)n + 1, sizeof(*threads));
+  if (!threads) {
+    free(tids);
+    return -ENOMEM;
+  }
+  for (int i = 0; i < n; i++) {
+    struct pst_tthread *x = &threads[i];
+    uint64_t starttime = 0;
+    char state = '?';
+    size_t k;
+
+    for (k = 0; k < t->nthreads; k++)
+      if (t->threads[k].th.tid == tids[i])
+        break;
+    /* A known thread's open stat file names the same thread for as long
+     * as it lives (it fails once the thread is gone, even if the tid is
+     * reused): no open/close per thread and refresh. */
+    if (k == t->nthreads ||
+        pst_proc_stat_fd(t->threads[k].statfd, &state, &starttime))
+      pst_proc_task_stat(t->pid, tids[i], &state, &starttime);
+    alive += state != 'Z' && state != 'X' && state != '?';
+    if (k < t->nthreads && t->threads[k].starttime != starttime)
+      k = t->nthreads;
+    if (k < t->nthreads) { /* known: move it over */
+      *x = t->threads[k];
+      t->threads[k].statfd = -1;
+      if (x->tp_err && pst_tthread_may_stop(state)) /* retry a failed read */
+        x->tp_err = pst_ptrace_thread_pointer(x->th.tid, &x->th.fsbase);
+    } else {
+      pst_tthread_init(t, x, tids[i], state, starttime);
+    }
+    /* Whose thread state a walk must find (pst_py_hint.owner_*). */
+    x->hint.owner_interp = t->py.interp;
+    x->hint.owner_thread_id = x->tp_err ? 0 : x->th.fsbase;
+    if (t->info.nspid == t->pid) /* else learnt at the first walk */
+      x->hint.owner_native_id = (uint64_t)x->th.tid;
+    /* Unmapped threads are mapped again: a native thread may enter Python
+     * later (PyGILState_Ensure). */
+    if (x->th.tstate)
+      continue;
+    x->th.tstate = map_by_tsd(t, x->tp_err ? 0 : x->th.fsbase, x->th.tid);
+    if (x->th.tstate) {
+      x->th.method = PST_MAP_TSD;
+      continue;
+    }
+    if (!list && !(list = read_tstate_list(t))) {
+      err = -ENOMEM;
+      n = i + 1; /* the rest were never initialised */
+      break;
+    }
+    x->th.tstate = map_by_list(t, list->ts, list->tid_of, list->native,
+                               list->n, x->th.tid,
+                               x->tp_err ? 0 : x->th.fsbase, &x->th.method);
+  }
+  for (size_t k = 0; k < t->nthreads; k++)
+    pst_tthread_exit(&t->threads[k]);
+  free(t->threads);
+  t->threads = threads;
+  t->nthreads = (size_t)n;
+  free(list);
+  free(tids);
+  /* An exited process stays listed until its parent reaps it: with no
+   * thread left but zombies, it is gone. */
+  if (!err && !alive)
+    err = -ESRCH;
+  return err ? err : n;
+}
