@@ -107,6 +107,8 @@ struct pst_thread {
   size_t nframes;
   struct pst_frame *frames; /* owned by the target, valid until next snapshot */
   int truncated;        /* 1 when the frame cap was hit */
+  int skipped;          /* 1 when the sample's flags left it unread
+                           (PST_SAMPLE_ACTIVE_ONLY, PST_SAMPLE_GIL_ONLY) */
 };
 
 /* What pystitch found when it analysed the target (for `pystitch info`). */
@@ -170,6 +172,8 @@ PST_API int pst_target_refresh(struct pst_target *t);
 #define PST_SAMPLE_NO_ACTIVITY 2 /* skip kernel state and GIL holder: state
                                     '?', idle 0, holds_gil -1 (saves a
                                     pread per thread) */
+#define PST_SAMPLE_GIL_ONLY 32 /* only the thread holding the GIL is read;
+                                  the others: skipped 1, no frames */
 
 /* Reads the Python stack of every thread known since the last refresh,
  * without ptrace (unless PST_SAMPLE_BLOCKING) and without listing /proc.

@@ -15,6 +15,7 @@
 #include "output/writer.h"
 #include "proc/proc.h"
 #include "pystitch.h"
+#include "consumer/record.h"
 #include "sampler/sampler.h"
 
 #define RATE_MAX 20000.0             /* Hz: beyond, samples overlap */
@@ -67,7 +68,7 @@ static int parse_double(const char *s, double lo, double hi, double *out) {
   return 0;
 }
 
-static int parse_pids(const char *s, struct pst_record_opts *o) {
+static int parse_pids(const char *s, struct pst_sampler_opts *o) {
   char *copy = strdup(s), *tok, *save = NULL;
   int err = 0;
 
@@ -80,7 +81,7 @@ static int parse_pids(const char *s, struct pst_record_opts *o) {
     errno = 0;
     v = strtol(tok, &end, 10);
     if (errno || end == tok || *end || v <= 0 || v > INT_MAX ||
-        o->npids == PST_RECORD_PIDS_MAX) {
+        o->npids == PST_SAMPLER_PIDS_MAX) {
       err = -1;
       break;
     }
@@ -121,7 +122,7 @@ static int check_output(const char *path) {
   return 0;
 }
 
-static void default_output(const struct pst_record_opts *o,
+static void default_output(const struct pst_sampler_opts *o,
                            const struct pst_writer_ops *w, char *buf,
                            size_t len) {
   char name[64] = "python";
@@ -140,27 +141,75 @@ static void default_output(const struct pst_record_opts *o,
            o->npids ? (int)o->pids[0] : 0, stamp, w->ext);
 }
 
+/* What an error of a thread-sample means, for the summary. */
+static const char *error_reason(int err) {
+  switch (err) {
+  case PST_ETORN:
+    return "torn";
+  case -ESRCH:
+    return "gone";
+  case -EFAULT:
+    return "EFAULT: memory unreadable, freed or unmapped while read";
+  case PST_EBADDATA:
+    return "EBADDATA: not a frame or code object when read";
+  case -EAGAIN:
+    return "EAGAIN: thread in D or T state, not stopped for --native";
+  case -ENOMEM:
+    return "ENOMEM: out of memory";
+  case -EPERM:
+    return "EPERM: ptrace refused";
+  default:
+    return NULL;
+  }
+}
+
+/* "9 torn, 0 gone, 3 EFAULT: ...; 1 ENOSYS: ...": every kind named. */
+static void error_kinds(const struct pst_sampler_stats *st, char *buf,
+                        size_t len) {
+  size_t off;
+
+  off = (size_t)snprintf(buf, len, "%llu torn, %llu gone",
+                         (unsigned long long)st->torn,
+                         (unsigned long long)st->gone);
+  for (int k = 0; k < PST_SAMPLER_ERRKINDS && off < len; k++) {
+    int code = st->errkinds[k].code;
+    const char *why = error_reason(code);
+    if (!code || code == PST_ETORN || code == -ESRCH)
+      continue;
+    if (why)
+      off += (size_t)snprintf(buf + off, len - off, ", %llu %s",
+                              (unsigned long long)st->errkinds[k].count, why);
+    else
+      off += (size_t)snprintf(buf + off, len - off, ", %llu %s: %s",
+                              (unsigned long long)st->errkinds[k].count,
+                              pst_errname(code), pst_strerror(code));
+  }
+}
+
 static void summary(const char *path, const struct pst_writer_ops *w,
-                    const struct pst_record_stats *st,
+                    const struct pst_sampler_stats *st,
                     const struct pst_profile *prof) {
   uint64_t all = st->samples + st->errors;
+  char kinds[1024];
 
+  error_kinds(st, kinds, sizeof(kinds));
   fprintf(stderr,
           "pystitch: wrote %s (%s): %llu samples of %zu threads in %d "
           "process%s over %.1f s\n",
-          path, w->name, (unsigned long long)st->samples,
+          path, w->name, (unsigned long long)pst_profile_samples(prof),
           pst_profile_nthreads(prof), st->processes,
           st->processes == 1 ? "" : "es", st->elapsed_s);
   fprintf(stderr,
-          "pystitch: %llu errors (%.2f%%: %llu torn, %llu gone, %llu "
-          "other), %llu idle samples left out, %llu late ticks, max lag "
-          "%.1f ms\n",
+          "pystitch: %llu errors (%.2f%%: %s), %llu idle samples left out, "
+          "%llu late ticks, max lag %.1f ms\n",
           (unsigned long long)st->errors,
-          all ? 100.0 * (double)st->errors / (double)all : 0.0,
-          (unsigned long long)st->torn, (unsigned long long)st->gone,
-          (unsigned long long)st->other,
+          all ? 100.0 * (double)st->errors / (double)all : 0.0, kinds,
           (unsigned long long)st->idle_skipped,
           (unsigned long long)st->late_ticks, st->max_lag_ms);
+  if (st->consumer_errors)
+    fprintf(stderr, "pystitch: %llu samples could not be added to the "
+                    "profile (out of memory)\n",
+            (unsigned long long)st->consumer_errors);
   if (st->torn_retries)
     fprintf(stderr, "pystitch: %llu walks redone because the stack moved "
                     "while it was read\n",
@@ -196,9 +245,12 @@ int pst_cmd_record(int argc, char **argv) {
       {"verbose", no_argument, NULL, 'v'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
-  struct pst_record_opts o = {.rate_hz = 100};
+  struct pst_sampler_opts o = {.rate_hz = 100};
+  struct pst_record_view view = {0, 0, 0};
+  struct pst_record_consumer *rc_consumer = NULL;
+  struct pst_consumer consumer;
   const struct pst_writer_ops *w = pst_writer_find("flamegraph");
-  struct pst_record_stats st;
+  struct pst_sampler_stats st;
   struct pst_profile *prof;
   const char *output = NULL;
   char defpath[512];
@@ -243,10 +295,10 @@ int pst_cmd_record(int argc, char **argv) {
       o.gil_only = 1;
       break;
     case O_THREADS:
-      o.threads_root = 1;
+      view.thread_roots = 1;
       break;
     case O_FUNCTION:
-      o.by_function = 1;
+      view.by_function = 1;
       break;
     case O_BLOCKING:
       o.blocking = 1;
@@ -288,10 +340,16 @@ int pst_cmd_record(int argc, char **argv) {
   if (rc)
     return rc;
   o.progress = isatty(2);
+  view.process_roots = o.npids > 1 || o.subprocesses;
   prof = pst_profile_new((uint64_t)(1e9 / o.rate_hz));
-  if (!prof)
+  if (!prof || pst_record_consumer_new(prof, &view, &rc_consumer)) {
+    pst_profile_free(prof);
+    fprintf(stderr, "pystitch: error: out of memory\n");
     return PST_EXIT_ERROR;
-  err = pst_record_run(&o, prof, &st);
+  }
+  consumer = (struct pst_consumer){&pst_record_consumer_ops, rc_consumer};
+  err = pst_sampler_run(&o, &consumer, 1, &st);
+  pst_record_consumer_free(rc_consumer);
   if (err) {
     pst_profile_free(prof);
     if (err == -ENOENT && o.argv) {

@@ -1,5 +1,7 @@
-/* sampler.c: the record loop on libuv: a timerfd-driven sampling tick, a
- * refresh of threads and child processes, signals, and `-- command`.
+/* sampler.c: the sampling engine on libuv (sampler.h): a timerfd-driven
+ * tick that samples every target and hands the thread-samples to the
+ * consumers, a refresh of threads and child processes, signals, and
+ * `-- command`.
  *
  * Threading: everything runs on the loop thread, so every ptrace call comes
  * from the thread that attached (ptrace's rule).
@@ -32,50 +34,33 @@
                                an initialised Python */
 #define PROGRESS_MS 250
 #define TARGETS_MAX 1024
-#define STACK_MAX 1100      /* frames per sample incl. synthetic roots */
-
-struct tmap {
-  pid_t tid;
-  int prof_thread;
-  char name[64];
-  const char *root;      /* "thread TID \"name\"", interned in the profile */
-};
-
-/* Target string -> the profile's copy of it. The target's strings are
- * interned and live as long as the target, so a pointer identifies its
- * text; the memo is dropped with the target. */
-#define MEMO_SLOTS 1024
-struct memo {
-  const char *src, *dst;
-};
 
 struct entry {
   pid_t pid;
   struct pst_target *t;  /* NULL until attached, and after it ended */
-  int prof_proc;
   int tries;             /* attach attempts */
   int done;              /* ended, or not Python: never tried again */
   int execd;             /* the process exec'd: attaching its new program */
   struct pst_proc_image image; /* as attached: tells pid reuse and exec */
-  char root[300];        /* synthetic process root frame */
-  const char *root_i;    /* the same, interned in the profile */
-  struct tmap *tm;
-  size_t ntm;
-  struct memo *memo;     /* MEMO_SLOTS, while attached */
+  char cmdline[256];
+  struct pst_sample_proc proc;  /* what consumers see, while attached */
+  void *cdata[PST_SAMPLER_CONSUMERS_MAX]; /* each consumer's, or NULL */
+  unsigned char cbegun[PST_SAMPLER_CONSUMERS_MAX]; /* proc_begin said 0 */
 };
 
 struct rec {
   uv_loop_t loop;
+  const struct pst_consumer *c;
+  int nc;
+  int flags;             /* pst_target_sample() flags: sampling_flags() */
   uv_poll_t tick;
   uv_timer_t refresh, attach, stop, progress;
   uv_signal_t sig[3];
   uv_process_t child;
   int tfd;
   int child_running, stopping, have_tick, have_child;
-  const struct pst_record_opts *o;
-  struct pst_profile *prof;
-  const char *empty;     /* "" interned in prof */
-  struct pst_record_stats *st;
+  const struct pst_sampler_opts *o;
+  struct pst_sampler_stats *st;
   struct entry *e;
   size_t n;
   uint64_t period_ns, start_ns, sched_ns, last_ns;
@@ -133,15 +118,13 @@ static struct entry *add_entry(struct rec *r, pid_t pid) {
   r->e = ne;
   memset(&r->e[r->n], 0, sizeof(*ne));
   r->e[r->n].pid = pid;
-  r->e[r->n].prof_proc = -1;
   return &r->e[r->n++];
 }
 
 /* Tries to attach e. Returns 0 when attached, 1 to retry later, or a
  * negative error when it never will be (e->done set). */
 static int attach(struct rec *r, struct entry *e) {
-  int rank = -1, local = -1, world = -1, err;
-  char cmd[256];
+  int err;
 
   err = pst_target_open(e->pid, &e->t);
   if (err == PST_EBADDATA || err == PST_ENOTPY) {
@@ -168,27 +151,17 @@ static int attach(struct rec *r, struct entry *e) {
     e->done = 1;
     return err;
   }
-  read_cmdline(e->pid, cmd, sizeof(cmd));
-  read_env_int(e->pid, "RANK", &rank);
-  read_env_int(e->pid, "LOCAL_RANK", &local);
-  read_env_int(e->pid, "WORLD_SIZE", &world);
-  e->prof_proc = pst_profile_process(r->prof, e->pid, cmd, rank, local,
-                                     world);
-  if (rank >= 0)
-    snprintf(e->root, sizeof(e->root), "process %d [rank %d/%d] %.200s",
-             (int)e->pid, rank, world, cmd);
-  else
-    snprintf(e->root, sizeof(e->root), "process %d %.240s", (int)e->pid,
-             cmd);
-  e->root_i = pst_profile_intern(r->prof, e->root);
-  e->memo = calloc(MEMO_SLOTS, sizeof(*e->memo));
-  if (!e->root_i || !e->memo) {
-    free(e->memo);
-    e->memo = NULL;
-    pst_target_close(e->t);
-    e->t = NULL;
-    e->done = 1;
-    return -ENOMEM;
+  read_cmdline(e->pid, e->cmdline, sizeof(e->cmdline));
+  e->proc = (struct pst_sample_proc){e->pid, e->cmdline, -1, -1, -1,
+                                     pst_target_info(e->t)};
+  read_env_int(e->pid, "RANK", &e->proc.rank);
+  read_env_int(e->pid, "LOCAL_RANK", &e->proc.local_rank);
+  read_env_int(e->pid, "WORLD_SIZE", &e->proc.world_size);
+  for (int k = 0; k < r->nc; k++) {
+    const struct pst_consumer *c = &r->c[k];
+    e->cdata[k] = NULL;
+    e->cbegun[k] = !c->ops->proc_begin ||
+                   c->ops->proc_begin(c->ctx, &e->proc, &e->cdata[k]) == 0;
   }
   if (!e->execd) /* a program exec'd by a recorded one is the same process */
     r->st->processes++;
@@ -211,10 +184,21 @@ static void harvest(struct rec *r, struct entry *e) {
   }
 }
 
+/* Tells the consumers that e's samples end (its strings die next). */
+static void end_consumers(struct rec *r, struct entry *e) {
+  for (int k = 0; k < r->nc; k++) {
+    const struct pst_consumer *c = &r->c[k];
+    if (e->cbegun[k] && c->ops->proc_end)
+      c->ops->proc_end(c->ctx, &e->proc, e->cdata[k]);
+    e->cbegun[k] = 0;
+    e->cdata[k] = NULL;
+  }
+}
+
 static void end_entry(struct rec *r, struct entry *e) {
   harvest(r, e);
-  free(e->memo);
-  e->memo = NULL;
+  if (e->t)
+    end_consumers(r, e);
   pst_target_close(e->t);
   e->t = NULL;
   e->done = 1;
@@ -229,55 +213,20 @@ static int live_targets(const struct rec *r) {
 
 /* ---- samples ---- */
 
-static struct tmap *prof_thread(struct rec *r, struct entry *e,
-                                const struct pst_thread *x) {
-  struct tmap *m = NULL, *nm;
-  const char *root;
-  char troot[128];
-  int pt;
-
-  for (size_t i = 0; i < e->ntm; i++)
-    if (e->tm[i].tid == x->tid) {
-      m = &e->tm[i];
-      break;
-    }
-  if (m && !strcmp(m->name, x->name))
-    return m;
-  snprintf(troot, sizeof(troot), "thread %d \"%s\"", (int)x->tid, x->name);
-  root = pst_profile_intern(r->prof, troot);
-  pt = pst_profile_thread(r->prof, (uint32_t)e->prof_proc, x->tid, x->name);
-  if (!root || pt < 0)
-    return NULL;
-  if (!m) {
-    nm = realloc(e->tm, (e->ntm + 1) * sizeof(*nm));
-    if (!nm)
-      return NULL;
-    e->tm = nm;
-    m = &e->tm[e->ntm++];
-    m->tid = x->tid;
-  }
-  snprintf(m->name, sizeof(m->name), "%s", x->name);
-  m->root = root;
-  m->prof_thread = pt;
-  return m;
+/* The one place that turns the options into what is read: the target's
+ * decide() applies these flags to each thread. */
+static int sampling_flags(const struct pst_sampler_opts *o) {
+  return (o->blocking ? PST_SAMPLE_BLOCKING : 0) |
+         (o->idle && !o->gil_only ? PST_SAMPLE_NO_ACTIVITY : 0) |
+         (o->native ? PST_SAMPLE_NATIVE : 0) |
+         (!o->idle ? PST_SAMPLE_ACTIVE_ONLY : 0) |
+         (o->gil_only ? PST_SAMPLE_GIL_ONLY : 0) |
+         (o->native > 1 ? PST_SAMPLE_NATIVE_ALL : 0);
 }
 
-/* The profile's copy of target string s, through the entry's memo. */
-static const char *memo_intern(struct rec *r, struct entry *e,
-                               const char *s) {
-  struct memo *m = &e->memo[(((uintptr_t)s >> 3) * 0x9e3779b97f4a7c15ULL) >>
-                            (64 - 10)]; /* MEMO_SLOTS */
-  if (m->src != s) {
-    const char *d = pst_profile_intern(r->prof, s);
-    if (!d)
-      return NULL;
-    m->src = s;
-    m->dst = d;
-  }
-  return m->dst;
-}
+void pst_sampler_count_error(struct pst_sampler_stats *st, int err) {
+  int k;
 
-static void count_error(struct pst_record_stats *st, int err) {
   st->errors++;
   if (err == PST_ETORN)
     st->torn++;
@@ -285,63 +234,53 @@ static void count_error(struct pst_record_stats *st, int err) {
     st->gone++;
   else
     st->other++;
+  for (k = 0; k < PST_SAMPLER_ERRKINDS - 1; k++)
+    if (st->errkinds[k].code == err || st->errkinds[k].code == 0)
+      break;
+  st->errkinds[k].code = st->errkinds[k].code ? st->errkinds[k].code : err;
+  st->errkinds[k].count++;
+}
+
+/* What a thread's outcome is for the consumers. */
+static enum pst_sample_kind kind_of(const struct pst_sampler_opts *o,
+                                    const struct pst_thread *x) {
+  if (x->error)
+    return PST_SK_ERROR;
+  if (x->skipped || x->nframes == 0)
+    return PST_SK_IDLE;
+  (void)o;
+  return PST_SK_STACK;
 }
 
 static void sample_entry(struct rec *r, struct entry *e, uint64_t t_ns,
                          uint64_t weight) {
-  static struct pst_prof_frame frames[STACK_MAX];
-  const struct pst_record_opts *o = r->o;
   const struct pst_thread *th;
-  int flags = (o->blocking ? PST_SAMPLE_BLOCKING : 0) |
-              (o->idle && !o->gil_only ? PST_SAMPLE_NO_ACTIVITY : 0) |
-              (o->native ? PST_SAMPLE_NATIVE : 0) |
-              (!o->idle ? PST_SAMPLE_ACTIVE_ONLY : 0) |
-              (o->native > 1 ? PST_SAMPLE_NATIVE_ALL : 0);
-  int n = pst_target_sample(e->t, flags, &th);
+  int n = pst_target_sample(e->t, r->flags, &th);
 
   if (n < 0)
     return;
-  if (!r->empty && !(r->empty = pst_profile_intern(r->prof, "")))
-    return;
   for (int i = 0; i < n; i++) {
     const struct pst_thread *x = &th[i];
-    struct tmap *m;
-    size_t k = 0;
+    struct pst_sample s;
 
-    if (!x->tstate && !o->native)
-      continue; /* no Python state: nothing to record without --native */
-    if (x->error) {
-      count_error(r->st, x->error);
-      continue;
-    }
-    if ((o->gil_only && x->holds_gil != 1) ||
-        (!o->idle && x->idle && x->holds_gil != 1) || x->nframes == 0) {
+    if (!x->tstate && !r->o->native)
+      continue; /* no Python state: nothing to show without --native */
+    s = (struct pst_sample){&e->proc, NULL, x, kind_of(r->o, x), t_ns,
+                            weight};
+    if (s.kind == PST_SK_ERROR)
+      pst_sampler_count_error(r->st, x->error);
+    else if (s.kind == PST_SK_IDLE)
       r->st->idle_skipped++;
-      continue;
+    else
+      r->st->samples++;
+    for (int k = 0; k < r->nc; k++) {
+      const struct pst_consumer *c = &r->c[k];
+      if (!e->cbegun[k] || !c->ops->sample)
+        continue;
+      s.proc_data = e->cdata[k];
+      if (c->ops->sample(c->ctx, &s) < 0)
+        r->st->consumer_errors++;
     }
-    if (!(m = prof_thread(r, e, x))) {
-      count_error(r->st, -ENOMEM);
-      continue;
-    }
-    if (o->npids > 1 || o->subprocesses)
-      frames[k++] = (struct pst_prof_frame){e->root_i, r->empty, 0};
-    if (o->threads_root)
-      frames[k++] = (struct pst_prof_frame){m->root, r->empty, 0};
-    for (size_t f = x->nframes; f > 0 && k < STACK_MAX; f--) {
-      const struct pst_frame *pf = &x->frames[f - 1];
-      const char *name = memo_intern(r, e, pf->name ? pf->name : "?");
-      const char *file = memo_intern(r, e, pf->filename ? pf->filename : "");
-      if (!name || !file)
-        break;
-      frames[k++] = (struct pst_prof_frame){name, file,
-                                            o->by_function ? 0 : pf->line};
-    }
-    if (pst_profile_add_interned(r->prof, (uint32_t)m->prof_thread, frames,
-                                 k, t_ns, weight) < 0) {
-      count_error(r->st, -ENOMEM);
-      continue;
-    }
-    r->st->samples++;
   }
 }
 
@@ -384,6 +323,9 @@ static void on_tick(uv_poll_t *h, int status, int events) {
   for (size_t i = 0; i < r->n; i++)
     if (r->e[i].t)
       sample_entry(r, &r->e[i], now - r->start_ns, weight);
+  for (int k = 0; k < r->nc; k++)
+    if (r->c[k].ops->tick)
+      r->c[k].ops->tick(r->c[k].ctx, now - r->start_ns, r->st);
   r->sched_ns += r->period_ns;
   arm_tick(r);
 }
@@ -480,8 +422,7 @@ static int check_image(struct rec *r, struct entry *e) {
   }
   pst_info("process %d exec'd a new program", (int)e->pid);
   harvest(r, e);
-  free(e->memo); /* its keys were the old program's strings */
-  e->memo = NULL;
+  end_consumers(r, e); /* the old program's strings die with it */
   pst_target_close(e->t);
   e->t = NULL;
   e->execd = 1;
@@ -532,7 +473,7 @@ static void on_signal(uv_signal_t *h, int signum) {
 
 static void on_progress(uv_timer_t *h) {
   struct rec *r = h->data;
-  const struct pst_record_stats *st = r->st;
+  const struct pst_sampler_stats *st = r->st;
   uint64_t all = st->samples + st->errors;
 
   fprintf(stderr,
@@ -591,16 +532,21 @@ static int spawn(struct rec *r) {
   return 0;
 }
 
-int pst_record_run(const struct pst_record_opts *o, struct pst_profile *prof,
-                   struct pst_record_stats *st) {
+int pst_sampler_run(const struct pst_sampler_opts *o,
+                    const struct pst_consumer *consumers, int nc,
+                    struct pst_sampler_stats *st) {
   static const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
   struct rec r;
   int err = 0;
 
   memset(&r, 0, sizeof(r));
   memset(st, 0, sizeof(*st));
+  if (nc < 0 || nc > PST_SAMPLER_CONSUMERS_MAX)
+    return -EINVAL;
   r.o = o;
-  r.prof = prof;
+  r.c = consumers;
+  r.nc = nc;
+  r.flags = sampling_flags(o);
   r.st = st;
   r.tfd = -1;
   r.seed = (unsigned)now_ns();
@@ -673,9 +619,9 @@ out_loop:
   if (r.tfd >= 0)
     close(r.tfd);
   for (size_t i = 0; i < r.n; i++) {
+    if (r.e[i].t)
+      end_consumers(&r, &r.e[i]);
     pst_target_close(r.e[i].t);
-    free(r.e[i].tm);
-    free(r.e[i].memo);
   }
   free(r.e);
   return err;

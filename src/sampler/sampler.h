@@ -1,9 +1,21 @@
-/* sampler.h: the recording loop: samples every thread of every target
- * process at a steady rate on one libuv loop, into a struct pst_profile.
+/* sampler.h: the sampling engine: one libuv loop that samples every thread
+ * of every target process at a steady rate and hands each thread-sample to
+ * its consumers (struct pst_consumer_ops): the profile builder of `record`
+ * (consumer/record.h), and later the live view and the pusher.
  *
- * Runs on the calling thread (which does every ptrace call) until Ctrl-C
- * (SIGINT), SIGTERM or SIGHUP, the duration, or the end of all targets.
- * The profile is owned by the caller.
+ * The engine alone decides which threads are read (idle, GIL, --native,
+ * --blocking: sampling_flags() in sampler.c, applied by the target's
+ * decide()); consumers get every thread's outcome, tagged, and only count
+ * or aggregate. The engine owns the targets, the tick, the refresh of
+ * threads and children, signals and the `-- command`; it counts the
+ * sampling figures (struct pst_sampler_stats).
+ *
+ * Threading: everything, consumers included, runs on the calling thread,
+ * which does every ptrace call (ptrace's rule).
+ * Ownership: pst_sampler_run() borrows the options and the consumers; what
+ * an event points to is valid during the callback only, except the
+ * frame strings, which live as long as the engine's targets (see
+ * pst_consumer_ops.proc_end).
  */
 #ifndef PST_SAMPLER_H
 #define PST_SAMPLER_H
@@ -11,34 +23,42 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "profile/profile.h"
+#include "pystitch.h"
 
-#define PST_RECORD_PIDS_MAX 64
+#define PST_SAMPLER_PIDS_MAX 64
+#define PST_SAMPLER_CONSUMERS_MAX 4
 
-struct pst_record_opts {
-  pid_t pids[PST_RECORD_PIDS_MAX];
+struct pst_sampler_opts {
+  pid_t pids[PST_SAMPLER_PIDS_MAX];
   int npids;
-  char **argv;          /* `-- command` to spawn and record, or NULL */
+  char **argv;          /* `-- command` to spawn and sample, or NULL */
   double rate_hz;       /* samples per second per thread */
   double duration_s;    /* wall-clock limit, 0: none */
-  int idle;             /* keep samples of idle threads */
+  int idle;             /* read idle threads too */
   int gil_only;         /* only the thread holding the GIL */
-  int threads_root;     /* a root frame per thread */
-  int by_function;      /* aggregate by function, not line */
   int subprocesses;     /* follow descendants */
   int blocking;         /* stop each thread while reading it */
-  int native;           /* 1: native frames merged, 2: and plumbing */
+  int native;           /* 1: native frames merged, 2: and machinery */
   int progress;         /* progress line on stderr */
 };
 
-struct pst_record_stats {
+/* Error kinds counted apart (the rest by code, see errors[]). */
+#define PST_SAMPLER_ERRKINDS 12
+
+struct pst_sampler_stats {
   uint64_t ticks;        /* timer firings */
-  uint64_t samples;      /* thread stacks added to the profile */
+  uint64_t samples;      /* thread stacks delivered to the consumers */
   uint64_t idle_skipped; /* idle (or non-GIL) thread samples left out */
   uint64_t errors;       /* thread samples lost to errors, all kinds */
   uint64_t torn;         /* of which: stack moved during the read */
   uint64_t gone;         /* of which: thread or process gone mid-sample */
   uint64_t other;        /* of which: anything else */
+  struct {
+    int code;            /* -errno or PST_E*, 0: unused slot */
+    uint64_t count;
+  } errkinds[PST_SAMPLER_ERRKINDS]; /* every error by its code (the last
+                                       slot takes what does not fit) */
+  uint64_t consumer_errors; /* samples a consumer could not take (ENOMEM) */
   uint64_t torn_retries; /* walks redone (then succeeded or counted) */
   uint64_t native_samples;    /* --native: thread-samples with both */
   uint64_t native_mismatches; /* of which not merged (marker frame) */
@@ -51,11 +71,65 @@ struct pst_record_stats {
   int interrupted;       /* ended by a signal */
 };
 
-/* Records until done (see top). Returns 0, or a negative error for a
- * failure that prevented recording at all (e.g. the first target could not
- * be opened: the error of pst_target_open, or -ENOENT for a command that
- * does not exist). Per-sample failures are only counted. */
-int pst_record_run(const struct pst_record_opts *o, struct pst_profile *prof,
-                   struct pst_record_stats *st);
+/* A process as consumers see it; valid from proc_begin to proc_end. */
+struct pst_sample_proc {
+  pid_t pid;
+  const char *cmdline;   /* arguments joined by spaces, "" if unknown */
+  int rank, local_rank, world_size; /* from its environment, -1: absent */
+  const struct pst_target_info *info;
+};
+
+/* What became of one thread at one tick. */
+enum pst_sample_kind {
+  PST_SK_STACK = 0,    /* read: thread->frames, innermost first */
+  PST_SK_IDLE,         /* left out by the policy (idle, not the GIL
+                           holder) or no frame to show */
+  PST_SK_ERROR,        /* could not be read: thread->error */
+};
+
+struct pst_sample {
+  const struct pst_sample_proc *proc;
+  void *proc_data;                 /* the consumer's, from proc_begin */
+  const struct pst_thread *thread; /* tid, name, state, GIL, frames */
+  enum pst_sample_kind kind;
+  uint64_t t_ns;                   /* since sampling started */
+  uint64_t weight_ns;              /* the time this sample stands for */
+};
+
+/* A consumer of samples. Every callback may be NULL. */
+struct pst_consumer_ops {
+  const char *name;
+  /* Process p starts being sampled (again after an exec). *proc_data
+   * (NULL to start with) is handed back with each of its samples. 0, or
+   * -errno: the consumer then gets nothing of this process. */
+  int (*proc_begin)(void *ctx, const struct pst_sample_proc *p,
+                    void **proc_data);
+  /* Process p is no longer sampled (it ended, exec'd, or sampling stops):
+   * the frame strings of its samples die after this returns. */
+  void (*proc_end)(void *ctx, const struct pst_sample_proc *p,
+                   void *proc_data);
+  /* One thread-sample. 0, or -errno (counted in consumer_errors). */
+  int (*sample)(void *ctx, const struct pst_sample *s);
+  /* After each tick, with the figures so far. */
+  void (*tick)(void *ctx, uint64_t t_ns, const struct pst_sampler_stats *st);
+};
+
+struct pst_consumer {
+  const struct pst_consumer_ops *ops;
+  void *ctx;
+};
+
+/* Samples until Ctrl-C (SIGINT), SIGTERM or SIGHUP, the duration, or the
+ * end of all targets, feeding the n consumers (at most
+ * PST_SAMPLER_CONSUMERS_MAX). Returns 0, or a negative error for a failure
+ * that prevented sampling at all (the first target could not be opened:
+ * pst_target_open's error; -ENOENT for a command that does not exist).
+ * Per-sample failures are only counted into *st. */
+int pst_sampler_run(const struct pst_sampler_opts *o,
+                    const struct pst_consumer *consumers, int n,
+                    struct pst_sampler_stats *st);
+
+/* Adds one error of code err to the counters. */
+void pst_sampler_count_error(struct pst_sampler_stats *st, int err);
 
 #endif

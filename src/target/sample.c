@@ -17,25 +17,10 @@
 #include "proc/proc.h"
 #include "proc/ptrace.h"
 #include "target/internal.h"
+#include "util/array.h"
 #include "util/log.h"
 
 #define TORN_RETRIES 2
-
-static int grow_pool(struct pst_target *t, size_t need) {
-  struct pst_frame *p;
-  size_t cap = t->pool_cap ? t->pool_cap : 1024;
-
-  if (need <= t->pool_cap)
-    return 0;
-  while (cap < need)
-    cap *= 2;
-  p = realloc(t->pool, cap * sizeof(*p));
-  if (!p)
-    return -ENOMEM;
-  t->pool = p;
-  t->pool_cap = cap;
-  return 0;
-}
 
 /* The kernel state letter of a tracked thread from its open stat file
  * (one pread), or '?'. */
@@ -141,7 +126,7 @@ enum action {
   READ_PYTHON,  /* walk its Python stack */
   READ_NATIVE,  /* --native: stop it, both stacks */
   READ_BLOCKING, /* --blocking: stop it, Python stack */
-  SKIP,         /* left out, not read: idle 1, no frames */
+  SKIP,         /* left out, not read: skipped 1, no frames */
   GONE,         /* its stat file reads nothing: it ended */
   NO_STATE,     /* no Python state and nothing else to read */
 };
@@ -152,6 +137,8 @@ static enum action decide(const struct pst_tthread *x, int flags,
                           int state_read) {
   const struct pst_thread *th = &x->th;
 
+  if ((flags & PST_SAMPLE_GIL_ONLY) && th->holds_gil != 1)
+    return SKIP;
   if ((flags & PST_SAMPLE_ACTIVE_ONLY) && state_read && th->idle &&
       th->holds_gil != 1)
     return SKIP;
@@ -179,9 +166,10 @@ int pst_target_sample(struct pst_target *t, int flags,
   if (!view)
     return -ENOMEM;
   t->view = view;
-  err = grow_pool(t, t->nthreads * PST_TARGET_FRAMES_MAX);
-  if (err)
-    return err;
+  if (pst_array_reserve((void **)&t->pool, &t->pool_cap,
+                        t->nthreads * PST_TARGET_FRAMES_MAX,
+                        sizeof(*t->pool)))
+    return -ENOMEM;
   if (flags & PST_SAMPLE_NATIVE) {
     err = native_init(t);
     if (err)
@@ -194,7 +182,9 @@ int pst_target_sample(struct pst_target *t, int flags,
       (flags & PST_SAMPLE_BLOCKING)) /* blocking: must see T and D */
     flags &= ~PST_SAMPLE_NO_ACTIVITY;
   state_read = !(flags & PST_SAMPLE_NO_ACTIVITY);
-  gil_err = state_read ? pst_py_gil_holder(&t->py, &t->mem, &gil) : -ENOSYS;
+  gil_err = state_read || (flags & PST_SAMPLE_GIL_ONLY)
+                ? pst_py_gil_holder(&t->py, &t->mem, &gil)
+                : -ENOSYS;
   for (size_t i = 0; i < t->nthreads; i++) {
     struct pst_tthread *x = &t->threads[i];
     struct pst_thread *th = &x->th;
@@ -208,9 +198,11 @@ int pst_target_sample(struct pst_target *t, int flags,
     th->error = 0;
     th->nframes = 0;
     th->truncated = 0;
+    th->skipped = 0;
     th->frames = t->pool + i * PST_TARGET_FRAMES_MAX;
     switch (decide(x, flags, state_read)) {
-    case SKIP: /* left out by the caller: not read at all */
+    case SKIP: /* left out by the flags: not read at all */
+      th->skipped = 1;
       settle(t, i, 0, 0);
       continue;
     case GONE:

@@ -1,0 +1,185 @@
+/* record.c: the record consumer: each thread-sample's frames, outermost
+ * first and under its process and thread roots, into the profile. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "consumer/record.h"
+
+#define STACK_MAX 1100 /* frames per sample incl. synthetic roots */
+
+/* Target string -> the profile's copy of it. The target's strings are
+ * interned and live as long as the target, so a pointer identifies its
+ * text; the memo is dropped with the target (proc_end). */
+#define MEMO_BITS 10
+#define MEMO_SLOTS (1u << MEMO_BITS)
+struct memo {
+  const char *src, *dst;
+};
+
+/* A thread of a process: its profile index and root frame. */
+struct tmap {
+  pid_t tid;
+  int prof_thread;
+  char name[64];
+  const char *root;      /* "thread TID \"name\"", interned in the profile */
+};
+
+/* Per process, from proc_begin to proc_end. */
+struct rproc {
+  int prof_proc;
+  const char *root;      /* "process PID ...", interned in the profile */
+  struct tmap *tm;
+  size_t ntm;
+  struct memo memo[MEMO_SLOTS];
+};
+
+struct pst_record_consumer {
+  struct pst_profile *prof;
+  struct pst_record_view view;
+  const char *empty;     /* "" interned in prof */
+  struct pst_prof_frame frames[STACK_MAX];
+};
+
+int pst_record_consumer_new(struct pst_profile *prof,
+                            const struct pst_record_view *view,
+                            struct pst_record_consumer **out) {
+  struct pst_record_consumer *c = calloc(1, sizeof(*c));
+
+  if (!c)
+    return -ENOMEM;
+  c->prof = prof;
+  c->view = *view;
+  c->empty = pst_profile_intern(prof, "");
+  if (!c->empty) {
+    free(c);
+    return -ENOMEM;
+  }
+  *out = c;
+  return 0;
+}
+
+void pst_record_consumer_free(struct pst_record_consumer *c) { free(c); }
+
+static int proc_begin(void *ctx, const struct pst_sample_proc *p,
+                      void **data) {
+  struct pst_record_consumer *c = ctx;
+  struct rproc *rp = calloc(1, sizeof(*rp));
+  char root[320];
+
+  if (!rp)
+    return -ENOMEM;
+  rp->prof_proc = pst_profile_process(c->prof, p->pid, p->cmdline, p->rank,
+                                      p->local_rank, p->world_size);
+  if (p->rank >= 0)
+    snprintf(root, sizeof(root), "process %d [rank %d/%d] %.200s",
+             (int)p->pid, p->rank, p->world_size, p->cmdline);
+  else
+    snprintf(root, sizeof(root), "process %d %.240s", (int)p->pid,
+             p->cmdline);
+  rp->root = pst_profile_intern(c->prof, root);
+  if (rp->prof_proc < 0 || !rp->root) {
+    free(rp);
+    return -ENOMEM;
+  }
+  *data = rp;
+  return 0;
+}
+
+static void proc_end(void *ctx, const struct pst_sample_proc *p,
+                     void *data) {
+  struct rproc *rp = data;
+
+  (void)ctx;
+  (void)p;
+  if (rp)
+    free(rp->tm);
+  free(rp);
+}
+
+/* The profile thread of x (registered again when its name changed). */
+static struct tmap *prof_thread(struct pst_record_consumer *c,
+                                struct rproc *rp,
+                                const struct pst_thread *x) {
+  struct tmap *m = NULL, *nm;
+  const char *root;
+  char troot[128];
+  int pt;
+
+  for (size_t i = 0; i < rp->ntm; i++)
+    if (rp->tm[i].tid == x->tid) {
+      m = &rp->tm[i];
+      break;
+    }
+  if (m && !strcmp(m->name, x->name))
+    return m;
+  snprintf(troot, sizeof(troot), "thread %d \"%s\"", (int)x->tid, x->name);
+  root = pst_profile_intern(c->prof, troot);
+  pt = pst_profile_thread(c->prof, (uint32_t)rp->prof_proc, x->tid, x->name);
+  if (!root || pt < 0)
+    return NULL;
+  if (!m) {
+    nm = realloc(rp->tm, (rp->ntm + 1) * sizeof(*nm));
+    if (!nm)
+      return NULL;
+    rp->tm = nm;
+    m = &rp->tm[rp->ntm++];
+    m->tid = x->tid;
+  }
+  snprintf(m->name, sizeof(m->name), "%s", x->name);
+  m->root = root;
+  m->prof_thread = pt;
+  return m;
+}
+
+/* The profile's copy of target string s, through the process's memo. */
+static const char *memo_intern(struct pst_record_consumer *c,
+                               struct rproc *rp, const char *s) {
+  struct memo *m = &rp->memo[(((uintptr_t)s >> 3) * 0x9e3779b97f4a7c15ULL) >>
+                             (64 - MEMO_BITS)];
+  if (m->src != s) {
+    const char *d = pst_profile_intern(c->prof, s);
+    if (!d)
+      return NULL;
+    m->src = s;
+    m->dst = d;
+  }
+  return m->dst;
+}
+
+static int sample(void *ctx, const struct pst_sample *s) {
+  struct pst_record_consumer *c = ctx;
+  struct rproc *rp = s->proc_data;
+  const struct pst_thread *x = s->thread;
+  struct pst_prof_frame *frames = c->frames;
+  struct tmap *m;
+  size_t k = 0;
+
+  if (s->kind != PST_SK_STACK)
+    return 0;
+  if (!(m = prof_thread(c, rp, x)))
+    return -ENOMEM;
+  if (c->view.process_roots)
+    frames[k++] = (struct pst_prof_frame){rp->root, c->empty, 0};
+  if (c->view.thread_roots)
+    frames[k++] = (struct pst_prof_frame){m->root, c->empty, 0};
+  for (size_t f = x->nframes; f > 0 && k < STACK_MAX; f--) {
+    const struct pst_frame *pf = &x->frames[f - 1];
+    const char *name = memo_intern(c, rp, pf->name ? pf->name : "?");
+    const char *file = memo_intern(c, rp, pf->filename ? pf->filename : "");
+    if (!name || !file)
+      return -ENOMEM;
+    frames[k++] = (struct pst_prof_frame){name, file,
+                                          c->view.by_function ? 0 : pf->line};
+  }
+  return pst_profile_add_interned(c->prof, (uint32_t)m->prof_thread, frames,
+                                  k, s->t_ns, s->weight_ns);
+}
+
+const struct pst_consumer_ops pst_record_consumer_ops = {
+    .name = "record",
+    .proc_begin = proc_begin,
+    .proc_end = proc_end,
+    .sample = sample,
+};
