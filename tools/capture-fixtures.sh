@@ -51,13 +51,14 @@ while read -r name exe rootfs; do
   mkdir -p "$root/tmp/pst-fixture"
   cp "$top/tests/targets/parked.py" "$root/tmp/pst-fixture/parked.py"
   log=$tmp/$name.out
+  script=/tmp/pst-fixture/parked.py
   if [ -z "$root" ]; then
-    (cd /tmp/pst-fixture && exec "$exe" -u /tmp/pst-fixture/parked.py) >"$log" 2>&1 &
+    (cd /tmp/pst-fixture && exec "$exe" -u $script) >"$log" 2>&1 &
     pid=$!
     target=$pid
   else
     unshare --pid --mount --fork chroot "$root" /bin/sh -c \
-      "cd /tmp/pst-fixture && exec $exe -u /tmp/pst-fixture/parked.py" >"$log" 2>&1 &
+      "cd /tmp/pst-fixture && exec $exe -u $script" >"$log" 2>&1 &
     pid=$!
     target=$(child_of "$pid")
   fi
@@ -65,7 +66,8 @@ while read -r name exe rootfs; do
     grep -q '^ready' "$log" && break
     sleep 0.05
   done
-  grep -q '^ready' "$log" || { echo "$name: not ready:" >&2; cat "$log" >&2; exit 1; }
+  grep -q '^ready' "$log" ||
+    { echo "$name: not ready:" >&2; cat "$log" >&2; exit 1; }
   sleep 0.2 # into the sleep proper
   "$capture" "$target" "$out/frames-$name.txt" \
     "tests/targets/parked.py parked in time.sleep"
