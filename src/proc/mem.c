@@ -19,6 +19,14 @@ void pst_mem_init(struct pst_mem *m, pid_t pid) {
   m->reads = 0;
   m->image = NULL;
   m->image_n = 0;
+  m->record = NULL;
+  m->record_arg = NULL;
+}
+
+void pst_mem_set_recorder(struct pst_mem *m, pst_mem_record_cb cb,
+                          void *arg) {
+  m->record = cb;
+  m->record_arg = arg;
 }
 
 void pst_mem_init_image(struct pst_mem *m, const struct pst_mem_region *r,
@@ -90,13 +98,13 @@ static int image_readv(struct pst_mem *m, const struct pst_mem_iov *iov,
   return (int)i;
 }
 
-int pst_mem_readv(struct pst_mem *m, const struct pst_mem_iov *iov,
-                  size_t n) {
+/* The live read (process_vm_readv in batches, or /proc/PID/mem in fallback
+ * mode): pst_mem_readv()'s contract. */
+static int live_readv(struct pst_mem *m, const struct pst_mem_iov *iov,
+                      size_t n) {
   struct iovec local[BATCH_MAX], remote[BATCH_MAX];
   size_t done = 0;
 
-  if (m->image)
-    return image_readv(m, iov, n);
   while (done < n) {
     size_t k = n - done < BATCH_MAX ? n - done : BATCH_MAX, i;
     size_t want = 0;
@@ -146,6 +154,19 @@ int pst_mem_readv(struct pst_mem *m, const struct pst_mem_iov *iov,
     done += k;
   }
   return (int)n;
+}
+
+int pst_mem_readv(struct pst_mem *m, const struct pst_mem_iov *iov,
+                  size_t n) {
+  int got;
+
+  if (m->image)
+    return image_readv(m, iov, n);
+  got = live_readv(m, iov, n);
+  if (m->record)
+    for (int i = 0; i < got; i++)
+      m->record(m->record_arg, iov[i].addr, iov[i].buf, iov[i].len);
+  return got;
 }
 
 int pst_mem_read(struct pst_mem *m, uint64_t addr, void *buf, size_t len) {

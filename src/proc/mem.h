@@ -13,6 +13,11 @@
  * readers and the TSD emulation can run on a captured or synthetic image
  * (unit tests, the fuzz/ harnesses). It is one pointer test per batch on
  * the live path; nothing else in the reader changes.
+ *
+ * Recording: pst_mem_set_recorder() has every piece a live read filled
+ * passed to a callback, so that a capture tool (tools/capture-image.c) can
+ * save exactly what a walk read as an image to replay (tests/fixtures/).
+ * One more pointer test per batch; nothing else changes.
  */
 #ifndef PST_MEM_H
 #define PST_MEM_H
@@ -28,12 +33,19 @@ struct pst_mem_region {
   size_t len;
 };
 
+/* Told of len bytes read at target address addr (buf: the caller's copy,
+ * valid during the call only). */
+typedef void (*pst_mem_record_cb)(void *arg, uint64_t addr, const void *buf,
+                                  size_t len);
+
 struct pst_mem {
   pid_t pid;
   int memfd;         /* /proc/pid/mem when in fallback mode, else -1 */
   uint64_t reads;    /* syscalls made, for the benchmarks */
   const struct pst_mem_region *image; /* replay regions, or NULL (live) */
   size_t image_n;
+  pst_mem_record_cb record; /* told of every piece read live, or NULL */
+  void *record_arg;
 };
 
 /* One piece of a batched read: len bytes at addr into buf. */
@@ -54,6 +66,11 @@ void pst_mem_exit(struct pst_mem *m);
  * no-op on such a reader. */
 void pst_mem_init_image(struct pst_mem *m, const struct pst_mem_region *r,
                         size_t n);
+
+/* Calls cb(arg, ...) for every piece a live read of m fills from now on,
+ * in the order read (pieces a batch could not read are not passed); NULL
+ * stops it. Replay reads are not passed. */
+void pst_mem_set_recorder(struct pst_mem *m, pst_mem_record_cb cb, void *arg);
 
 /* Reads exactly len bytes. 0, -EFAULT (unmapped or short), -ESRCH. */
 int pst_mem_read(struct pst_mem *m, uint64_t addr, void *buf, size_t len);

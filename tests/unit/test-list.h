@@ -6,6 +6,7 @@
 #include "test-list-disasm.h"
 #include "test-list-layout.h"
 #include "test-list-output.h"
+#include "test-list-replay.h"
 
 #define PST_LINES_TESTS(X)                                                     \
   X(lines_lnotab_27) X(lines_lnotab_36) X(lines_310) X(lines_311)
@@ -35,6 +36,7 @@
   PST_LINES_TESTS(X)                                                           \
   PST_UTIL_TESTS(X)                                                            \
   PST_PY_TESTS(X)                                                              \
+  PST_REPLAY_TESTS(X)                                                          \
   PST_TSD_TESTS(X)                                                             \
   PST_ELF_REAL_TESTS(X)                                                        \
   PST_OUTPUT_TESTS(X)                                                          \
