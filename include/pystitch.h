@@ -172,6 +172,11 @@ PST_API int pst_target_refresh(struct pst_target *t);
 #define PST_SAMPLE_NO_ACTIVITY 2 /* skip kernel state and GIL holder: state
                                     '?', idle 0, holds_gil -1 (saves a
                                     pread per thread) */
+#define PST_SAMPLE_EXACT 64 /* a thread whose running read fails (torn
+                               after the retries, or memory that moved
+                               away) is read again with only it stopped,
+                               so that every thread that can be stopped
+                               has its stack (what `dump` does) */
 #define PST_SAMPLE_GIL_ONLY 32 /* only the thread holding the GIL is read;
                                   the others: skipped 1, no frames */
 

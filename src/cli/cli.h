@@ -26,6 +26,7 @@ struct pst_opts {
   pid_t pid;
   int json;      /* --json */
   int native;    /* --native: 1, --native-all: 2 */
+  int nonblocking; /* dump --nonblocking: never stop a thread */
   int verbose;   /* -v count */
 };
 

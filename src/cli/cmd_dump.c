@@ -67,6 +67,7 @@ static void print_json(const struct pst_target_info *info,
     const struct pst_thread *x = &th[i];
     printf("%s\n  {\"tid\": %d, \"name\": ", i ? "," : "", (int)x->tid);
     pst_json_str(stdout, x->name);
+    printf(", \"name_from_python\": %s", x->name_from_python ? "true" : "false");
     printf(", \"state\": \"%c\", \"idle\": %s, \"gil\": %s, "
            "\"python\": %s, \"method\": \"%s\", \"tstate\": \"0x%llx\", "
            "\"fsbase\": \"0x%llx\", \"error\": ",
@@ -99,21 +100,20 @@ int pst_cmd_dump(const struct pst_opts *o) {
   const struct pst_thread *th;
   struct pst_target *t;
   double t0, snap_ms;
-  int n, rc;
+  int n, rc, flags;
 
   rc = pst_cli_open(o, &t);
   if (rc)
     return rc;
   t0 = now_ms();
   n = pst_target_refresh(t);
+  /* Exact by default: a stack that keeps moving while it is read is read
+   * again with only its thread stopped (--nonblocking: never stop). */
+  flags = o->nonblocking ? 0 : PST_SAMPLE_EXACT;
+  if (o->native)
+    flags |= PST_SAMPLE_NATIVE | (o->native > 1 ? PST_SAMPLE_NATIVE_ALL : 0);
   if (n >= 0)
-    n = pst_target_sample(t,
-                          o->native ? PST_SAMPLE_NATIVE |
-                                          (o->native > 1
-                                               ? PST_SAMPLE_NATIVE_ALL
-                                               : 0)
-                                    : 0,
-                          &th);
+    n = pst_target_sample(t, flags, &th);
   snap_ms = now_ms() - t0;
   if (n < 0) {
     fprintf(stderr, "pystitch: error: cannot read process %d: %s\n",

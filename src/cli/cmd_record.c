@@ -206,6 +206,11 @@ static void summary(const char *path, const struct pst_writer_ops *w,
           all ? 100.0 * (double)st->errors / (double)all : 0.0, kinds,
           (unsigned long long)st->idle_skipped,
           (unsigned long long)st->late_ticks, st->max_lag_ms);
+  if (st->native_only_samples)
+    fprintf(stderr, "pystitch: %llu samples of threads without Python "
+                    "state, shown as [native thread] (--native shows "
+                    "their C/C++ stacks)\n",
+            (unsigned long long)st->native_only_samples);
   if (st->consumer_errors)
     fprintf(stderr, "pystitch: %llu samples could not be added to the "
                     "profile (out of memory)\n",

@@ -15,7 +15,7 @@ static const char usage_text[] =
     "Commands:\n"
     "  record -p PID | -- CMD sample to a profile (see 'pystitch record "
     "--help')\n"
-    "  dump -p PID [--json] [--native]\n"
+    "  dump -p PID [--json] [--native] [--nonblocking]\n"
     "                         print every thread's current stack\n"
     "  info -p PID            show how pystitch sees the process\n"
     "\n"
@@ -25,6 +25,8 @@ static const char usage_text[] =
     "      --native           native (C/C++) frames too, merged with Python's\n"
     "      --native-all       the same, keeping the interpreter's call\n"
     "                         machinery frames\n"
+    "      --nonblocking      dump: never stop a thread (a stack that keeps\n"
+    "                         changing while read is reported as torn)\n"
     "  -v, --verbose          more diagnostics on stderr (repeatable)\n"
     "  -h, --help             this help\n"
     "  -V, --version          print the version\n"
@@ -64,6 +66,7 @@ int main(int argc, char **argv) {
       {"json", no_argument, NULL, 'j'},
       {"native", no_argument, NULL, 'n'},
       {"native-all", no_argument, NULL, 'N'},
+      {"nonblocking", no_argument, NULL, 'B'},
       {"verbose", no_argument, NULL, 'v'},
       {"help", no_argument, NULL, 'h'},
       {"version", no_argument, NULL, 'V'},
@@ -104,6 +107,9 @@ int main(int argc, char **argv) {
       break;
     case 'N':
       o.native = 2;
+      break;
+    case 'B':
+      o.nonblocking = 1;
       break;
     case 'v':
       o.verbose++;

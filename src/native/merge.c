@@ -56,6 +56,29 @@ size_t pst_merge_py_groups(const struct pst_frame *py, size_t np) {
   return groups;
 }
 
+/* Is the interpreter frame i (not the eval loop) one of a run of such
+ * frames with eval-loop frames on both sides? Then it is how one Python
+ * function called the next (named or, stripped, not): machinery. */
+static int between_evals(const unsigned *flags, size_t nn, size_t i) {
+  const unsigned run = PST_NF_INTERP | PST_NF_EVAL;
+  size_t a = i, b = i;
+
+  if ((flags[i] & run) != PST_NF_INTERP)
+    return 0;
+  while (a > 0 && (flags[a - 1] & run) == PST_NF_INTERP)
+    a--;
+  while (b + 1 < nn && (flags[b + 1] & run) == PST_NF_INTERP)
+    b++;
+  return a > 0 && (flags[a - 1] & PST_NF_EVAL) && b + 1 < nn &&
+         (flags[b + 1] & PST_NF_EVAL);
+}
+
+static int hidden(const unsigned *flags, size_t nn, size_t i,
+                  int show_plumbing) {
+  return !show_plumbing &&
+         ((flags[i] & PST_NF_PLUMBING) || between_evals(flags, nn, i));
+}
+
 size_t pst_merge(const struct pst_frame *nat, const unsigned *flags,
                  size_t nn, const struct pst_frame *py, size_t np,
                  int show_plumbing, const char *marker,
@@ -71,7 +94,7 @@ size_t pst_merge(const struct pst_frame *nat, const unsigned *flags,
     if (k < max)
       out[k++] = (struct pst_frame){marker, "", 0, PST_FRAME_MARKER, 0, 0};
     for (size_t i = 0; i < nn && k < max; i++)
-      if (show_plumbing || !(flags[i] & PST_NF_PLUMBING))
+      if (!hidden(flags, nn, i, show_plumbing))
         out[k++] = nat[i];
     return k;
   }
@@ -88,7 +111,7 @@ size_t pst_merge(const struct pst_frame *nat, const unsigned *flags,
         out[k++] = nat[i];
       continue;
     }
-    if (show_plumbing || !(flags[i] & PST_NF_PLUMBING))
+    if (!hidden(flags, nn, i, show_plumbing))
       out[k++] = nat[i];
   }
   return k;

@@ -22,6 +22,10 @@
 /* Flags of a native frame, set by the caller with pst_native_classify(). */
 #define PST_NF_EVAL 1      /* an eval-loop frame of the interpreter */
 #define PST_NF_PLUMBING 2  /* interpreter call machinery */
+#define PST_NF_INTERP 4    /* in the interpreter's own text (libpython or
+                              the python executable), named or not: such
+                              frames between two eval-loop frames are call
+                              machinery too, hidden like PST_NF_PLUMBING */
 
 /* Classifies a native function name found in the interpreter's own module
  * (libpython or a static python): PST_NF_* flags. py_major_minor is 0xMMmm. */
@@ -30,7 +34,9 @@ unsigned pst_native_classify(const char *func, int version_hex);
 /* Merges nat[0..nn) (native, innermost first, kind PST_FRAME_NATIVE) with
  * py[0..np) (Python, innermost first, with entry flags) into out (at most
  * max frames, innermost first). flags[i] are nat[i]'s PST_NF_* flags.
- * show_plumbing keeps the plumbing frames. *mismatch is set to 1 when the
+ * show_plumbing keeps the plumbing frames (PST_NF_PLUMBING, and
+ * PST_NF_INTERP frames with eval-loop frames on both sides: a stripped
+ * interpreter's nameless call helpers). *mismatch is set to 1 when the
  * eval-frame count and the Python entry count differ (then out holds the
  * Python frames, a marker frame and the native frames). Returns the number
  * of frames written. marker is the marker frame's text (caller-owned). */

@@ -96,10 +96,10 @@ static const struct symcache *symbolise(struct pst_native_sampler *ns,
   c->ip = ip;
   c->flags = 0;
   c->module = pst_strtab_intern(ns->strings, path ? base_name(path) : "");
+  if (path && !strcmp(path, ns->interp_path))
+    c->flags = PST_NF_INTERP | pst_native_classify(func, version_hex);
   if (func) {
     c->name = pst_strtab_intern(ns->strings, func);
-    if (path && !strcmp(path, ns->interp_path))
-      c->flags = pst_native_classify(func, version_hex);
   } else {
     snprintf(buf, sizeof(buf), "%s+0x%llx", path ? base_name(path) : "?",
              (unsigned long long)off);

@@ -241,14 +241,30 @@ void pst_sampler_count_error(struct pst_sampler_stats *st, int err) {
   st->errkinds[k].count++;
 }
 
-/* What a thread's outcome is for the consumers. */
-static enum pst_sample_kind kind_of(const struct pst_sampler_opts *o,
-                                    const struct pst_thread *x) {
+/* A thread with no Python state, running: its CPU time shows under one
+ * frame (without --native there is nothing more to read). */
+static struct pst_frame native_marker = {"[native thread]", "", 0,
+                                         PST_FRAME_MARKER, 0, 0};
+
+/* What a thread's outcome is for the consumers; *shown is the thread as
+ * they get it (a native-only thread gets the marker frame). */
+static enum pst_sample_kind kind_of(const struct rec *r,
+                                    const struct pst_thread *x,
+                                    struct pst_thread *copy,
+                                    const struct pst_thread **shown) {
+  *shown = x;
+  if (!x->tstate && !r->o->native && !x->skipped) {
+    *copy = *x;
+    copy->error = 0;
+    copy->frames = &native_marker;
+    copy->nframes = 1;
+    *shown = copy;
+    return PST_SK_STACK;
+  }
   if (x->error)
     return PST_SK_ERROR;
   if (x->skipped || x->nframes == 0)
     return PST_SK_IDLE;
-  (void)o;
   return PST_SK_STACK;
 }
 
@@ -260,19 +276,18 @@ static void sample_entry(struct rec *r, struct entry *e, uint64_t t_ns,
   if (n < 0)
     return;
   for (int i = 0; i < n; i++) {
-    const struct pst_thread *x = &th[i];
-    struct pst_sample s;
+    struct pst_thread copy;
+    struct pst_sample s = {&e->proc, NULL, NULL, PST_SK_STACK, t_ns, weight};
 
-    if (!x->tstate && !r->o->native)
-      continue; /* no Python state: nothing to show without --native */
-    s = (struct pst_sample){&e->proc, NULL, x, kind_of(r->o, x), t_ns,
-                            weight};
+    s.kind = kind_of(r, &th[i], &copy, &s.thread);
     if (s.kind == PST_SK_ERROR)
-      pst_sampler_count_error(r->st, x->error);
+      pst_sampler_count_error(r->st, s.thread->error);
     else if (s.kind == PST_SK_IDLE)
       r->st->idle_skipped++;
     else
       r->st->samples++;
+    if (s.thread == &copy)
+      r->st->native_only_samples++;
     for (int k = 0; k < r->nc; k++) {
       const struct pst_consumer *c = &r->c[k];
       if (!e->cbegun[k] || !c->ops->sample)

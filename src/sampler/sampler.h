@@ -58,6 +58,9 @@ struct pst_sampler_stats {
     uint64_t count;
   } errkinds[PST_SAMPLER_ERRKINDS]; /* every error by its code (the last
                                        slot takes what does not fit) */
+  uint64_t native_only_samples; /* of samples: threads with no Python
+                                   state, without --native (one
+                                   "[native thread]" frame) */
   uint64_t consumer_errors; /* samples a consumer could not take (ENOMEM) */
   uint64_t torn_retries; /* walks redone (then succeeded or counted) */
   uint64_t native_samples;    /* --native: thread-samples with both */

@@ -68,11 +68,27 @@ static int walk_thread(struct pst_target *t, struct pst_tthread *x, int flags,
   return n;
 }
 
+/* PST_SAMPLE_EXACT: a thread whose running read failed is read again
+ * stopped (the --blocking path for this one thread). Not for a thread that
+ * ended (-ESRCH) or may not be stopped (D, T: its stack holds still, so
+ * its error is not a moving stack), and not after an -ENOMEM. */
+static int read_stopped_again(struct pst_target *t, struct pst_tthread *x,
+                              int flags, int n, uint64_t *thread_obj) {
+  if (!(flags & PST_SAMPLE_EXACT) || n >= 0 || n == -ESRCH || n == -ENOMEM ||
+      !pst_tthread_may_stop(x->th.state))
+    return n;
+  pst_debug("thread %d: %s while running: read again stopped",
+            (int)x->th.tid, pst_strerror(n));
+  t->exact_rereads++;
+  *thread_obj = 0;
+  return walk_thread(t, x, PST_SAMPLE_BLOCKING, 1, thread_obj);
+}
+
 /* A walk whose check is still to be read. */
 struct pending {
   struct pst_tthread *x;
   size_t i;
-  int n;
+  int n, flags;
   uint64_t thread_obj;
   struct pst_py_check c;
 };
@@ -100,6 +116,7 @@ static void settle_pending(struct pst_target *t, struct pending *p) {
     t->torn_retries++;
     p->thread_obj = 0;
     n = walk_thread(t, p->x, 0, TORN_RETRIES, &p->thread_obj);
+    n = read_stopped_again(t, p->x, p->flags, n, &p->thread_obj);
   }
   settle(t, p->i, n, p->thread_obj);
   p->x = NULL;
@@ -179,7 +196,7 @@ int pst_target_sample(struct pst_target *t, int flags,
   /* Without native_thread_id (before 3.8) only the thread's own stat
    * file tells that it ended (its state may then be a new thread's). */
   if (t->py.lay.ts_native_thread_id == PST_NOFF ||
-      (flags & PST_SAMPLE_BLOCKING)) /* blocking: must see T and D */
+      (flags & (PST_SAMPLE_BLOCKING | PST_SAMPLE_EXACT))) /* see T, D */
     flags &= ~PST_SAMPLE_NO_ACTIVITY;
   state_read = !(flags & PST_SAMPLE_NO_ACTIVITY);
   gil_err = state_read || (flags & PST_SAMPLE_GIL_ONLY)
@@ -234,12 +251,15 @@ int pst_target_sample(struct pst_target *t, int flags,
     if (pend.x)
       settle_pending(t, &pend);
     if (n < 0) {
-      settle(t, i, n, 0);
+      thread_obj = 0;
+      n = read_stopped_again(t, x, flags, n, &thread_obj);
+      settle(t, i, n, thread_obj);
       continue;
     }
     pend.x = x;
     pend.i = i;
     pend.n = n;
+    pend.flags = flags;
     pend.thread_obj = thread_obj;
     pst_py_check_prepare(&t->py, th->tstate, &x->hint, before, &pend.c);
   }

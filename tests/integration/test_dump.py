@@ -158,6 +158,81 @@ def check_many(interp):
         t.stop()
 
 
+def dumps(pid, n, extra=()):
+    """n dumps of pid: [(parsed json, stderr)]; an exit status other than 0
+    raises."""
+    out = []
+    for _ in range(n):
+        r = subprocess.run([PST, "dump", "--json", "-v", "-v", "-p",
+                            str(pid)] + list(extra), capture_output=True,
+                           timeout=60)
+        if r.returncode != 0:
+            raise RuntimeError("dump exited %d: %s" % (
+                r.returncode, r.stderr.decode(errors="replace")[-300:]))
+        out.append((json.loads(r.stdout.decode("utf-8")),
+                    r.stderr.decode(errors="replace")))
+    return out
+
+
+STORM_BOTTOM = ["spin", "run", "_bootstrap_inner", "_bootstrap"]
+
+
+def check_exact(interp):
+    """Six threads whose stacks change all the time (storm.py): 20 dumps
+    must each give every storm thread its name and a whole, valid stack
+    (rec* <- spin <- threading), never a torn one; the same with
+    --nonblocking may report torn stacks but never a wrong one. No thread
+    is left stopped."""
+    t = pytargets.Target(interp, "storm.py")
+    try:
+        while t.readline().strip() != "ready":
+            pass
+        time.sleep(0.2)
+        errors, notes = [], []
+        for mode, extra in (("exact", ()), ("nonblocking",
+                                             ("--nonblocking",))):
+            torn = rereads = seen = 0
+            for dump, err in dumps(t.pid, 20, extra):
+                rereads += err.count("read again stopped")
+                storm = [th for th in dump["threads"]
+                         if th["name"].startswith("storm-")]
+                unnamed = [th["tid"] for th in dump["threads"]
+                           if th["python"] and not th["name_from_python"]]
+                if mode == "exact" and (len(storm) != 6 or unnamed):
+                    errors.append("%s: %d storm threads named, unnamed "
+                                  "Python threads %s" % (mode, len(storm),
+                                                         unnamed))
+                for th in dump["threads"]:
+                    if not th["python"]:
+                        continue
+                    seen += 1
+                    if th["error"]:
+                        torn += 1
+                        if mode == "exact":
+                            errors.append("exact: tid %d (%s): %s" % (
+                                th["tid"], th["name"], th["error"]))
+                        continue
+                    names = [f["name"].split(".")[-1] for f in th["frames"]]
+                    if th["name"].startswith("storm-"):
+                        k = 0
+                        while k < len(names) and names[k] == "rec":
+                            k += 1
+                        # 2.7's threading: __bootstrap_inner, __bootstrap
+                        if [n.lstrip("_") for n in names[k:]] != \
+                                [n.lstrip("_") for n in STORM_BOTTOM]:
+                            errors.append("%s: %s: impossible stack %s" % (
+                                mode, th["name"], " <- ".join(names)))
+            notes.append("%s: %d of %d thread stacks torn, %d read again "
+                         "stopped" % (mode, torn, seen, rereads))
+        stopped = [k for k, v in t.states().items() if v in "tT"]
+        if stopped:
+            errors.append("threads left stopped: %s" % stopped)
+        print("# %s: %s" % (interp.label, "; ".join(notes)))
+        return "\n".join(errors[:10])
+    finally:
+        t.stop()
+
+
 def main():
     found, skipped = pytargets.interpreters()
     for label, why in skipped:
@@ -173,6 +248,12 @@ def main():
         except Exception as e:
             err = "%s: %s" % (type(e).__name__, e)
         report(not err, "dump 16 deep threads, 3 times: " + interp.label,
+               err)
+        try:
+            err = check_exact(interp)
+        except Exception as e:
+            err = "%s: %s" % (type(e).__name__, e)
+        report(not err, "dump exact on changing stacks: " + interp.label,
                err)
     if not found:
         report(False, "at least one interpreter", "no CPython found")

@@ -184,6 +184,41 @@ def check_record(interp, lib):
         t.stop()
 
 
+def check_native_only(interp, lib):
+    """Without --native, a thread with no Python state that burns CPU in C
+    is still seen: its own thread root with one [native thread] frame,
+    sampled about as often as it runs (it spins: >= 40% of the ticks),
+    and counted in the summary."""
+    t = pytargets.Target(interp, "native.py", [lib_for(interp, lib)])
+    out = os.path.join(TMP, "native-only.folded")
+    try:
+        if t.readline().strip() != "ready":
+            return "target did not start"
+        r = subprocess.run([PST, "record", "-p", str(t.pid), "--threads",
+                            "-d", "2", "-r", "100", "-f", "folded", "-o",
+                            out], capture_output=True, timeout=60)
+        err = r.stderr.decode()
+        if r.returncode != 0:
+            return "record exited %d: %s" % (r.returncode, err)
+        ticks = 200
+        native = 0
+        for stack, count in pytargets.folded(out):
+            if stack[-1] == "[native thread]":
+                if len(stack) != 2 or not stack[0].startswith("thread "):
+                    return "native-only stack %s" % stack
+                native += count
+        m = re.search(r"(\d+) samples of threads without Python state", err)
+        if not m or int(m.group(1)) != native:
+            return "summary does not count the %d [native thread] samples: "\
+                "%s" % (native, err)
+        if native < 0.4 * ticks:
+            return "%d [native thread] samples in ~%d ticks" % (native, ticks)
+        print("# %s: %d [native thread] samples" % (interp.label, native))
+        return ""
+    finally:
+        t.stop()
+
+
 def run(name, fn, interp, lib):
     try:
         err = fn(interp, lib)
@@ -203,6 +238,8 @@ def main():
     for interp in found:
         run("native dump", check_dumps, interp, lib)
         run("native record", check_record, interp, lib)
+        run("native-only thread without --native", check_native_only,
+            interp, lib)
     shutil.rmtree(TMP, ignore_errors=True)
     return TAP.finish()
 

@@ -25,7 +25,8 @@
   X(unwind_spinning_thread) X(unwind_blocked_thread) X(unwind_not_stopped)    \
   X(unwind_max_frames) X(unwind_dlopen_later) X(unwind_python312_shared)     \
   X(unwind_python311_static)
-#define PST_MERGE_TESTS(X) X(merge_order) X(merge_mismatch)
+#define PST_MERGE_TESTS(X) X(merge_order) X(merge_mismatch) \
+  X(merge_stripped_interp)
 #define PST_SYMTAB_TESTS(X)                                                    \
   X(symtab_libc) X(symtab_python) X(symtab_cxx) X(symtab_minidebuginfo)       \
   X(symtab_corrupt)

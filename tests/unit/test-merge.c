@@ -94,3 +94,40 @@ TEST_IMPL(merge_mismatch) {
   ASSERT_EQ(k, 1);
   return 0;
 }
+
+/* A stripped interpreter (Debian's static python3.11): its call helpers
+ * have no symbol, only "python3.11+0x..." names. Frames of the
+ * interpreter's text between two eval-loop frames are machinery, hidden
+ * named or not; interpreter frames next to C code of another module (a
+ * builtin the innermost frame is in, the thread's start) stay. */
+TEST_IMPL(merge_stripped_interp) {
+  static const struct pst_frame snat[] = {
+      NAT("python3.11+0x1a2b3c"),      /* a builtin, innermost: kept */
+      NAT("_PyEval_EvalFrameDefault"), /* exported: named */
+      NAT("python3.11+0x550c6d"),      /* call helper: hidden */
+      NAT("python3.11+0x550d00"),      /* call helper: hidden */
+      NAT("_PyEval_EvalFrameDefault"),
+      NAT("python3.11+0x600000"),      /* between eval and libc: kept */
+      NAT("start_thread"),
+  };
+  static const struct pst_frame spy[] = {PY("inner", 1), PY("outer", 1)};
+  unsigned flags[7];
+  struct pst_frame out[32];
+  char buf[512];
+  int mismatch = -1;
+  size_t k;
+
+  for (size_t i = 0; i < 7; i++)
+    flags[i] = i == 6 ? 0 : PST_NF_INTERP |
+                                pst_native_classify(snat[i].name, 0x030b);
+  ASSERT_EQ(flags[1], PST_NF_INTERP | PST_NF_EVAL);
+  k = pst_merge(snat, flags, 7, spy, 2, 0, "[m]", out, 32, &mismatch);
+  ASSERT_EQ(mismatch, 0);
+  ASSERT_STR_EQ(names(out, k, buf, sizeof(buf)),
+                "python3.11+0x1a2b3c,inner,outer,python3.11+0x600000,"
+                "start_thread");
+  /* --native-all keeps them. */
+  k = pst_merge(snat, flags, 7, spy, 2, 1, "[m]", out, 32, &mismatch);
+  ASSERT_EQ(k, 9);
+  return 0;
+}
