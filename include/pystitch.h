@@ -43,7 +43,9 @@ extern "C" {
   X(ENOTHREADSTATE, -4008, "thread has no Python thread state")                \
   X(ESELF, -4009, "refusing to profile pystitch itself")                       \
   X(EZOMBIE, -4010, "process is a zombie")                                   \
-  X(ETRACED, -4011, "process is already traced by another debugger")
+  X(ETRACED, -4011, "process is already traced by another debugger")       \
+  X(ENOTREADY, -4012, "the process is starting: its interpreter (or libc) "  \
+                      "is not initialised yet")
 
 enum {
 #define PST_ERRNO_ENUM(name, val, msg) PST_##name = val,
@@ -104,6 +106,9 @@ struct pst_thread {
   char state;           /* kernel state letter from /proc (R, S, D, ...) */
   int error;            /* 0, or why its stack (or, without a Python state,
                            its thread pointer) could not be read */
+  uint64_t error_addr;  /* with error: the target address that could not
+                           be read or did not hold what was expected, 0
+                           when none applies */
   size_t nframes;
   struct pst_frame *frames; /* owned by the target, valid until next snapshot */
   int truncated;        /* 1 when the frame cap was hit */

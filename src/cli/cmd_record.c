@@ -44,6 +44,9 @@ static const char record_usage[] =
     "                         (each thread is stopped while it is read)\n"
     "      --native-all       the same, keeping the interpreter's call\n"
     "                         machinery frames\n"
+    "      --keep-running     with -- COMMAND: leave it running when the\n"
+    "                         recording ends first (by default it gets\n"
+    "                         SIGINT, then SIGTERM 3 s later)\n"
     "  -v, --verbose          more diagnostics on stderr\n"
     "\n"
     "Examples:\n"
@@ -232,7 +235,7 @@ static void summary(const char *path, const struct pst_writer_ops *w,
 
 int pst_cmd_record(int argc, char **argv) {
   enum { O_IDLE = 256, O_GIL, O_THREADS, O_FUNCTION, O_BLOCKING, O_NATIVE,
-         O_NATIVE_ALL };
+         O_NATIVE_ALL, O_KEEP_RUNNING };
   static const struct option longopts[] = {
       {"pid", required_argument, NULL, 'p'},
       {"rate", required_argument, NULL, 'r'},
@@ -247,6 +250,7 @@ int pst_cmd_record(int argc, char **argv) {
       {"blocking", no_argument, NULL, O_BLOCKING},
       {"native", no_argument, NULL, O_NATIVE},
       {"native-all", no_argument, NULL, O_NATIVE_ALL},
+      {"keep-running", no_argument, NULL, O_KEEP_RUNNING},
       {"verbose", no_argument, NULL, 'v'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
@@ -314,6 +318,9 @@ int pst_cmd_record(int argc, char **argv) {
     case O_NATIVE_ALL:
       o.native = 2;
       break;
+    case O_KEEP_RUNNING:
+      o.keep_running = 1;
+      break;
     case 'v':
       verbose++;
       break;
@@ -364,9 +371,15 @@ int pst_cmd_record(int argc, char **argv) {
     }
     return pst_cli_explain(o.npids ? o.pids[0] : 0, err);
   }
-  if (st.child_exited && st.child_status != 0)
+  if (st.child_stopped && st.child_exited)
+    fprintf(stderr, "pystitch: the recording ended first: the command was "
+                    "stopped (SIGINT) and exited with status %d\n",
+            st.child_status);
+  else if (st.child_exited && st.child_status != 0)
     fprintf(stderr, "pystitch: the command exited with status %d\n",
             st.child_status);
+  if (st.child_left_running)
+    fprintf(stderr, "pystitch: the command is still running\n");
   err = pst_writer_save(w, prof, output);
   if (err) {
     fprintf(stderr, "pystitch: error: cannot write %s: %s\n", output,

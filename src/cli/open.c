@@ -1,6 +1,7 @@
 /* open.c: attaching to the target with one-line, actionable error messages. */
 #include <errno.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "pystitch.h"
@@ -41,6 +42,11 @@ int pst_cli_explain(pid_t pid, int err) {
                     "detach gdb or strace and try again\n", (int)pid,
             (int)pid);
     return PST_EXIT_TRACED;
+  case PST_ENOTREADY:
+    fprintf(stderr, "pystitch: error: process %d is still starting: its "
+                    "Python interpreter was not initialised within a "
+                    "second; try again once it runs\n", (int)pid);
+    return PST_EXIT_NOT_PYTHON;
   case PST_ESELF:
     fprintf(stderr, "pystitch: error: %d is pystitch's own pid; give the "
                     "pid of the Python process to profile\n", (int)pid);
@@ -53,6 +59,12 @@ int pst_cli_explain(pid_t pid, int err) {
 
 int pst_cli_open(const struct pst_opts *o, struct pst_target **t) {
   int err = pst_target_open(o->pid, t);
+
+  /* A process caught starting up gets a second to be ready. */
+  for (int i = 0; err == PST_ENOTREADY && i < 100; i++) {
+    usleep(10000);
+    err = pst_target_open(o->pid, t);
+  }
   return err ? pst_cli_explain(o->pid, err) : 0;
 }
 

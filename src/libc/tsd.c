@@ -106,6 +106,19 @@ static void set_default(struct pst_tsd *tsd, enum pst_arch arch) {
   }
 }
 
+int pst_tsd_loading(const struct pst_maps *maps) {
+  int loader = 0;
+
+  for (size_t i = 0; i < maps->n; i++) {
+    const char *b = strrchr(maps->v[i].path, '/');
+    b = b ? b + 1 : maps->v[i].path;
+    if (is_libc(b) || is_glibc(b) || is_musl_path(maps->v[i].path))
+      return 0;
+    loader |= !strncmp(b, "ld-linux", 8) || !strncmp(b, "ld-2.", 5);
+  }
+  return loader;
+}
+
 int pst_tsd_analyse(pid_t pid, const struct pst_maps *maps,
                     enum pst_arch arch, struct pst_tsd *tsd) {
   const struct pst_map *mp;
@@ -121,6 +134,8 @@ int pst_tsd_analyse(pid_t pid, const struct pst_maps *maps,
   for (size_t i = 0; i < maps->n && !mp; i++)
     if (is_musl_path(maps->v[i].path))
       mp = &maps->v[i];
+  if (!mp && pst_tsd_loading(maps))
+    return PST_ENOTREADY; /* a default would be a guess */
   if (!mp) {
     /* libc linked statically into the executable: its first mapping. */
     for (size_t i = 0; i < maps->n && !mp; i++)

@@ -27,6 +27,11 @@ struct pst_tsd {
                            serves every key) */
 };
 
+/* 1 when the process is dynamically linked and its loader has not mapped
+ * libc yet (a command or an exec caught starting: nothing about its
+ * threads or its interpreter can be known yet), else 0. */
+int pst_tsd_loading(const struct pst_maps *maps);
+
 /* Fills *tsd. Returns 0 or PST_ENOTSD (no libc found and no usable default);
  * never guesses silently: a fallback is logged and named in tsd->method. */
 int pst_tsd_analyse(pid_t pid, const struct pst_maps *maps,

@@ -161,8 +161,13 @@ int pst_mem_readv(struct pst_mem *m, const struct pst_mem_iov *iov,
   int got;
 
   if (m->image)
-    return image_readv(m, iov, n);
-  got = live_readv(m, iov, n);
+    got = image_readv(m, iov, n);
+  else
+    got = live_readv(m, iov, n);
+  if (got >= 0 && (size_t)got < n)
+    m->fault_addr = iov[got].addr;
+  if (m->image)
+    return got;
   if (m->record)
     for (int i = 0; i < got; i++)
       m->record(m->record_arg, iov[i].addr, iov[i].buf, iov[i].len);

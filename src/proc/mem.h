@@ -42,6 +42,8 @@ struct pst_mem {
   pid_t pid;
   int memfd;         /* /proc/pid/mem when in fallback mode, else -1 */
   uint64_t reads;    /* syscalls made, for the benchmarks */
+  uint64_t fault_addr; /* start of the last piece that could not be read
+                          (diagnostics: which address a sample lost) */
   const struct pst_mem_region *image; /* replay regions, or NULL (live) */
   size_t image_n;
   pst_mem_record_cb record; /* told of every piece read live, or NULL */

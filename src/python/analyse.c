@@ -140,7 +140,7 @@ static int read_stub(const struct pst_elf *e, const struct syms *sy, int sym,
 
 /* Where the thread-state key lives: decoded from PyGILState_GetThisThreadState
  * (facts.md section 2), checked for plausibility, else the layout table. */
-static void find_key(struct pst_py *py, const struct pst_elf *e,
+static int find_key(struct pst_py *py, const struct pst_elf *e,
                      const struct syms *sy, uint64_t bias,
                      struct pst_mem *mem, enum pst_arch arch,
                      struct pst_target_info *info) {
@@ -156,7 +156,7 @@ static void find_key(struct pst_py *py, const struct pst_elf *e,
     snprintf(info->key_method, sizeof(info->key_method),
              "none: CPython 2.7 keeps no pthread key on Linux; threads "
              "mapped by the thread-state list");
-    return;
+    return 0;
   }
   err = read_stub(e, sy, SYM_GILSTATE_FN, code, &len, &vaddr);
   if (err == 0)
@@ -176,6 +176,12 @@ static void find_key(struct pst_py *py, const struct pst_elf *e,
       snprintf(why, sizeof(why), "decoded 0x%llx is outside _PyRuntime",
                (unsigned long long)key_addr);
       err = -EINVAL;
+    } else if (py->runtime &&
+               pst_mem_read(mem, key_addr - 4, &inited, 4) == 0 &&
+               inited == 0) {
+      /* Created by Py_Initialize just after the interpreter: still
+       * starting up. Not a reason to fall back on a guess. */
+      return PST_ENOTREADY;
     } else if (py->runtime &&
                (pst_mem_read(mem, key_addr - 4, &inited, 4) || inited != 1)) {
       snprintf(why, sizeof(why), "Py_tss_t at 0x%llx is not initialised",
@@ -203,7 +209,7 @@ static void find_key(struct pst_py *py, const struct pst_elf *e,
              "none (disassembly failed: %s); threads mapped by the "
              "thread-state list", why);
     pst_warn("TSS key: %s", info->key_method);
-    return;
+    return 0;
   }
   if (pst_mem_read(mem, key_addr, &key, 4) || key < 0 || key >= 1024) {
     pst_warn("TSS key at 0x%llx unreadable or out of range (%d); threads "
@@ -212,10 +218,11 @@ static void find_key(struct pst_py *py, const struct pst_elf *e,
     snprintf(info->key_method + strlen(info->key_method),
              sizeof(info->key_method) - strlen(info->key_method),
              "; key value invalid, list used");
-    return;
+    return 0;
   }
   py->key_addr = key_addr;
   py->key = key;
+  return 0;
 }
 
 /* 2.7 and 3.6 keep the interpreter list in a static `interp_head`, which
@@ -381,11 +388,13 @@ int pst_py_analyse(struct pst_py *py, pid_t pid, const struct pst_maps *maps,
   if (err)
     goto out;
   if (!py->interp) {
-    pst_warn("the interpreter is not initialised yet (no interpreter)");
-    err = PST_EBADDATA;
+    pst_debug("the interpreter is not initialised yet (no interpreter)");
+    err = PST_ENOTREADY;
     goto out;
   }
-  find_key(py, e, &sy, bias, mem, arch, info);
+  err = find_key(py, e, &sy, bias, mem, arch, info);
+  if (err)
+    goto out;
   info->runtime_addr = py->runtime;
   info->interp_addr = py->interp;
   info->key_addr = py->key_addr;

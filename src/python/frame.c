@@ -225,8 +225,10 @@ static int decode_frames(struct pst_py *py, struct pst_mem *mem,
     f->kind = PST_FRAME_PYTHON;
     f->entry = (unsigned char)raw[i].entry;
     f->ip = 0;
-    if (err)
+    if (err) {
+      py->err_addr = raw[i].code;
       return err;
+    }
     if (thread_obj && locals != PST_NOFF &&
         ends_with(f->name, "_bootstrap_inner") &&
         ends_with(f->filename, "threading.py") &&
@@ -597,6 +599,8 @@ int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
     *thread_obj = 0;
   top[0] = top[1] = 0;
   py->nshims = 0;
+  py->err_addr = 0;
+  mem->fault_addr = 0;
   memset(&rd, 0, offsetof(struct reads, seen_frames));
   rd.nseen = 0;
   rd.flen = (size_t)(l->f_size != PST_NOFF && l->ts_frame != PST_NOFF
@@ -617,8 +621,10 @@ int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
   if (err == 0)
     err = view_frame(py, mem, &v, hint ? hint->cframe : 0, guess, guess_ok,
                      &frame, &cframe);
-  if (err)
+  if (err) {
+    py->err_addr = err == -EFAULT ? mem->fault_addr : tstate;
     return err;
+  }
   top[0] = frame;
   if (pst_array_reserve(&py->scratch.raw, &py->scratch.raw_cap, (size_t)max,
                         sizeof(*raw)))
@@ -654,5 +660,7 @@ int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
     n = decode_frames(py, mem, &rd, raw, n, frames, locals, thread_obj);
   if (n >= 0 && hint)
     update_hint(hint, &rd, cframe, raw, n);
+  if (n < 0 && !py->err_addr)
+    py->err_addr = mem->fault_addr;
   return n;
 }

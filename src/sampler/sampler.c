@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/timerfd.h>
 #include <time.h>
+#include <signal.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -30,6 +31,9 @@
 #define REFRESH_MS 100      /* threads and children: new ones within this */
 #define ATTACH_RETRY_MS 10  /* a spawned command, until its Python is up */
 #define ATTACH_TRIES 1000   /* 10 s of retries for an uninitialised target */
+#define GIVEN_READY_MS 1000 /* a given pid that is starting up */
+#define GRACE_MS 3000       /* the command's time to exit on SIGINT, then
+                               on SIGTERM, when sampling ends first */
 #define EXEC_TRIES 200      /* 2 s for a program exec'd by a target to be
                                an initialised Python */
 #define PROGRESS_MS 250
@@ -41,6 +45,7 @@ struct entry {
   int tries;             /* attach attempts */
   int done;              /* ended, or not Python: never tried again */
   int execd;             /* the process exec'd: attaching its new program */
+  int given;             /* named by -p: not Python is an error at once */
   struct pst_proc_image image; /* as attached: tells pid reuse and exec */
   char cmdline[256];
   struct pst_sample_proc proc;  /* what consumers see, while attached */
@@ -59,6 +64,10 @@ struct rec {
   uv_process_t child;
   int tfd;
   int child_running, stopping, have_tick, have_child;
+  uv_timer_t grace;      /* stopping the command: SIGINT, then SIGTERM */
+  int grace_step;        /* 0 not started, 1 SIGINT sent, 2 SIGTERM sent */
+  int stop_signal;       /* the signal that stopped sampling, 0: none */
+  uint64_t stop_ns;      /* when sampling stopped */
   const struct pst_sampler_opts *o;
   struct pst_sampler_stats *st;
   struct entry *e;
@@ -127,12 +136,14 @@ static int attach(struct rec *r, struct entry *e) {
   int err;
 
   err = pst_target_open(e->pid, &e->t);
-  if (err == PST_EBADDATA || err == PST_ENOTPY) {
-    /* Not (yet) an initialised interpreter: a command still exec'ing, or
-     * a child about to exec; give up after ATTACH_TRIES. */
-    if (++e->tries < ATTACH_TRIES)
-      return 1;
-  }
+  /* Starting up (libc not mapped, no interpreter or thread-state key yet):
+   * a spawned command, an exec, a new child; give up after ATTACH_TRIES.
+   * Not (yet) Python: a child about to exec, but a given pid is what it
+   * is. */
+  if ((err == PST_ENOTREADY ||
+       (!e->given && (err == PST_EBADDATA || err == PST_ENOTPY))) &&
+      ++e->tries < ATTACH_TRIES)
+    return 1;
   if (err) {
     e->done = 1;
     e->t = NULL;
@@ -224,7 +235,7 @@ static int sampling_flags(const struct pst_sampler_opts *o) {
          (o->native > 1 ? PST_SAMPLE_NATIVE_ALL : 0);
 }
 
-void pst_sampler_count_error(struct pst_sampler_stats *st, int err) {
+uint64_t pst_sampler_count_error(struct pst_sampler_stats *st, int err) {
   int k;
 
   st->errors++;
@@ -238,7 +249,29 @@ void pst_sampler_count_error(struct pst_sampler_stats *st, int err) {
     if (st->errkinds[k].code == err || st->errkinds[k].code == 0)
       break;
   st->errkinds[k].code = st->errkinds[k].code ? st->errkinds[k].code : err;
-  st->errkinds[k].count++;
+  return ++st->errkinds[k].count;
+}
+
+#define ERRORS_LOGGED 3 /* per kind, with -v */
+
+/* -v: the first few errors of each kind, with the thread, the address
+ * and the reason (the summary only counts them). nth: this error's
+ * number within its kind. */
+static void log_error(const struct rec *r, const struct entry *e,
+                      const struct pst_thread *x, uint64_t nth) {
+  (void)r;
+  if (nth > ERRORS_LOGGED)
+    return;
+  char at[48] = "";
+
+  if (x->error_addr)
+    snprintf(at, sizeof(at), " at 0x%llx", (unsigned long long)x->error_addr);
+  pst_info("process %d thread %d \"%s\" (state %c%s, thread state 0x%llx): "
+           "%s%s: %s%s", (int)e->pid, (int)x->tid, x->name, x->state,
+           x->holds_gil == 1 ? ", holds the GIL" : "",
+           (unsigned long long)x->tstate, pst_errname(x->error), at,
+           pst_strerror(x->error),
+           nth == ERRORS_LOGGED ? " (the last one logged of this kind)" : "");
 }
 
 /* A thread with no Python state, running: its CPU time shows under one
@@ -281,7 +314,8 @@ static void sample_entry(struct rec *r, struct entry *e, uint64_t t_ns,
 
     s.kind = kind_of(r, &th[i], &copy, &s.thread);
     if (s.kind == PST_SK_ERROR)
-      pst_sampler_count_error(r->st, s.thread->error);
+      log_error(r, e, s.thread,
+                pst_sampler_count_error(r->st, s.thread->error));
     else if (s.kind == PST_SK_IDLE)
       r->st->idle_skipped++;
     else
@@ -349,10 +383,56 @@ static void on_tick(uv_poll_t *h, int status, int events) {
 
 static void on_close(uv_handle_t *h) { (void)h; }
 
+static void on_grace(uv_timer_t *h) {
+  struct rec *r = h->data;
+
+  if (!r->child_running)
+    return;
+  if (r->grace_step == 1) {
+    pst_info("the command (pid %d) did not exit on SIGINT within %d ms: "
+             "SIGTERM", (int)r->child.pid, GRACE_MS);
+    uv_process_kill(&r->child, SIGTERM);
+    r->grace_step = 2;
+    uv_timer_start(&r->grace, on_grace, GRACE_MS, 0);
+    return;
+  }
+  pst_warn("the command (pid %d) is still running after SIGINT and "
+           "SIGTERM: left running", (int)r->child.pid);
+  r->st->child_left_running = 1;
+  uv_close((uv_handle_t *)&r->child, on_close);
+  uv_close((uv_handle_t *)&r->grace, on_close);
+}
+
+/* Sampling ends while the command we started runs: stop it (SIGINT, as
+ * Ctrl-C would; SIGTERM after GRACE_MS), unless --keep-running. The loop
+ * runs on until it exits, so its exit status is reported. A Ctrl-C from
+ * the terminal already reached it (same process group): not sent twice. */
+static void stop_child(struct rec *r) {
+  int from_tty = r->stop_signal == SIGINT && isatty(0) &&
+                 tcgetpgrp(0) == getpgrp();
+
+  if (!r->have_child || !r->child_running ||
+      uv_is_closing((uv_handle_t *)&r->child))
+    return;
+  if (r->o->keep_running) {
+    pst_info("the command (pid %d) keeps running (--keep-running)",
+             (int)r->child.pid);
+    r->st->child_left_running = 1;
+    uv_close((uv_handle_t *)&r->child, on_close);
+    return;
+  }
+  if (!from_tty)
+    uv_process_kill(&r->child, SIGINT);
+  r->st->child_stopped = 1;
+  r->grace_step = 1;
+  uv_timer_start(&r->grace, on_grace, GRACE_MS, 0);
+}
+
 static void stop_all(struct rec *r) {
   if (r->stopping)
     return;
   r->stopping = 1;
+  r->stop_ns = now_ns();
   if (r->have_tick)
     uv_close((uv_handle_t *)&r->tick, on_close);
   uv_close((uv_handle_t *)&r->refresh, on_close);
@@ -361,8 +441,9 @@ static void stop_all(struct rec *r) {
   uv_close((uv_handle_t *)&r->progress, on_close);
   for (int i = 0; i < 3; i++)
     uv_close((uv_handle_t *)&r->sig[i], on_close);
-  if (r->have_child && !uv_is_closing((uv_handle_t *)&r->child))
-    uv_close((uv_handle_t *)&r->child, on_close);
+  stop_child(r);
+  if (!r->grace_step)
+    uv_close((uv_handle_t *)&r->grace, on_close);
 }
 
 static void find_children(struct rec *r, pid_t pid) {
@@ -483,6 +564,7 @@ static void on_signal(uv_signal_t *h, int signum) {
   struct rec *r = h->data;
   pst_info("signal %d: writing the profile", signum);
   r->st->interrupted = 1;
+  r->stop_signal = signum;
   stop_all(r);
 }
 
@@ -508,6 +590,8 @@ static void on_child_exit(uv_process_t *p, int64_t status, int signum) {
   r->st->child_exited = 1;
   r->st->child_status = signum ? 128 + signum : (int)status;
   uv_close((uv_handle_t *)p, on_close);
+  if (r->grace_step && !uv_is_closing((uv_handle_t *)&r->grace))
+    uv_close((uv_handle_t *)&r->grace, on_close);
   /* Its threads are gone: the next refresh ends its entry, then the
    * recording when nothing else is left. */
 }
@@ -571,15 +655,19 @@ int pst_sampler_run(const struct pst_sampler_opts *o,
   /* Attach the given pids first: an error there is the user's to see. */
   for (int i = 0; i < o->npids; i++) {
     struct entry *e = add_entry(&r, o->pids[i]);
-    /* One try: a given pid that is not Python must say so (exit code 5),
-     * not wait for an interpreter to appear as a spawned command may. */
-    if (e)
-      e->tries = ATTACH_TRIES - 1;
-    err = e ? attach(&r, e) : -ENOMEM;
-    if (err) {
-      err = err > 0 ? PST_EBADDATA : err;
-      goto out_loop;
+    /* A given pid that is not Python must say so (exit code 5) at once;
+     * one that is starting up gets GIVEN_READY_MS to be ready. */
+    if (e) {
+      e->given = 1;
+      e->tries = ATTACH_TRIES - GIVEN_READY_MS / ATTACH_RETRY_MS;
     }
+    err = e ? attach(&r, e) : -ENOMEM;
+    while (err == 1) {
+      usleep(ATTACH_RETRY_MS * 1000);
+      err = attach(&r, e);
+    }
+    if (err)
+      goto out_loop;
   }
   if (o->argv) {
     err = spawn(&r);
@@ -597,8 +685,9 @@ int pst_sampler_run(const struct pst_sampler_opts *o,
   uv_timer_init(&r.loop, &r.attach);
   uv_timer_init(&r.loop, &r.stop);
   uv_timer_init(&r.loop, &r.progress);
+  uv_timer_init(&r.loop, &r.grace);
   r.tick.data = r.refresh.data = r.attach.data = r.stop.data =
-      r.progress.data = &r;
+      r.progress.data = r.grace.data = &r;
   for (int i = 0; i < 3; i++) {
     uv_signal_init(&r.loop, &r.sig[i]);
     r.sig[i].data = &r;
@@ -618,7 +707,8 @@ int pst_sampler_run(const struct pst_sampler_opts *o,
   uv_run(&r.loop, UV_RUN_DEFAULT);
   if (o->progress)
     fputs("\r\033[K", stderr);
-  st->elapsed_s = (double)(now_ns() - r.start_ns) / 1e9;
+  st->elapsed_s =
+      (double)((r.stop_ns ? r.stop_ns : now_ns()) - r.start_ns) / 1e9;
   for (size_t i = 0; i < r.n; i++)
     harvest(&r, &r.e[i]);
   err = 0;

@@ -40,6 +40,8 @@ struct pst_sampler_opts {
   int blocking;         /* stop each thread while reading it */
   int native;           /* 1: native frames merged, 2: and machinery */
   int progress;         /* progress line on stderr */
+  int keep_running;     /* `-- command`: leave it running when sampling
+                           ends first (default: SIGINT, then SIGTERM) */
 };
 
 /* Error kinds counted apart (the rest by code, see errors[]). */
@@ -71,6 +73,8 @@ struct pst_sampler_stats {
   int processes;         /* processes sampled */
   int child_exited;      /* the spawned command ended */
   int child_status;      /* its exit status (or 128 + signal) */
+  int child_stopped;     /* sampling ended first: it was sent SIGINT */
+  int child_left_running; /* --keep-running, or it outlived SIGTERM */
   int interrupted;       /* ended by a signal */
 };
 
@@ -132,7 +136,8 @@ int pst_sampler_run(const struct pst_sampler_opts *o,
                     const struct pst_consumer *consumers, int n,
                     struct pst_sampler_stats *st);
 
-/* Adds one error of code err to the counters. */
-void pst_sampler_count_error(struct pst_sampler_stats *st, int err);
+/* Adds one error of code err to the counters; returns how many of its
+ * kind there are now. */
+uint64_t pst_sampler_count_error(struct pst_sampler_stats *st, int err);
 
 #endif

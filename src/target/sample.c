@@ -100,6 +100,7 @@ static void settle(struct pst_target *t, size_t i, int n,
 
   if (n < 0) {
     x->th.error = n;
+    x->th.error_addr = t->py.err_addr;
   } else {
     x->th.nframes = (size_t)n;
     pst_tthread_set_name(t, x, thread_obj);
@@ -205,7 +206,7 @@ int pst_target_sample(struct pst_target *t, int flags,
   for (size_t i = 0; i < t->nthreads; i++) {
     struct pst_tthread *x = &t->threads[i];
     struct pst_thread *th = &x->th;
-    uint64_t thread_obj = 0, before[2];
+    uint64_t thread_obj = 0, before[2], err_addr;
     struct pst_native_req req;
     int n;
 
@@ -213,6 +214,8 @@ int pst_target_sample(struct pst_target *t, int flags,
     th->idle = state_read && th->state != 'R';
     th->holds_gil = gil_err ? -1 : th->tstate && gil == th->tstate;
     th->error = 0;
+    th->error_addr = 0;
+    t->py.err_addr = 0;
     th->nframes = 0;
     th->truncated = 0;
     th->skipped = 0;
@@ -248,9 +251,11 @@ int pst_target_sample(struct pst_target *t, int flags,
                     pend.x ? &pend.c : NULL, th->frames,
                     PST_TARGET_FRAMES_MAX, &th->truncated,
                     x->pyname[0] ? NULL : &thread_obj, before);
+    err_addr = t->py.err_addr; /* settle_pending() may walk again */
     if (pend.x)
       settle_pending(t, &pend);
     if (n < 0) {
+      t->py.err_addr = err_addr;
       thread_obj = 0;
       n = read_stopped_again(t, x, flags, n, &thread_obj);
       settle(t, i, n, thread_obj);

@@ -87,6 +87,10 @@ int pst_target_open(pid_t pid, struct pst_target **out) {
   err = pst_maps_load(pid, &t->maps);
   if (err)
     goto err_perm;
+  if (pst_tsd_loading(&t->maps)) {
+    err = PST_ENOTREADY;
+    goto err;
+  }
   err = pst_py_analyse(&t->py, pid, &t->maps, &t->mem, t->arch, &t->info);
   if (err)
     goto err_perm;

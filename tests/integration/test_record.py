@@ -213,6 +213,68 @@ def check_command_fails(interp):
     return "\n".join(problems)
 
 
+LONG_RUN = ("import time\n"
+            "def long_job():\n"
+            "    end = time.time() + 60\n"
+            "    while time.time() < end:\n"
+            "        sum(range(1000))\n"
+            "long_job()\n")
+
+
+def alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in "ZX"
+    except IOError:
+        return False
+
+
+def check_duration_stops_command(interp):
+    """record -d 1 -- COMMAND: when the recording ends first, the command
+    it started is stopped (SIGINT, as Ctrl-C would: Python's
+    KeyboardInterrupt, status 130 or 1) and reported; with --keep-running
+    it is left running. No "default" TSD layout guess in launch mode: the
+    target is analysed when its interpreter is ready."""
+    if interp.rootfs:
+        return None
+    problems = []
+    for keep in (False, True):
+        start = time.time()
+        r, out = record(["-d", "1", "-v", "-f", "folded"] +
+                        (["--keep-running"] if keep else []) +
+                        ["--", interp.exe, "-c", LONG_RUN])
+        took = time.time() - start
+        err = r.stderr.decode(errors="replace")
+        kids = [int(m) for m in re.findall(r"recording process (\d+)", err)]
+        if r.returncode != 0:
+            problems.append("exit %d: %s" % (r.returncode, err[-400:]))
+        if "default for" in err:
+            problems.append("a default TSD layout was guessed: %s" % err)
+        if not os.path.exists(out) or not any(
+                "long_job" in ";".join(s) for s, _ in folded(out)):
+            problems.append("long_job never sampled")
+        if not kids:
+            problems.append("no 'recording process' line: %s" % err)
+            continue
+        if keep:
+            if not alive(kids[0]) or "still running" not in err:
+                problems.append("--keep-running: command not left running")
+            try:
+                os.kill(kids[0], 9)
+            except OSError:
+                pass
+        else:
+            if alive(kids[0]):
+                problems.append("the command still runs after the "
+                                "recording ended")
+                os.kill(kids[0], 9)
+            if "was stopped (SIGINT)" not in err:
+                problems.append("the stop is not reported: %s" % err[-300:])
+            if took > 5:
+                problems.append("took %.1f s to stop the command" % took)
+    return "\n".join(problems)
+
+
 def check_churn(interp):
     t = pytargets.Target(interp, "churn.py", ["3"])
     try:
@@ -329,6 +391,8 @@ def main():
         run("SIGINT writes a valid profile", check_sigint, interp)
         run("target exit ends the run", check_target_exit, interp)
         run("failing command reported", check_command_fails, interp)
+        run("duration stops the command", check_duration_stops_command,
+            interp)
         run("thread churn", check_churn, interp)
         run("subprocesses", check_subprocesses, interp)
         run("formats", check_formats, interp)
