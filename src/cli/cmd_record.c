@@ -40,6 +40,9 @@ static const char record_usage[] =
     "      --threads          a root frame per thread\n"
     "      --function         aggregate by function instead of line\n"
     "      --blocking         stop each thread while its stack is read\n"
+    "      --nonblocking      never stop a thread (by default a stack that\n"
+    "                         keeps moving while it is read is read again\n"
+    "                         with only its thread stopped for a moment)\n"
     "      --native           native (C/C++) frames too, merged with Python's\n"
     "                         (each thread is stopped while it is read)\n"
     "      --native-all       the same, keeping the interpreter's call\n"
@@ -235,7 +238,7 @@ static void summary(const char *path, const struct pst_writer_ops *w,
 
 int pst_cmd_record(int argc, char **argv) {
   enum { O_IDLE = 256, O_GIL, O_THREADS, O_FUNCTION, O_BLOCKING, O_NATIVE,
-         O_NATIVE_ALL, O_KEEP_RUNNING };
+         O_NATIVE_ALL, O_KEEP_RUNNING, O_NONBLOCKING };
   static const struct option longopts[] = {
       {"pid", required_argument, NULL, 'p'},
       {"rate", required_argument, NULL, 'r'},
@@ -251,6 +254,7 @@ int pst_cmd_record(int argc, char **argv) {
       {"native", no_argument, NULL, O_NATIVE},
       {"native-all", no_argument, NULL, O_NATIVE_ALL},
       {"keep-running", no_argument, NULL, O_KEEP_RUNNING},
+      {"nonblocking", no_argument, NULL, O_NONBLOCKING},
       {"verbose", no_argument, NULL, 'v'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
@@ -320,6 +324,9 @@ int pst_cmd_record(int argc, char **argv) {
       break;
     case O_KEEP_RUNNING:
       o.keep_running = 1;
+      break;
+    case O_NONBLOCKING:
+      o.nonblocking = 1;
       break;
     case 'v':
       verbose++;

@@ -130,7 +130,8 @@ struct reads {
   struct region codes[PST_PY_HINT_MAX];
   uint32_t ncodes, ccur;
   size_t flen, hsize;
-  uint8_t *fbuf, *cbuf;            /* their bytes, flen/hsize apart */
+  uint8_t *fbuf, *cbuf;            /* their bytes, fstride/cstride apart */
+  size_t fstride, cstride;
   /* what this walk read, the next walk's guess */
   uint64_t seen_frames[PST_PY_HINT_MAX];
   uint32_t nseen;
@@ -173,7 +174,7 @@ static int read_frame(struct pst_mem *mem, struct reads *rd, uint64_t addr,
   seen_frame(rd, addr);
   if (len <= rd->flen &&
       (i = find_region(rd->frames, rd->nframes, &rd->fcur, addr)) >= 0) {
-    memcpy(buf, rd->fbuf + (size_t)i * rd->flen, len);
+    memcpy(buf, rd->fbuf + (size_t)i * rd->fstride, len);
     return 0;
   }
   return pst_mem_read(mem, addr, buf, len);
@@ -205,7 +206,7 @@ static int decode_frames(struct pst_py *py, struct pst_mem *mem,
   for (int i = 0; i < n; i++) {
     int k = find_region(rd->codes, rd->ncodes, &rd->ccur, raw[i].code);
     if (k >= 0) {
-      sc->hdr_of[i] = rd->cbuf + (size_t)k * hsize;
+      sc->hdr_of[i] = rd->cbuf + (size_t)k * rd->cstride;
       continue;
     }
     sc->hdr_of[i] = sc->hdrs + nmiss * hsize;
@@ -468,6 +469,14 @@ static int check_owner(const struct pst_py_layout *l, const struct ts_view *v,
   return 0;
 }
 
+/* Bytes of a frame the walk reads. */
+static size_t frame_len(const struct pst_py_layout *l) {
+  size_t len = (size_t)(l->f_size != PST_NOFF && l->ts_frame != PST_NOFF
+                            ? l->f_size
+                            : l->if_size);
+  return len > PST_PY_FRAME_BUF ? PST_PY_FRAME_BUF : len;
+}
+
 /* Buffers for the guessed reads: frames and code headers, kept in py. */
 static int guess_buffers(struct pst_py *py, struct reads *rd) {
   struct pst_py_scratch *sc = &py->scratch;
@@ -480,6 +489,8 @@ static int guess_buffers(struct pst_py *py, struct reads *rd) {
     return -ENOMEM;
   rd->fbuf = sc->guess;
   rd->cbuf = sc->guess + PST_PY_HINT_MAX * rd->flen;
+  rd->fstride = rd->flen;
+  rd->cstride = rd->hsize;
   return 0;
 }
 
@@ -547,16 +558,20 @@ static int first_read(struct pst_py *py, struct pst_mem *mem,
  * chunk, from the guessed copy when it covers it, else read now. */
 static void chunk_copy(struct pst_py *py, struct pst_mem *mem,
                        struct reads *rd, uint64_t start, uint64_t top,
-                       uint64_t guess, size_t guess_len) {
+                       uint64_t guess, size_t guess_len,
+                       const uint8_t *guess_buf) {
   rd->chunk = NULL;
   if (!start || top < start + CHUNK_HEADER || top - start > CHUNK_MAX)
     return;
-  if (!(guess == start && top - start <= guess_len) &&
-      pst_mem_read(mem, start, py->chunk_buf, top - start))
-    return;
+  if (guess == start && top - start <= guess_len) {
+    rd->chunk = guess_buf;
+  } else {
+    if (pst_mem_read(mem, start, py->chunk_buf, top - start))
+      return;
+    rd->chunk = py->chunk_buf;
+  }
   rd->chunk_start = start;
   rd->chunk_end = top;
-  rd->chunk = py->chunk_buf;
 }
 
 /* The next walk's guess: what this one read. */
@@ -569,6 +584,7 @@ static void update_hint(struct pst_py_hint *h, const struct reads *rd,
     uint64_t want = rd->chunk_end - rd->chunk_start + CHUNK_SLACK;
     h->chunk_len = (uint32_t)(want < CHUNK_MAX ? want : CHUNK_MAX);
   }
+  h->top = n > 0 ? raw[0].frame : 0;
   h->nframes = rd->nseen;
   memcpy(h->frames, rd->seen_frames, rd->nseen * sizeof(h->frames[0]));
   h->ncodes = 0;
@@ -581,18 +597,21 @@ static void update_hint(struct pst_py_hint *h, const struct reads *rd,
   }
 }
 
-int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
-                struct pst_py_hint *hint, struct pst_py_check *carry,
-                struct pst_frame *frames, int max, int *truncated,
-                uint64_t *thread_obj, uint64_t top[2]) {
+/* What a walk's first read gave, besides the thread state's view. */
+struct first {
+  uint64_t guess;           /* current_frame read at hint->cframe */
+  int guess_ok;
+  uint64_t chunk_guess;     /* the chunk copied, and how much of it */
+  size_t chunk_guess_len;
+  const uint8_t *chunk_buf; /* where its copy is */
+};
+
+/* What every walk does first: the read buffers and the state's view. */
+static int walk_setup(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
+                      struct reads *rd, struct ts_view *v,
+                      uint64_t *thread_obj, uint64_t top[2],
+                      int *truncated) {
   const struct pst_py_layout *l = &py->lay;
-  struct reads rd;
-  struct raw_frame *raw;
-  struct ts_view v;
-  uint64_t frame = 0, cframe = 0, guess = 0, chunk_guess = 0;
-  size_t chunk_guess_len = 0;
-  int32_t locals;
-  int n, err, guess_ok = 0;
 
   *truncated = 0;
   if (thread_obj)
@@ -601,26 +620,32 @@ int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
   py->nshims = 0;
   py->err_addr = 0;
   mem->fault_addr = 0;
-  memset(&rd, 0, offsetof(struct reads, seen_frames));
-  rd.nseen = 0;
-  rd.flen = (size_t)(l->f_size != PST_NOFF && l->ts_frame != PST_NOFF
-                         ? l->f_size
-                         : l->if_size);
-  if (rd.flen > PST_PY_FRAME_BUF)
-    rd.flen = PST_PY_FRAME_BUF;
-  rd.hsize = pst_py_code_header_size(py);
-  err = guess_buffers(py, &rd);
-  if (err)
-    return err;
-  v.addr = tstate;
-  v.len = view_len(l);
-  err = first_read(py, mem, hint, carry, &v, &rd, &guess, &guess_ok,
-                   &chunk_guess, &chunk_guess_len);
-  if (err == 0 && hint && hint->owner_interp)
-    err = check_owner(l, &v, hint);
+  memset(rd, 0, offsetof(struct reads, seen_frames));
+  rd->nseen = 0;
+  rd->flen = frame_len(l);
+  rd->hsize = pst_py_code_header_size(py);
+  v->addr = tstate;
+  v->len = view_len(l);
+  return guess_buffers(py, rd);
+}
+
+/* The walk once the first read is in hand. */
+static int walk_rest(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
+                     struct pst_py_hint *hint, struct ts_view *v,
+                     struct reads *rd, const struct first *fr,
+                     struct pst_frame *frames, int max, int *truncated,
+                     uint64_t *thread_obj, uint64_t top[2]) {
+  const struct pst_py_layout *l = &py->lay;
+  struct raw_frame *raw;
+  uint64_t frame = 0, cframe = 0;
+  int32_t locals;
+  int n, err = 0;
+
+  if (hint && hint->owner_interp)
+    err = check_owner(l, v, hint);
   if (err == 0)
-    err = view_frame(py, mem, &v, hint ? hint->cframe : 0, guess, guess_ok,
-                     &frame, &cframe);
+    err = view_frame(py, mem, v, hint ? hint->cframe : 0, fr->guess,
+                     fr->guess_ok, &frame, &cframe);
   if (err) {
     py->err_addr = err == -EFAULT ? mem->fault_addr : tstate;
     return err;
@@ -631,18 +656,19 @@ int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
     return -ENOMEM;
   raw = py->scratch.raw;
   if (l->ts_frame != PST_NOFF) {
-    n = walk_frameobjects(py, mem, &rd, frame, raw, max, truncated);
+    n = walk_frameobjects(py, mem, rd, frame, raw, max, truncated);
     locals = l->f_localsplus;
   } else {
     /* datastack_top follows datastack_chunk (3.11-3.14). */
     uint64_t start = 0, stop = 0;
     if (l->ts_datastack_chunk != PST_NOFF &&
-        (size_t)l->ts_datastack_chunk + 16 <= v.len) {
-      memcpy(&start, v.buf + l->ts_datastack_chunk, 8);
-      memcpy(&stop, v.buf + l->ts_datastack_chunk + 8, 8);
+        (size_t)l->ts_datastack_chunk + 16 <= v->len) {
+      memcpy(&start, v->buf + l->ts_datastack_chunk, 8);
+      memcpy(&stop, v->buf + l->ts_datastack_chunk + 8, 8);
     }
-    chunk_copy(py, mem, &rd, start, stop, chunk_guess, chunk_guess_len);
-    n = walk_iframes(py, mem, &rd, frame, raw, max, truncated);
+    chunk_copy(py, mem, rd, start, stop, fr->chunk_guess,
+               fr->chunk_guess_len, fr->chunk_buf);
+    n = walk_iframes(py, mem, rd, frame, raw, max, truncated);
     locals = l->if_localsplus;
   }
   /* The top frame's code as the walk saw it (a skipped shim's too). */
@@ -650,17 +676,251 @@ int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
     top[1] = raw[0].code;
   else if (frame) {
     uint64_t at = frame + (uint64_t)code_off(l);
-    if (rd.chunk && at >= rd.chunk_start && at < rd.chunk_end &&
-        rd.chunk_end - at >= 8)
-      memcpy(&top[1], rd.chunk + (at - rd.chunk_start), 8);
+    if (rd->chunk && at >= rd->chunk_start && at < rd->chunk_end &&
+        rd->chunk_end - at >= 8)
+      memcpy(&top[1], rd->chunk + (at - rd->chunk_start), 8);
     else if (pst_mem_read_u64(mem, at, &top[1]))
       top[1] = 0;
   }
   if (n >= 0)
-    n = decode_frames(py, mem, &rd, raw, n, frames, locals, thread_obj);
+    n = decode_frames(py, mem, rd, raw, n, frames, locals, thread_obj);
   if (n >= 0 && hint)
-    update_hint(hint, &rd, cframe, raw, n);
+    update_hint(hint, rd, cframe, raw, n);
   if (n < 0 && !py->err_addr)
     py->err_addr = mem->fault_addr;
   return n;
+}
+
+int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
+                struct pst_py_hint *hint, struct pst_py_check *carry,
+                struct pst_frame *frames, int max, int *truncated,
+                uint64_t *thread_obj, uint64_t top[2]) {
+  struct reads rd;
+  struct ts_view v;
+  struct first fr = {0, 0, 0, 0, NULL};
+  int err;
+
+  err = walk_setup(py, mem, tstate, &rd, &v, thread_obj, top, truncated);
+  if (err == 0)
+    err = first_read(py, mem, hint, carry, &v, &rd, &fr.guess, &fr.guess_ok,
+                     &fr.chunk_guess, &fr.chunk_guess_len);
+  if (err) {
+    py->err_addr = err == -EFAULT ? mem->fault_addr : tstate;
+    return err;
+  }
+  fr.chunk_buf = py->chunk_buf;
+  return walk_rest(py, mem, tstate, hint, &v, &rd, &fr, frames, max,
+                   truncated, thread_obj, top);
+}
+
+/* ---- batched first reads ---- */
+
+#define TAIL_BACK 1024 /* the chunk's tail read again for the check: this */
+#define TAIL_FWD 1024  /* much below its last top, and this much above */
+
+void pst_py_batch_init(struct pst_py_batch *b) { memset(b, 0, sizeof(*b)); }
+
+void pst_py_batch_exit(struct pst_py_batch *b) {
+  free(b->iov);
+  free(b->off);
+  free(b->ok);
+  free(b->arena);
+  memset(b, 0, sizeof(*b));
+}
+
+void pst_py_batch_reset(struct pst_py_batch *b) {
+  b->n = 0;
+  b->used = 0;
+}
+
+/* Adds a piece of len bytes at addr; its index, or PST_PY_NOPIECE on
+ * -ENOMEM (*err set). Buffers are placed at read time (the arena may
+ * grow until then). */
+static size_t piece(struct pst_py_batch *b, uint64_t addr, size_t len,
+                    int *err) {
+  size_t cap = b->cap;
+
+  if (*err)
+    return PST_PY_NOPIECE;
+  if (b->n == b->cap) {
+    cap = b->cap ? 2 * b->cap : 256;
+    struct pst_mem_iov *iov = realloc(b->iov, cap * sizeof(*iov));
+    if (iov)
+      b->iov = iov;
+    size_t *off = realloc(b->off, cap * sizeof(*off));
+    if (off)
+      b->off = off;
+    uint8_t *ok = realloc(b->ok, cap);
+    if (ok)
+      b->ok = ok;
+    if (!iov || !off || !ok) {
+      *err = -ENOMEM;
+      return PST_PY_NOPIECE;
+    }
+    b->cap = cap;
+  }
+  if (pst_array_reserve((void **)&b->arena, &b->arena_cap, b->used + len,
+                        1)) {
+    *err = -ENOMEM;
+    return PST_PY_NOPIECE;
+  }
+  b->iov[b->n] = (struct pst_mem_iov){addr, NULL, len};
+  b->off[b->n] = b->used;
+  b->used += (len + 7) & ~(size_t)7;
+  return b->n++;
+}
+
+int pst_py_prefetch_add(struct pst_py *py, struct pst_py_batch *b,
+                        uint64_t tstate, struct pst_py_hint *h,
+                        struct pst_py_prefetch *pf) {
+  const struct pst_py_layout *l = &py->lay;
+  size_t flen = frame_len(l), hsize = pst_py_code_header_size(py);
+  int err = 0;
+
+  memset(pf, 0, sizeof(*pf));
+  pf->tstate = tstate;
+  pf->hint = h;
+  pf->ig = pf->ic = pf->i0f = pf->i0c = PST_PY_NOPIECE;
+  pf->ck_guess = pf->ck_code = pf->ck_tail = PST_PY_NOPIECE;
+  pf->it = piece(b, tstate, view_len(l), &err);
+  if (uses_cframe(l) && h->cframe) {
+    pf->cframe = h->cframe;
+    pf->ig = piece(b, h->cframe + (uint64_t)l->cf_current_frame, 8, &err);
+  }
+  if (h->chunk && h->chunk_len && h->chunk_len <= CHUNK_MAX) {
+    pf->chunk = h->chunk;
+    pf->chunk_len = h->chunk_len;
+    pf->ic = piece(b, h->chunk, h->chunk_len, &err);
+  }
+  pf->nframes = h->nframes;
+  for (uint32_t i = 0; i < h->nframes; i++) {
+    size_t k = piece(b, h->frames[i], flen, &err);
+    if (i == 0)
+      pf->i0f = k;
+  }
+  pf->ncodes = h->ncodes;
+  for (uint32_t i = 0; i < h->ncodes; i++) {
+    size_t k = piece(b, h->codes[i], hsize, &err);
+    if (i == 0)
+      pf->i0c = k;
+  }
+  /* The check, read after all of the above: the frame pointer again, the
+   * code of the frame the last walk found on top, and the chunk's tail
+   * (where a new top frame of 3.11+ is). */
+  pf->ck_field = piece(b, tstate + (uint64_t)ts_frame_field(l), 8, &err);
+  if (pf->cframe)
+    pf->ck_guess = piece(b, pf->cframe + (uint64_t)l->cf_current_frame, 8,
+                         &err);
+  if (h->top) {
+    pf->ck_frame = h->top;
+    pf->ck_code = piece(b, h->top + (uint64_t)code_off(l), 8, &err);
+  }
+  if (pf->chunk && pf->chunk_len > CHUNK_SLACK) {
+    uint32_t used = pf->chunk_len - CHUNK_SLACK;
+    uint32_t from = used > TAIL_BACK + CHUNK_HEADER ? used - TAIL_BACK
+                                                     : CHUNK_HEADER;
+    pf->ck_tail_addr = pf->chunk + from;
+    pf->ck_tail_len = used + TAIL_FWD - from;
+    pf->ck_tail = piece(b, pf->ck_tail_addr, pf->ck_tail_len, &err);
+  }
+  return err;
+}
+
+int pst_py_batch_read(struct pst_mem *mem, struct pst_py_batch *b) {
+  for (size_t i = 0; i < b->n; i++)
+    b->iov[i].buf = b->arena + b->off[i];
+  return b->n ? pst_mem_readv_each(mem, b->iov, b->n, b->ok) : 0;
+}
+
+static const uint8_t *piece_buf(const struct pst_py_batch *b, size_t i) {
+  return b->arena + b->off[i];
+}
+
+static int piece_ok(const struct pst_py_batch *b, size_t i) {
+  return i != PST_PY_NOPIECE && b->ok[i];
+}
+
+int pst_py_walk_prefetched(struct pst_py *py, struct pst_mem *mem,
+                           const struct pst_py_batch *b,
+                           struct pst_py_prefetch *pf,
+                           struct pst_frame *frames, int max, int *truncated,
+                           uint64_t *thread_obj, uint64_t top[2]) {
+  struct reads rd;
+  struct ts_view v;
+  struct first fr = {0, 0, 0, 0, NULL};
+  int err;
+
+  pf->reads = mem->reads;
+  err = walk_setup(py, mem, pf->tstate, &rd, &v, thread_obj, top, truncated);
+  if (err)
+    return err;
+  if (!piece_ok(b, pf->it)) {
+    /* Its state could not be read in the batch: read it as usual. */
+    return pst_py_walk(py, mem, pf->tstate, pf->hint, NULL, frames, max,
+                       truncated, thread_obj, top);
+  }
+  memcpy(v.buf, piece_buf(b, pf->it), v.len);
+  if (piece_ok(b, pf->ig)) {
+    fr.guess_ok = 1;
+    memcpy(&fr.guess, piece_buf(b, pf->ig), 8);
+  }
+  if (piece_ok(b, pf->ic)) {
+    fr.chunk_guess = pf->chunk;
+    fr.chunk_guess_len = pf->chunk_len;
+    fr.chunk_buf = piece_buf(b, pf->ic);
+  }
+  rd.nframes = pf->nframes;
+  if (pf->nframes) {
+    rd.fbuf = (uint8_t *)piece_buf(b, pf->i0f);
+    for (uint32_t i = 0; i < pf->nframes; i++) {
+      size_t k = pf->i0f + i;
+      rd.frames[i] = (struct region){b->iov[k].addr, b->ok[k]};
+    }
+  }
+  rd.ncodes = pf->ncodes;
+  if (pf->ncodes) {
+    rd.cbuf = (uint8_t *)piece_buf(b, pf->i0c);
+    for (uint32_t i = 0; i < pf->ncodes; i++) {
+      size_t k = pf->i0c + i;
+      rd.codes[i] = (struct region){b->iov[k].addr, b->ok[k]};
+    }
+  }
+  /* The guessed pieces are laid out flen/hsize apart, rounded to 8. */
+  rd.fstride = (rd.flen + 7) & ~(size_t)7;
+  rd.cstride = (rd.hsize + 7) & ~(size_t)7;
+  return walk_rest(py, mem, pf->tstate, pf->hint, &v, &rd, &fr, frames, max,
+                   truncated, thread_obj, top);
+}
+
+int pst_py_check_batched(const struct pst_py *py, const struct pst_mem *mem,
+                         const struct pst_py_batch *b,
+                         const struct pst_py_prefetch *pf,
+                         const uint64_t top[2]) {
+  const struct pst_py_layout *l = &py->lay;
+  uint64_t field, frame, code, at, mask = ~(uint64_t)py->tag_mask;
+
+  /* A walk that had to read more than the batch read it after the
+   * check: only a check read after the walk can tell. */
+  if (mem->reads != pf->reads || !piece_ok(b, pf->ck_field))
+    return -1;
+  memcpy(&field, piece_buf(b, pf->ck_field), 8);
+  frame = field;
+  if (uses_cframe(l) && field) {
+    if (field != pf->cframe || !piece_ok(b, pf->ck_guess))
+      return -1;
+    memcpy(&frame, piece_buf(b, pf->ck_guess), 8);
+  }
+  if (frame != top[0])
+    return 0;
+  if (!frame)
+    return top[1] == 0;
+  at = frame + (uint64_t)code_off(l);
+  if (frame == pf->ck_frame && piece_ok(b, pf->ck_code))
+    memcpy(&code, piece_buf(b, pf->ck_code), 8);
+  else if (piece_ok(b, pf->ck_tail) && at >= pf->ck_tail_addr &&
+           at + 8 <= pf->ck_tail_addr + pf->ck_tail_len)
+    memcpy(&code, piece_buf(b, pf->ck_tail) + (at - pf->ck_tail_addr), 8);
+  else
+    return -1;
+  return (code & mask) == (top[1] & mask);
 }

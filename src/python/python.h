@@ -20,6 +20,7 @@
 #include "python/layout.h"
 
 struct pst_code_cache;
+struct pst_py;
 struct pst_py_check;
 
 /* Buffers a walk needs, kept between walks so that sampling allocates
@@ -54,7 +55,71 @@ struct pst_py_hint {
    * thread_id (when non-zero) and the native_thread_id seen first (3.8+;
    * learnt at the first walk: it is namespace-relative). */
   uint64_t owner_interp, owner_thread_id, owner_native_id;
+  uint64_t top;              /* the innermost frame the last walk found */
 };
+
+/* ---- one read per tick: batched first reads (frame.c) ----
+ *
+ * The first read of every thread to walk (its thread state and what its
+ * hint guesses) goes into one batch that the caller reads in one
+ * process_vm_readv for all of them; each thread's torn-read check rides
+ * in the same call, after that thread's pieces (the kernel reads pieces in
+ * order). pst_py_walk_prefetched() then walks from the copies, and
+ * pst_py_check_batched() tells from the check pieces whether the stack
+ * moved, or that the batch cannot tell (the walk had to read more, or the
+ * top frame is outside what was re-read): then the caller reads a
+ * pst_py_check. Owned by the caller (one per target), reused per tick. */
+struct pst_py_batch {
+  struct pst_mem_iov *iov;   /* pieces; buf set by pst_py_batch_read() */
+  size_t *off;               /* each piece's offset in arena */
+  uint8_t *ok;               /* each piece read whole */
+  size_t n, cap;
+  uint8_t *arena;            /* every piece's bytes */
+  size_t used, arena_cap;
+};
+
+/* One thread's part of a batch (indices into it; PST_PY_NOPIECE when a
+ * piece is absent). Filled by pst_py_prefetch_add(). */
+#define PST_PY_NOPIECE ((size_t)-1)
+struct pst_py_prefetch {
+  uint64_t tstate;
+  struct pst_py_hint *hint;      /* borrowed: the thread's hint */
+  size_t it, ig, ic, i0f, i0c;   /* state, cframe guess, chunk, frames,
+                                    code headers */
+  uint32_t nframes, ncodes, chunk_len;
+  uint64_t cframe, chunk;        /* the hint's, as planned */
+  size_t ck_field, ck_guess, ck_code, ck_tail; /* the check after it */
+  uint64_t ck_frame;             /* the frame whose code ck_code reads */
+  uint64_t ck_tail_addr;         /* the chunk tail read again */
+  uint32_t ck_tail_len;
+  uint64_t reads;                /* mem->reads when its walk began */
+};
+
+void pst_py_batch_init(struct pst_py_batch *b);
+void pst_py_batch_exit(struct pst_py_batch *b);
+/* Empties b for the next tick (keeps its memory). */
+void pst_py_batch_reset(struct pst_py_batch *b);
+/* Plans thread state tstate's first read and check into b. 0 or
+ * -ENOMEM. */
+int pst_py_prefetch_add(struct pst_py *py, struct pst_py_batch *b,
+                        uint64_t tstate, struct pst_py_hint *hint,
+                        struct pst_py_prefetch *pf);
+/* Reads every piece of b (one syscall while all are readable; an
+ * unreadable piece costs one more). Returns the pieces read or -ESRCH. */
+int pst_py_batch_read(struct pst_mem *mem, struct pst_py_batch *b);
+/* pst_py_walk() whose first read is pf's part of the read batch b. */
+int pst_py_walk_prefetched(struct pst_py *py, struct pst_mem *mem,
+                           const struct pst_py_batch *b,
+                           struct pst_py_prefetch *pf,
+                           struct pst_frame *frames, int max, int *truncated,
+                           uint64_t *thread_obj, uint64_t top[2]);
+/* After that walk (top[] as it returned): 1 when the stack did not move
+ * while it was read, 0 when it did, -1 when the batch cannot tell (read a
+ * pst_py_check instead). */
+int pst_py_check_batched(const struct pst_py *py, const struct pst_mem *mem,
+                         const struct pst_py_batch *b,
+                         const struct pst_py_prefetch *pf,
+                         const uint64_t top[2]);
 
 /* Bytes of a frame, a code object header and a str header read into local
  * buffers: every layout offset used on them is checked against these by

@@ -228,6 +228,7 @@ static int live_targets(const struct rec *r) {
  * decide() applies these flags to each thread. */
 static int sampling_flags(const struct pst_sampler_opts *o) {
   return (o->blocking ? PST_SAMPLE_BLOCKING : 0) |
+         (o->nonblocking ? 0 : PST_SAMPLE_EXACT) |
          (o->idle && !o->gil_only ? PST_SAMPLE_NO_ACTIVITY : 0) |
          (o->native ? PST_SAMPLE_NATIVE : 0) |
          (!o->idle ? PST_SAMPLE_ACTIVE_ONLY : 0) |

@@ -38,6 +38,9 @@ struct pst_sampler_opts {
   int gil_only;         /* only the thread holding the GIL */
   int subprocesses;     /* follow descendants */
   int blocking;         /* stop each thread while reading it */
+  int nonblocking;      /* never stop a thread: a stack that keeps moving
+                           is counted as torn (default: read it again
+                           with only that thread stopped) */
   int native;           /* 1: native frames merged, 2: and machinery */
   int progress;         /* progress line on stderr */
   int keep_running;     /* `-- command`: leave it running when sampling

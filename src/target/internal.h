@@ -26,6 +26,7 @@
 #define PST_TARGET_FRAMES_MAX 1024 /* per thread; deeper is truncated */
 
 struct pst_native_sampler;
+struct pst_tpending;
 
 /* One OS thread as the target tracks it between refreshes. */
 struct pst_tthread {
@@ -55,6 +56,15 @@ struct pst_target {
   uint64_t torn_retries;    /* walks redone because the stack moved */
   uint64_t exact_rereads;   /* PST_SAMPLE_EXACT: threads read again stopped */
   struct pst_native_sampler *native; /* --native, made at the first use */
+  /* One tick's running reads: batched into one syscall (sample.c). */
+  struct pst_py_batch batch;
+  struct pst_py_prefetch *pf;  /* per thread: its part of the batch */
+  size_t pf_cap;
+  unsigned char *acts;         /* per thread: what the tick does with it */
+  size_t acts_cap;
+  struct pst_tpending *pend;        /* walks whose check is still to be read */
+  size_t pend_cap;
+  uint64_t batch_checks;       /* walks checked from the batch alone */
 };
 
 /* ---- threads.c ---- */

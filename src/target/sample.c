@@ -32,6 +32,13 @@ static char read_state(const struct pst_tthread *x) {
   return state;
 }
 
+/* Errors a stack that moves while it is read can give: a frame that
+ * changed (the check), a link followed into freed or reused memory
+ * (-EFAULT), a code object read as garbage (PST_EBADDATA). */
+static int moving(int n) {
+  return n == PST_ETORN || n == -EFAULT || n == PST_EBADDATA;
+}
+
 /* Walks thread x up to attempts times, checking each walk on its own (the
  * retry path), or once with the thread stopped (PST_SAMPLE_BLOCKING). */
 static int walk_thread(struct pst_target *t, struct pst_tthread *x, int flags,
@@ -55,8 +62,12 @@ static int walk_thread(struct pst_target *t, struct pst_tthread *x, int flags,
     n = pst_py_walk(&t->py, &t->mem, th->tstate, &x->hint, NULL, th->frames,
                     PST_TARGET_FRAMES_MAX, &th->truncated,
                     x->pyname[0] ? NULL : thread_obj, before);
-    if (stopped || n < 0)
+    if (stopped || (n < 0 && !moving(n)))
       break; /* nothing moves, or nothing to check */
+    if (n < 0) { /* read while it moved: again */
+      t->torn_retries++;
+      continue;
+    }
     pst_py_check_prepare(&t->py, th->tstate, &x->hint, before, &c);
     if (pst_py_check_done(&t->py, &t->mem, &c) == 1)
       break;
@@ -74,8 +85,11 @@ static int walk_thread(struct pst_target *t, struct pst_tthread *x, int flags,
  * its error is not a moving stack), and not after an -ENOMEM. */
 static int read_stopped_again(struct pst_target *t, struct pst_tthread *x,
                               int flags, int n, uint64_t *thread_obj) {
-  if (!(flags & PST_SAMPLE_EXACT) || n >= 0 || n == -ESRCH || n == -ENOMEM ||
-      !pst_tthread_may_stop(x->th.state))
+  if (!(flags & PST_SAMPLE_EXACT) || n >= 0 || n == -ESRCH || n == -ENOMEM)
+    return n;
+  if (x->th.state == '?') /* not read this tick (--idle) */
+    x->th.state = read_state(x);
+  if (!pst_tthread_may_stop(x->th.state))
     return n;
   pst_debug("thread %d: %s while running: read again stopped",
             (int)x->th.tid, pst_strerror(n));
@@ -85,7 +99,7 @@ static int read_stopped_again(struct pst_target *t, struct pst_tthread *x,
 }
 
 /* A walk whose check is still to be read. */
-struct pending {
+struct pst_tpending {
   struct pst_tthread *x;
   size_t i;
   int n, flags;
@@ -110,7 +124,7 @@ static void settle(struct pst_target *t, size_t i, int n,
 
 /* The pending walk's check (read already, or now): a moved stack is
  * walked again on the retry path. */
-static void settle_pending(struct pst_target *t, struct pending *p) {
+static void settle_pending(struct pst_target *t, struct pst_tpending *p) {
   int n = p->n;
 
   if (pst_py_check_done(&t->py, &t->mem, &p->c) != 1) {
@@ -172,22 +186,78 @@ static enum action decide(const struct pst_tthread *x, int flags,
   return flags & PST_SAMPLE_BLOCKING ? READ_BLOCKING : READ_PYTHON;
 }
 
-int pst_target_sample(struct pst_target *t, int flags,
-                      const struct pst_thread **threads) {
-  struct pst_thread *view;
-  struct pending pend;
-  uint64_t gil = 0;
-  int err, gil_err, state_read;
+/* Reads every pending check in one syscall, then settles each. */
+static void settle_all_pending(struct pst_target *t, struct pst_tpending *pend,
+                               size_t np) {
+  struct pst_mem_iov iov[3 * 64];
+  uint8_t ok[3 * 64];
 
-  memset(&pend, 0, sizeof(pend));
+  for (size_t a = 0; a < np;) {
+    size_t n = 0, b = a;
+    for (; b < np && n + (size_t)pend[b].c.n <= sizeof(iov) / sizeof(*iov);
+         b++)
+      for (int k = 0; k < pend[b].c.n; k++)
+        iov[n++] = pend[b].c.iov[k];
+    if (pst_mem_readv_each(&t->mem, iov, n, ok) >= 0) {
+      n = 0;
+      for (size_t k = a; k < b; k++) {
+        memcpy(pend[k].c.ok, ok + n, (size_t)pend[k].c.n);
+        n += (size_t)pend[k].c.n;
+        pend[k].c.read = 1;
+      }
+    }
+    for (; a < b; a++)
+      settle_pending(t, &pend[a]);
+  }
+}
+
+/* Resets thread i's per-sample fields and reads its kernel state. */
+static void begin_thread(struct pst_target *t, size_t i, int state_read,
+                         int gil_err, uint64_t gil) {
+  struct pst_thread *th = &t->threads[i].th;
+
+  th->state = state_read ? read_state(&t->threads[i]) : '?';
+  th->idle = state_read && th->state != 'R';
+  th->holds_gil = gil_err ? -1 : th->tstate && gil == th->tstate;
+  th->error = 0;
+  th->error_addr = 0;
+  th->nframes = 0;
+  th->truncated = 0;
+  th->skipped = 0;
+  th->frames = t->pool + i * PST_TARGET_FRAMES_MAX;
+}
+
+/* Per-tick arrays sized to the threads: what each thread gets, its part
+ * of the read batch, the walks whose check is still to be read. */
+static int tick_arrays(struct pst_target *t) {
+  struct pst_thread *view;
+
   view = realloc(t->view, (t->nthreads + 1) * sizeof(*view));
   if (!view)
     return -ENOMEM;
   t->view = view;
   if (pst_array_reserve((void **)&t->pool, &t->pool_cap,
                         t->nthreads * PST_TARGET_FRAMES_MAX,
-                        sizeof(*t->pool)))
+                        sizeof(*t->pool)) ||
+      pst_array_reserve((void **)&t->pf, &t->pf_cap, t->nthreads + 1,
+                        sizeof(*t->pf)) ||
+      pst_array_reserve((void **)&t->acts, &t->acts_cap, t->nthreads + 1,
+                        sizeof(*t->acts)) ||
+      pst_array_reserve((void **)&t->pend, &t->pend_cap, t->nthreads + 1,
+                        sizeof(*t->pend)))
     return -ENOMEM;
+  return 0;
+}
+
+int pst_target_sample(struct pst_target *t, int flags,
+                      const struct pst_thread **threads) {
+  uint64_t gil = 0;
+  size_t npend = 0, nbatch = 0;
+  int err, gil_err, state_read, got = 0;
+
+  err = tick_arrays(t);
+  if (err)
+    return err;
   if (flags & PST_SAMPLE_NATIVE) {
     err = native_init(t);
     if (err)
@@ -197,30 +267,27 @@ int pst_target_sample(struct pst_target *t, int flags,
   /* Without native_thread_id (before 3.8) only the thread's own stat
    * file tells that it ended (its state may then be a new thread's). */
   if (t->py.lay.ts_native_thread_id == PST_NOFF ||
-      (flags & (PST_SAMPLE_BLOCKING | PST_SAMPLE_EXACT))) /* see T, D */
+      (flags & PST_SAMPLE_BLOCKING)) /* blocking: must see T and D */
     flags &= ~PST_SAMPLE_NO_ACTIVITY;
   state_read = !(flags & PST_SAMPLE_NO_ACTIVITY);
   gil_err = state_read || (flags & PST_SAMPLE_GIL_ONLY)
                 ? pst_py_gil_holder(&t->py, &t->mem, &gil)
                 : -ENOSYS;
+  /* First pass: what each thread gets; threads read stopped (--native,
+   * --blocking) are read now, the running reads are planned into one
+   * batch. */
+  pst_py_batch_reset(&t->batch);
   for (size_t i = 0; i < t->nthreads; i++) {
     struct pst_tthread *x = &t->threads[i];
     struct pst_thread *th = &x->th;
-    uint64_t thread_obj = 0, before[2], err_addr;
+    uint64_t thread_obj = 0;
     struct pst_native_req req;
     int n;
 
-    th->state = state_read ? read_state(x) : '?';
-    th->idle = state_read && th->state != 'R';
-    th->holds_gil = gil_err ? -1 : th->tstate && gil == th->tstate;
-    th->error = 0;
-    th->error_addr = 0;
+    begin_thread(t, i, state_read, gil_err, gil);
     t->py.err_addr = 0;
-    th->nframes = 0;
-    th->truncated = 0;
-    th->skipped = 0;
-    th->frames = t->pool + i * PST_TARGET_FRAMES_MAX;
-    switch (decide(x, flags, state_read)) {
+    t->acts[i] = (unsigned char)decide(x, flags, state_read);
+    switch ((enum action)t->acts[i]) {
     case SKIP: /* left out by the flags: not read at all */
       th->skipped = 1;
       settle(t, i, 0, 0);
@@ -245,32 +312,71 @@ int pst_target_sample(struct pst_target *t, int flags,
       settle(t, i, n, thread_obj);
       continue;
     case READ_PYTHON:
-      break;
+      if (pst_py_prefetch_add(&t->py, &t->batch, th->tstate, &x->hint,
+                              &t->pf[i])) {
+        t->acts[i] = SKIP;
+        settle(t, i, -ENOMEM, 0);
+        continue;
+      }
+      nbatch++;
+      continue;
     }
-    n = pst_py_walk(&t->py, &t->mem, th->tstate, &x->hint,
-                    pend.x ? &pend.c : NULL, th->frames,
-                    PST_TARGET_FRAMES_MAX, &th->truncated,
-                    x->pyname[0] ? NULL : &thread_obj, before);
-    err_addr = t->py.err_addr; /* settle_pending() may walk again */
-    if (pend.x)
-      settle_pending(t, &pend);
-    if (n < 0) {
-      t->py.err_addr = err_addr;
-      thread_obj = 0;
+  }
+  /* One syscall for the first read and the check of every running
+   * thread. */
+  if (nbatch)
+    got = pst_py_batch_read(&t->mem, &t->batch);
+  /* Second pass: walk each from its copies; its check was in the batch,
+   * or is read for all such threads in one more syscall. */
+  for (size_t i = 0; nbatch && i < t->nthreads; i++) {
+    struct pst_tthread *x = &t->threads[i];
+    uint64_t thread_obj = 0, top[2];
+    int n, c;
+
+    if (t->acts[i] != READ_PYTHON)
+      continue;
+    if (got < 0) { /* the process is gone */
+      settle(t, i, got, 0);
+      continue;
+    }
+    t->py.err_addr = 0;
+    n = pst_py_walk_prefetched(&t->py, &t->mem, &t->batch, &t->pf[i],
+                               x->th.frames, PST_TARGET_FRAMES_MAX,
+                               &x->th.truncated,
+                               x->pyname[0] ? NULL : &thread_obj, top);
+    if (moving(n)) { /* the retry path checks its own walks */
+      t->torn_retries++;
+      n = walk_thread(t, x, 0, TORN_RETRIES, &thread_obj);
       n = read_stopped_again(t, x, flags, n, &thread_obj);
       settle(t, i, n, thread_obj);
       continue;
     }
-    pend.x = x;
-    pend.i = i;
-    pend.n = n;
-    pend.flags = flags;
-    pend.thread_obj = thread_obj;
-    pst_py_check_prepare(&t->py, th->tstate, &x->hint, before, &pend.c);
+    if (n < 0) {
+      n = read_stopped_again(t, x, flags, n, &thread_obj);
+      settle(t, i, n, thread_obj);
+      continue;
+    }
+    c = pst_py_check_batched(&t->py, &t->mem, &t->batch, &t->pf[i], top);
+    if (c == 1) {
+      t->batch_checks++;
+      settle(t, i, n, thread_obj);
+      continue;
+    }
+    t->pend[npend].x = x;
+    t->pend[npend].i = i;
+    t->pend[npend].n = n;
+    t->pend[npend].flags = flags;
+    t->pend[npend].thread_obj = thread_obj;
+    pst_py_check_prepare(&t->py, x->th.tstate, &x->hint, top,
+                         &t->pend[npend].c);
+    if (c == 0) { /* moved: that check is known to fail */
+      t->pend[npend].c.read = 1;
+      memset(t->pend[npend].c.ok, 0, sizeof(t->pend[npend].c.ok));
+    }
+    npend++;
   }
-  if (pend.x)
-    settle_pending(t, &pend);
-  *threads = view;
+  settle_all_pending(t, t->pend, npend);
+  *threads = t->view;
   return (int)t->nthreads;
 }
 

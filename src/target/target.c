@@ -80,6 +80,7 @@ int pst_target_open(pid_t pid, struct pst_target **out) {
   t->pid = pid;
   t->arch = host_arch();
   pst_mem_init(&t->mem, pid);
+  pst_py_batch_init(&t->batch);
   pst_py_init(&t->py);
   err = check_process(pid, &t->info);
   if (err)
@@ -133,6 +134,10 @@ void pst_target_close(struct pst_target *t) {
   free(t->threads);
   free(t->view);
   free(t->pool);
+  pst_py_batch_exit(&t->batch);
+  free(t->pf);
+  free(t->acts);
+  free(t->pend);
   free(t);
 }
 
