@@ -24,6 +24,8 @@
 
 #include "output/writer.h"
 #include "proto/profile.pb-c.h"
+#include "util/array.h"
+#include "util/hash.h"
 
 typedef Perftools__Profiles__Profile Profile;
 typedef Perftools__Profiles__ValueType ValueType;
@@ -40,143 +42,80 @@ typedef Perftools__Profiles__Function Function;
 /* ---- string table: cleaned strings, each once ---- */
 
 struct strtab {
-  char **v;
+  char **v; /* by index, each owned */
   size_t n, cap;
-  uint32_t *slot; /* index + 1; 0 = empty */
-  size_t slot_cap;
+  struct pst_hash ids;
 };
 
-static uint64_t str_hash(const char *s) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (; *s; s++)
-    h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-  return h;
-}
-
-static int strtab_grow(struct strtab *t) {
-  size_t cap = t->slot_cap ? t->slot_cap * 2 : 1024;
-  uint32_t *slot = calloc(cap, sizeof(*slot));
-
-  if (!slot)
-    return -ENOMEM;
-  for (size_t i = 0; i < t->n; i++) {
-    size_t j = str_hash(t->v[i]) & (cap - 1);
-    while (slot[j])
-      j = (j + 1) & (cap - 1);
-    slot[j] = (uint32_t)i + 1;
-  }
-  free(t->slot);
-  t->slot = slot;
-  t->slot_cap = cap;
-  return 0;
+static int str_eq(const void *ctx, uint32_t id, const void *key) {
+  const struct strtab *t = ctx;
+  return !strcmp(t->v[id], key);
 }
 
 /* Index of s (cleaned) in the table, added if new; -ENOMEM. */
 static int64_t str_index(struct strtab *t, const char *s) {
   char *c = pst_writer_clean(s, 0);
-  size_t j;
+  uint64_t h;
+  int64_t id;
 
   if (!c)
     return -ENOMEM;
-  if (2 * (t->n + 1) > t->slot_cap && strtab_grow(t))
-    goto nomem;
-  for (j = str_hash(c) & (t->slot_cap - 1); t->slot[j];
-       j = (j + 1) & (t->slot_cap - 1))
-    if (!strcmp(t->v[t->slot[j] - 1], c)) {
-      free(c);
-      return t->slot[j] - 1;
-    }
-  if (t->n == t->cap) {
-    size_t cap = t->cap ? t->cap * 2 : 256;
-    char **v = realloc(t->v, cap * sizeof(*v));
-    if (!v)
-      goto nomem;
-    t->v = v;
-    t->cap = cap;
+  h = pst_hash_str(c);
+  id = pst_hash_find(&t->ids, h, str_eq, t, c);
+  if (id >= 0) {
+    free(c);
+    return id;
+  }
+  if (pst_array_reserve((void **)&t->v, &t->cap, t->n + 1, sizeof(*t->v)) ||
+      pst_hash_insert(&t->ids, h, (uint32_t)t->n)) {
+    free(c);
+    return -ENOMEM;
   }
   t->v[t->n] = c;
-  t->slot[j] = (uint32_t)t->n + 1;
   return (int64_t)t->n++;
-nomem:
-  free(c);
-  return -ENOMEM;
 }
 
 static void strtab_free(struct strtab *t) {
   for (size_t i = 0; i < t->n; i++)
     free(t->v[i]);
   free(t->v);
-  free(t->slot);
+  pst_hash_exit(&t->ids);
 }
 
 /* ---- functions: one per (name, file) ---- */
 
 struct functab {
-  Function *v;
+  Function *v; /* id - 1 = index */
   size_t n, cap;
-  uint64_t *keys; /* (name index << 32 | file index) + 1; 0 = empty */
-  uint32_t *ids;
-  size_t slot_cap;
+  struct pst_hash ids; /* hash of (name, file) -> index */
 };
 
-static uint64_t key_hash(uint64_t k) {
-  k *= 0x9e3779b97f4a7c15ULL;
-  return k ^ (k >> 31);
-}
+struct func_key {
+  int64_t name, file; /* string indices */
+};
 
-static int functab_grow(struct functab *t) {
-  size_t cap = t->slot_cap ? t->slot_cap * 2 : 1024;
-  uint64_t *keys = calloc(cap, sizeof(*keys));
-  uint32_t *ids = calloc(cap, sizeof(*ids));
-
-  if (!keys || !ids) {
-    free(keys);
-    free(ids);
-    return -ENOMEM;
-  }
-  for (size_t i = 0; i < t->slot_cap; i++) {
-    size_t j;
-    if (!t->keys[i])
-      continue;
-    for (j = key_hash(t->keys[i]) & (cap - 1); keys[j]; j = (j + 1) & (cap - 1))
-      ;
-    keys[j] = t->keys[i];
-    ids[j] = t->ids[i];
-  }
-  free(t->keys);
-  free(t->ids);
-  t->keys = keys;
-  t->ids = ids;
-  t->slot_cap = cap;
-  return 0;
+static int func_eq(const void *ctx, uint32_t i, const void *key) {
+  const struct functab *t = ctx;
+  const struct func_key *k = key;
+  return t->v[i].name == k->name && t->v[i].filename == k->file;
 }
 
 /* The id (1-based) of the function (name, file), added if new; -ENOMEM. */
 static int64_t function_id(struct functab *t, int64_t name, int64_t file) {
-  uint64_t key = ((uint64_t)name << 32 | (uint64_t)file) + 1;
-  size_t j;
+  struct func_key k = {name, file};
+  uint64_t h = pst_hash_u64((uint64_t)name << 32 | (uint64_t)file);
+  int64_t i = pst_hash_find(&t->ids, h, func_eq, t, &k);
 
-  if (2 * (t->n + 1) > t->slot_cap && functab_grow(t))
+  if (i >= 0)
+    return i + 1;
+  if (pst_array_reserve((void **)&t->v, &t->cap, t->n + 1, sizeof(*t->v)) ||
+      pst_hash_insert(&t->ids, h, (uint32_t)t->n))
     return -ENOMEM;
-  for (j = key_hash(key) & (t->slot_cap - 1); t->keys[j];
-       j = (j + 1) & (t->slot_cap - 1))
-    if (t->keys[j] == key)
-      return t->ids[j];
-  if (t->n == t->cap) {
-    size_t cap = t->cap ? t->cap * 2 : 256;
-    Function *v = realloc(t->v, cap * sizeof(*v));
-    if (!v)
-      return -ENOMEM;
-    t->v = v;
-    t->cap = cap;
-  }
   perftools__profiles__function__init(&t->v[t->n]);
   t->v[t->n].id = t->n + 1;
   t->v[t->n].name = name;
   t->v[t->n].system_name = name;
   t->v[t->n].filename = file;
-  t->keys[j] = key;
-  t->ids[j] = (uint32_t)t->n + 1;
   return (int64_t)++t->n;
 }
 
@@ -494,8 +433,7 @@ static int build_comments(const struct pst_profile *p, struct pprof *pp) {
 static void pprof_free(struct pprof *pp) {
   strtab_free(&pp->strs);
   free(pp->funcs.v);
-  free(pp->funcs.keys);
-  free(pp->funcs.ids);
+  pst_hash_exit(&pp->funcs.ids);
   free(pp->aggs);
   free(pp->locs);
   free(pp->lines);
