@@ -28,6 +28,7 @@
 
 #include "output/writer.h"
 #include "profile/profile.h"
+#include "util/clock.h"
 
 #define NFUNCS 3000
 #define NTHREADS 8
@@ -47,12 +48,6 @@ clock_gettime(clockid_t id, struct timespec *ts) {
   if (!real)
     *(void **)&real = dlsym(RTLD_NEXT, "clock_gettime");
   return real(id, ts);
-}
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 static uint64_t rng = 42;
@@ -232,7 +227,7 @@ static struct pst_profile *build(const struct input *in, int interned,
       pool[i].file = pst_profile_intern(p, pool[i].file);
     }
   }
-  t0 = now_ms();
+  t0 = pst_now_ms();
   for (size_t i = 0; i < in->ns; i++) {
     const struct sample *s = &in->s[i];
     uint32_t n = s->n > DEPTH_MAX * 4 ? DEPTH_MAX * 4 : s->n;
@@ -244,7 +239,7 @@ static struct pst_profile *build(const struct input *in, int interned,
                                      10000000) != 0)
       exit(1);
   }
-  *ms = now_ms() - t0;
+  *ms = pst_now_ms() - t0;
   free(pool);
   return p;
 }
@@ -305,11 +300,11 @@ int main(int argc, char **argv) {
 
     for (int r = 0; r < repeats; r++) {
       FILE *f = fopen("/dev/null", "wb");
-      double t0 = now_ms();
+      double t0 = pst_now_ms();
       if (!f || (*w)->write(p, f) != 0)
         return 1;
       fclose(f);
-      ms = now_ms() - t0;
+      ms = pst_now_ms() - t0;
       if (ms < best)
         best = ms;
     }

@@ -1,15 +1,9 @@
 /* cmd_dump.c: `pystitch dump`: every thread's current Python stack, once. */
 #include <stdio.h>
-#include <time.h>
 
 #include "cli/cli.h"
 #include "pystitch.h"
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
+#include "util/clock.h"
 
 static const char *method_name(enum pst_map_method m) {
   switch (m) {
@@ -104,7 +98,7 @@ int pst_cmd_dump(const struct pst_opts *o) {
   rc = pst_cli_open(o, &t);
   if (rc)
     return rc;
-  t0 = now_ms();
+  t0 = pst_now_ms();
   n = pst_target_refresh(t);
   if (n >= 0)
     n = pst_target_sample(t,
@@ -114,7 +108,7 @@ int pst_cmd_dump(const struct pst_opts *o) {
                                                : 0)
                                     : 0,
                           &th);
-  snap_ms = now_ms() - t0;
+  snap_ms = pst_now_ms() - t0;
   if (n < 0) {
     fprintf(stderr, "pystitch: error: cannot read process %d: %s\n",
             (int)o->pid, pst_strerror(n));
