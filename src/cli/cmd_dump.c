@@ -2,6 +2,7 @@
 #include <stdio.h>
 
 #include "cli/cli.h"
+#include "output/json.h"
 #include "pystitch.h"
 #include "util/clock.h"
 
@@ -55,12 +56,12 @@ static void print_json(const struct pst_target_info *info,
                        const struct pst_thread *th, int n, double snap_ms) {
   printf("{\"pid\": %d, \"analysis_ms\": %.3f, \"snapshot_ms\": %.3f, "
          "\"version\": ", (int)info->pid, info->analysis_ms, snap_ms);
-  pst_json_str(stdout, info->version);
+  pst_json_put_string(stdout, info->version);
   printf(", \"threads\": [");
   for (int i = 0; i < n; i++) {
     const struct pst_thread *x = &th[i];
     printf("%s\n  {\"tid\": %d, \"name\": ", i ? "," : "", (int)x->tid);
-    pst_json_str(stdout, x->name);
+    pst_json_put_string(stdout, x->name);
     printf(", \"state\": \"%c\", \"idle\": %s, \"gil\": %s, "
            "\"python\": %s, \"method\": \"%s\", \"tstate\": \"0x%llx\", "
            "\"fsbase\": \"0x%llx\", \"error\": ",
@@ -69,16 +70,16 @@ static void print_json(const struct pst_target_info *info,
            x->tstate ? "true" : "false", method_name(x->method),
            (unsigned long long)x->tstate, (unsigned long long)x->fsbase);
     if (x->error && x->error != PST_ENOTHREADSTATE)
-      pst_json_str(stdout, pst_errname(x->error));
+      pst_json_put_string(stdout, pst_errname(x->error));
     else
       printf("null");
     printf(", \"truncated\": %s, \"frames\": [",
            x->truncated ? "true" : "false");
     for (size_t k = 0; k < x->nframes; k++) {
       printf("%s{\"name\": ", k ? ", " : "");
-      pst_json_str(stdout, x->frames[k].name);
+      pst_json_put_string(stdout, x->frames[k].name);
       printf(", \"file\": ");
-      pst_json_str(stdout, x->frames[k].filename);
+      pst_json_put_string(stdout, x->frames[k].filename);
       printf(", \"line\": %d, \"kind\": \"%s\"}", x->frames[k].line,
              x->frames[k].kind == PST_FRAME_NATIVE   ? "native"
              : x->frames[k].kind == PST_FRAME_MARKER ? "marker"
