@@ -26,6 +26,7 @@
 #include "proto/profile.pb-c.h"
 #include "util/array.h"
 #include "util/hash.h"
+#include "util/strtab.h"
 
 typedef Perftools__Profiles__Profile Profile;
 typedef Perftools__Profiles__ValueType ValueType;
@@ -41,45 +42,13 @@ typedef Perftools__Profiles__Function Function;
 
 /* ---- string table: cleaned strings, each once ---- */
 
-struct strtab {
-  char **v; /* by index, each owned */
-  size_t n, cap;
-  struct pst_hash ids;
-};
-
-static int str_eq(const void *ctx, uint32_t id, const void *key) {
-  const struct strtab *t = ctx;
-  return !strcmp(t->v[id], key);
-}
-
 /* Index of s (cleaned) in the table, added if new; -ENOMEM. */
-static int64_t str_index(struct strtab *t, const char *s) {
+static int64_t str_index(struct pst_strtab *t, const char *s) {
   char *c = pst_writer_clean(s, 0);
-  uint64_t h;
-  int64_t id;
+  int64_t id = c ? pst_strtab_id(t, c) : -ENOMEM;
 
-  if (!c)
-    return -ENOMEM;
-  h = pst_hash_str(c);
-  id = pst_hash_find(&t->ids, h, str_eq, t, c);
-  if (id >= 0) {
-    free(c);
-    return id;
-  }
-  if (pst_array_reserve((void **)&t->v, &t->cap, t->n + 1, sizeof(*t->v)) ||
-      pst_hash_insert(&t->ids, h, (uint32_t)t->n)) {
-    free(c);
-    return -ENOMEM;
-  }
-  t->v[t->n] = c;
-  return (int64_t)t->n++;
-}
-
-static void strtab_free(struct strtab *t) {
-  for (size_t i = 0; i < t->n; i++)
-    free(t->v[i]);
-  free(t->v);
-  pst_hash_exit(&t->ids);
+  free(c);
+  return id;
 }
 
 /* ---- functions: one per (name, file) ---- */
@@ -198,7 +167,7 @@ struct agg {
 };
 
 struct pprof {
-  struct strtab strs;
+  struct pst_strtab *strs;
   struct functab funcs;
   struct agg *aggs;
   size_t naggs, aggs_cap;
@@ -282,8 +251,8 @@ static int build_locations(const struct pst_profile *p, struct pprof *pp) {
     return -ENOMEM;
   for (uint32_t i = 0; i < nframes; i++) {
     const struct pst_prof_frame *fr = pst_profile_frame(p, i);
-    int64_t name = str_index(&pp->strs, fr->name);
-    int64_t file = str_index(&pp->strs, fr->file);
+    int64_t name = str_index(pp->strs, fr->name);
+    int64_t file = str_index(pp->strs, fr->file);
     int64_t fn =
         name < 0 || file < 0 ? -ENOMEM : function_id(&pp->funcs, name, file);
 
@@ -309,8 +278,8 @@ static int build_locations(const struct pst_profile *p, struct pprof *pp) {
 
 static int add_label(struct pprof *pp, Label *l, const char *key,
                      const char *str, int64_t num) {
-  int64_t k = str_index(&pp->strs, key),
-          s = str ? str_index(&pp->strs, str) : 0;
+  int64_t k = str_index(pp->strs, key),
+          s = str ? str_index(pp->strs, str) : 0;
 
   if (k < 0 || s < 0)
     return -ENOMEM;
@@ -404,7 +373,7 @@ static int build_comments(const struct pst_profile *p, struct pprof *pp) {
   pp->comments = calloc(nprocs + 1, sizeof(*pp->comments));
   if (!pp->comments)
     return -ENOMEM;
-  idx = str_index(&pp->strs, "exported by " PACKAGE_NAME " " PACKAGE_VERSION);
+  idx = str_index(pp->strs, "exported by " PACKAGE_NAME " " PACKAGE_VERSION);
   if (idx < 0)
     return -ENOMEM;
   pp->comments[pp->ncomments++] = idx;
@@ -419,7 +388,7 @@ static int build_comments(const struct pst_profile *p, struct pprof *pp) {
     line = malloc(size);
     if (line) {
       snprintf(line, size, "pid %d: %s", pr->pid, label);
-      idx = str_index(&pp->strs, line);
+      idx = str_index(pp->strs, line);
     }
     free(label);
     free(line);
@@ -431,7 +400,7 @@ static int build_comments(const struct pst_profile *p, struct pprof *pp) {
 }
 
 static void pprof_free(struct pprof *pp) {
-  strtab_free(&pp->strs);
+  pst_strtab_free(pp->strs);
   free(pp->funcs.v);
   pst_hash_exit(&pp->funcs.ids);
   free(pp->aggs);
@@ -461,13 +430,16 @@ static int pprof_write(const struct pst_profile *p, FILE *f) {
   int64_t idx[5];
   int err;
 
-  /* string_table[0] must be "". */
-  idx[0] = str_index(&pp.strs, "");
-  idx[1] = str_index(&pp.strs, "samples");
-  idx[2] = str_index(&pp.strs, "count");
-  idx[3] = str_index(&pp.strs, "cpu");
-  idx[4] = str_index(&pp.strs, "nanoseconds");
   err = -ENOMEM;
+  pp.strs = pst_strtab_new();
+  if (!pp.strs)
+    goto out;
+  /* string_table[0] must be "". */
+  idx[0] = str_index(pp.strs, "");
+  idx[1] = str_index(pp.strs, "samples");
+  idx[2] = str_index(pp.strs, "count");
+  idx[3] = str_index(pp.strs, "cpu");
+  idx[4] = str_index(pp.strs, "nanoseconds");
   for (int i = 0; i < 5; i++)
     if (idx[i] < 0)
       goto out;
@@ -499,8 +471,9 @@ static int pprof_write(const struct pst_profile *p, FILE *f) {
   prof.location = pp.loc_ptrs;
   prof.n_function = pp.funcs.n;
   prof.function = pp.func_ptrs;
-  prof.n_string_table = pp.strs.n;
-  prof.string_table = pp.strs.v;
+  prof.n_string_table = pst_strtab_count(pp.strs);
+  /* protobuf-c only reads the strings (its field is not const). */
+  prof.string_table = (char **)pst_strtab_strings(pp.strs);
   prof.time_nanos = (int64_t)pst_profile_start_unix_ns(p);
   prof.duration_nanos = (int64_t)end_ns;
   prof.period_type = &period_type;

@@ -44,21 +44,30 @@ static int str_eq(const void *ctx, uint32_t id, const void *key) {
   return !strcmp(t->v[id], key);
 }
 
-const char *pst_strtab_intern(struct pst_strtab *t, const char *s) {
+int64_t pst_strtab_id(struct pst_strtab *t, const char *s) {
   uint64_t h = pst_hash_str(s);
   int64_t id = pst_hash_find(&t->ids, h, str_eq, t, s);
   char *c;
 
   if (id >= 0)
-    return t->v[id];
+    return id;
   if (t->n >= UINT32_MAX - 1 ||
       pst_array_reserve((void **)&t->v, &t->cap, t->n + 1, sizeof(*t->v)))
-    return NULL;
+    return -ENOMEM;
   c = strdup(s);
   if (!c || pst_hash_insert(&t->ids, h, (uint32_t)t->n)) {
     free(c);
-    return NULL;
+    return -ENOMEM;
   }
-  t->v[t->n++] = c;
-  return c;
+  t->v[t->n] = c;
+  return (int64_t)t->n++;
+}
+
+const char *pst_strtab_intern(struct pst_strtab *t, const char *s) {
+  int64_t id = pst_strtab_id(t, s);
+  return id < 0 ? NULL : t->v[id];
+}
+
+const char *const *pst_strtab_strings(const struct pst_strtab *t) {
+  return (const char *const *)t->v;
 }
