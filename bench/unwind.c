@@ -18,13 +18,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "native/unwind.h"
 #include "proc/mem.h"
 #include "proc/ptrace.h"
 #include "pystitch.h"
+#include "util/clock.h"
 
 static unsigned long n_sigprocmask;
 
@@ -39,11 +39,7 @@ sigprocmask(int how, const sigset_t *set, sigset_t *old) {
   return real(how, set, old);
 }
 
-static double now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
+static double now_us(void) { return (double)pst_now_ns() / 1e3; }
 
 static const struct {
   const char *name;

@@ -44,7 +44,4 @@ int pst_cmd_info(const struct pst_opts *o);
 struct pst_target;
 int pst_cli_open(const struct pst_opts *o, struct pst_target **t);
 
-/* Writes s as a JSON string literal (with quotes). */
-void pst_json_str(FILE *f, const char *s);
-
 #endif

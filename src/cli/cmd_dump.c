@@ -1,15 +1,10 @@
 /* cmd_dump.c: `pystitch dump`: every thread's current Python stack, once. */
 #include <stdio.h>
-#include <time.h>
 
 #include "cli/cli.h"
+#include "output/json.h"
 #include "pystitch.h"
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
+#include "util/clock.h"
 
 static const char *method_name(enum pst_map_method m) {
   switch (m) {
@@ -61,12 +56,12 @@ static void print_json(const struct pst_target_info *info,
                        const struct pst_thread *th, int n, double snap_ms) {
   printf("{\"pid\": %d, \"analysis_ms\": %.3f, \"snapshot_ms\": %.3f, "
          "\"version\": ", (int)info->pid, info->analysis_ms, snap_ms);
-  pst_json_str(stdout, info->version);
+  pst_json_put_string(stdout, info->version);
   printf(", \"threads\": [");
   for (int i = 0; i < n; i++) {
     const struct pst_thread *x = &th[i];
     printf("%s\n  {\"tid\": %d, \"name\": ", i ? "," : "", (int)x->tid);
-    pst_json_str(stdout, x->name);
+    pst_json_put_string(stdout, x->name);
     printf(", \"name_from_python\": %s", x->name_from_python ? "true" : "false");
     printf(", \"state\": \"%c\", \"idle\": %s, \"gil\": %s, "
            "\"python\": %s, \"method\": \"%s\", \"tstate\": \"0x%llx\", "
@@ -76,16 +71,16 @@ static void print_json(const struct pst_target_info *info,
            x->tstate ? "true" : "false", method_name(x->method),
            (unsigned long long)x->tstate, (unsigned long long)x->fsbase);
     if (x->error && x->error != PST_ENOTHREADSTATE)
-      pst_json_str(stdout, pst_errname(x->error));
+      pst_json_put_string(stdout, pst_errname(x->error));
     else
       printf("null");
     printf(", \"truncated\": %s, \"frames\": [",
            x->truncated ? "true" : "false");
     for (size_t k = 0; k < x->nframes; k++) {
       printf("%s{\"name\": ", k ? ", " : "");
-      pst_json_str(stdout, x->frames[k].name);
+      pst_json_put_string(stdout, x->frames[k].name);
       printf(", \"file\": ");
-      pst_json_str(stdout, x->frames[k].filename);
+      pst_json_put_string(stdout, x->frames[k].filename);
       printf(", \"line\": %d, \"kind\": \"%s\"}", x->frames[k].line,
              x->frames[k].kind == PST_FRAME_NATIVE   ? "native"
              : x->frames[k].kind == PST_FRAME_MARKER ? "marker"
@@ -105,7 +100,7 @@ int pst_cmd_dump(const struct pst_opts *o) {
   rc = pst_cli_open(o, &t);
   if (rc)
     return rc;
-  t0 = now_ms();
+  t0 = pst_now_ms();
   n = pst_target_refresh(t);
   /* Exact by default: a stack that keeps moving while it is read is read
    * again with only its thread stopped (--nonblocking: never stop). */
@@ -114,7 +109,7 @@ int pst_cmd_dump(const struct pst_opts *o) {
     flags |= PST_SAMPLE_NATIVE | (o->native > 1 ? PST_SAMPLE_NATIVE_ALL : 0);
   if (n >= 0)
     n = pst_target_sample(t, flags, &th);
-  snap_ms = now_ms() - t0;
+  snap_ms = pst_now_ms() - t0;
   if (n < 0) {
     fprintf(stderr, "pystitch: error: cannot read process %d: %s\n",
             (int)o->pid, pst_strerror(n));

@@ -67,19 +67,3 @@ int pst_cli_open(const struct pst_opts *o, struct pst_target **t) {
   }
   return err ? pst_cli_explain(o->pid, err) : 0;
 }
-
-void pst_json_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; s && *s; s++) {
-    unsigned char ch = (unsigned char)*s;
-    if (ch == '"' || ch == '\\')
-      fprintf(f, "\\%c", ch);
-    else if (ch == '\n')
-      fputs("\\n", f);
-    else if (ch < 0x20)
-      fprintf(f, "\\u%04x", ch);
-    else
-      fputc(ch, f);
-  }
-  fputc('"', f);
-}

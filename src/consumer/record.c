@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "consumer/record.h"
+#include "util/dmcache.h"
 
 #define STACK_MAX 1100 /* frames per sample incl. synthetic roots */
 
@@ -13,7 +14,6 @@
  * interned and live as long as the target, so a pointer identifies its
  * text; the memo is dropped with the target (proc_end). */
 #define MEMO_BITS 10
-#define MEMO_SLOTS (1u << MEMO_BITS)
 struct memo {
   const char *src, *dst;
 };
@@ -32,7 +32,7 @@ struct rproc {
   const char *root;      /* "process PID ...", interned in the profile */
   struct tmap *tm;
   size_t ntm;
-  struct memo memo[MEMO_SLOTS];
+  struct pst_dmcache memo; /* struct memo, by source pointer */
 };
 
 struct pst_record_consumer {
@@ -70,6 +70,10 @@ static int proc_begin(void *ctx, const struct pst_sample_proc *p,
 
   if (!rp)
     return -ENOMEM;
+  if (pst_dmcache_init(&rp->memo, MEMO_BITS, sizeof(struct memo))) {
+    free(rp);
+    return -ENOMEM;
+  }
   rp->prof_proc = pst_profile_process(c->prof, p->pid, p->cmdline, p->rank,
                                       p->local_rank, p->world_size);
   if (p->rank >= 0)
@@ -80,6 +84,7 @@ static int proc_begin(void *ctx, const struct pst_sample_proc *p,
              p->cmdline);
   rp->root = pst_profile_intern(c->prof, root);
   if (rp->prof_proc < 0 || !rp->root) {
+    pst_dmcache_exit(&rp->memo);
     free(rp);
     return -ENOMEM;
   }
@@ -93,8 +98,10 @@ static void proc_end(void *ctx, const struct pst_sample_proc *p,
 
   (void)ctx;
   (void)p;
-  if (rp)
+  if (rp) {
     free(rp->tm);
+    pst_dmcache_exit(&rp->memo);
+  }
   free(rp);
 }
 
@@ -136,8 +143,7 @@ static struct tmap *prof_thread(struct pst_record_consumer *c,
 /* The profile's copy of target string s, through the process's memo. */
 static const char *memo_intern(struct pst_record_consumer *c,
                                struct rproc *rp, const char *s) {
-  struct memo *m = &rp->memo[(((uintptr_t)s >> 3) * 0x9e3779b97f4a7c15ULL) >>
-                             (64 - MEMO_BITS)];
+  struct memo *m = pst_dmcache_slot(&rp->memo, (uintptr_t)s >> 3);
   if (m->src != s) {
     const char *d = pst_profile_intern(c->prof, s);
     if (!d)

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "elf/elf.h"
-#include "pystitch.h"
+#include "pystitch/errno.h"
 
 struct pst_elf {
   int fd;

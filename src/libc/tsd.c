@@ -5,7 +5,7 @@
 
 #include "elf/elf.h"
 #include "libc/tsd.h"
-#include "pystitch.h"
+#include "pystitch/errno.h"
 #include "util/log.h"
 
 /* pthread_getspecific is a few dozen instructions; glibc's slow path for keys

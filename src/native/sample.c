@@ -10,13 +10,13 @@
 #include "native/unwind.h"
 #include "proc/ptrace.h"
 #include "python/python.h"
+#include "util/dmcache.h"
 #include "util/log.h"
 #include "util/strtab.h"
 
 #define NATIVE_MAX 256     /* native frames per thread */
 #define PY_MAX 1024        /* Python frames per thread */
 #define SYMCACHE_BITS 12
-#define SYMCACHE_SLOTS (1u << SYMCACHE_BITS)
 
 /* A symbolised instruction pointer, cached by address. */
 struct symcache {
@@ -28,7 +28,7 @@ struct symcache {
 struct pst_native_sampler {
   struct pst_unwinder *unw;
   struct pst_strtab *strings;     /* native names and module names */
-  struct symcache *cache;         /* SYMCACHE_SLOTS */
+  struct pst_dmcache cache;       /* struct symcache, by ip */
   uint64_t reloads;               /* unwinder maps reloads seen */
   const char *interp_path;        /* libpython, or the python executable */
   uint64_t ips[NATIVE_MAX], sps[NATIVE_MAX];
@@ -47,8 +47,8 @@ int pst_native_sampler_new(pid_t pid, struct pst_mem *mem,
   if (!ns)
     return -ENOMEM;
   ns->strings = pst_strtab_new();
-  ns->cache = calloc(SYMCACHE_SLOTS, sizeof(*ns->cache));
-  if (!ns->strings || !ns->cache)
+  if (!ns->strings ||
+      pst_dmcache_init(&ns->cache, SYMCACHE_BITS, sizeof(struct symcache)))
     goto err;
   err = pst_unwinder_new(pid, mem, NULL, &ns->unw);
   if (err)
@@ -66,7 +66,7 @@ void pst_native_sampler_free(struct pst_native_sampler *ns) {
     return;
   pst_unwinder_free(ns->unw);
   pst_strtab_free(ns->strings);
-  free(ns->cache);
+  pst_dmcache_exit(&ns->cache);
   free(ns);
 }
 
@@ -84,8 +84,7 @@ static const char *base_name(const char *path) {
  * cache. ip is the address to look up (return addresses minus 1). */
 static const struct symcache *symbolise(struct pst_native_sampler *ns,
                                         int version_hex, uint64_t ip) {
-  struct symcache *c =
-      &ns->cache[(ip * 0x9e3779b97f4a7c15ULL) >> (64 - SYMCACHE_BITS)];
+  struct symcache *c = pst_dmcache_slot(&ns->cache, ip);
   const char *func, *path;
   uint64_t off;
   char buf[512];
@@ -173,7 +172,7 @@ int pst_native_sample(struct pst_native_sampler *ns, struct pst_py *py,
   nn = nn < 0 ? 0 : nn;
   pst_unwinder_stats(ns->unw, &us);
   if (us.maps_reloads != ns->reloads) { /* a module may have gone */
-    memset(ns->cache, 0, SYMCACHE_SLOTS * sizeof(*ns->cache));
+    pst_dmcache_clear(&ns->cache);
     ns->reloads = us.maps_reloads;
   }
   for (int i = 0; i < nn; i++) {

@@ -33,6 +33,7 @@
 #include "proc/mem.h"
 #include "proc/ptrace.h"
 #include "pystitch.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 #if defined(__x86_64__)
@@ -123,12 +124,6 @@ struct pst_unwinder {
   struct pst_unwind_stats stats;
 };
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* ---- Per-thread cache builds ----
  * A libunwind configured with --enable-per-thread-cache serves
  * UNW_CACHE_PER_THREAD from one thread-local cache shared by every address
@@ -218,7 +213,7 @@ static int load_maps(struct pst_unwinder *u) {
   memset(&u->hot_img, 0, sizeof(u->hot_img));
   if (changed && u->as)
     unw_flush_cache(u->as, 0, 0);
-  u->last_reload_ns = now_ns();
+  u->last_reload_ns = pst_now_ns();
   return 0;
 }
 
@@ -284,7 +279,7 @@ static ptrdiff_t map_index_reload(struct pst_unwinder *u, uint64_t addr) {
   ptrdiff_t i = map_index(u, addr);
 
   if (i >= 0 ||
-      now_ns() - u->last_reload_ns < PST_UNWIND_RELOAD_MS * 1000000ull)
+      pst_now_ns() - u->last_reload_ns < PST_UNWIND_RELOAD_MS * 1000000ull)
     return i;
   if (load_maps(u) == 0)
     u->stats.maps_reloads++;

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "output/writer.h"
+#include "util/hash.h"
 
 #define NONE UINT32_MAX
 
@@ -51,51 +52,31 @@ struct node {
 
 struct tree {
   struct node *v;
+  uint32_t *parents; /* node i's parent (only building needs it) */
   size_t n, cap;
-  uint32_t *slot; /* (parent, frame) -> node index + 1; 0 = empty */
-  size_t slot_cap;
+  struct pst_hash ids; /* hash of (parent, frame) -> node index */
   uint32_t max_depth;
 };
 
-static uint64_t key_hash(uint32_t parent, uint32_t frame) {
-  uint64_t h = ((uint64_t)parent << 32 | frame) * 0x9e3779b97f4a7c15ULL;
-  return h ^ (h >> 29);
-}
+struct child_key {
+  uint32_t parent, frame;
+};
 
-/* Rehashes the (parent, frame) table into one twice the size; parents[i]
- * is node i's parent (kept beside the nodes, as only building needs it). */
-static int tree_grow(struct tree *t, const uint32_t *parents) {
-  size_t cap = t->slot_cap ? t->slot_cap * 2 : 1024;
-  uint32_t *slot = calloc(cap, sizeof(*slot));
-
-  if (!slot)
-    return -ENOMEM;
-  for (size_t i = 1; i < t->n; i++) {
-    size_t j = key_hash(parents[i], t->v[i].frame) & (cap - 1);
-    while (slot[j])
-      j = (j + 1) & (cap - 1);
-    slot[j] = (uint32_t)i + 1;
-  }
-  free(t->slot);
-  t->slot = slot;
-  t->slot_cap = cap;
-  return 0;
+static int child_eq(const void *ctx, uint32_t i, const void *key) {
+  const struct tree *t = ctx;
+  const struct child_key *k = key;
+  return t->parents[i] == k->parent && t->v[i].frame == k->frame;
 }
 
 /* The child of parent for frame, created if needed. Returns its index, or
- * NONE when out of memory. *parents is grown along with the nodes. */
-static uint32_t tree_child(struct tree *t, uint32_t **parents, uint32_t parent,
-                           uint32_t frame) {
-  size_t j;
+ * NONE when out of memory. */
+static uint32_t tree_child(struct tree *t, uint32_t parent, uint32_t frame) {
+  struct child_key k = {parent, frame};
+  uint64_t h = pst_hash_u64((uint64_t)parent << 32 | frame);
+  int64_t i = pst_hash_find(&t->ids, h, child_eq, t, &k);
 
-  if (2 * (t->n + 1) > t->slot_cap && tree_grow(t, *parents))
-    return NONE;
-  for (j = key_hash(parent, frame) & (t->slot_cap - 1); t->slot[j];
-       j = (j + 1) & (t->slot_cap - 1)) {
-    uint32_t i = t->slot[j] - 1;
-    if ((*parents)[i] == parent && t->v[i].frame == frame)
-      return i;
-  }
+  if (i >= 0)
+    return (uint32_t)i;
   if (t->n == t->cap) {
     size_t cap = t->cap * 2;
     struct node *v = realloc(t->v, cap * sizeof(*v));
@@ -104,19 +85,20 @@ static uint32_t tree_child(struct tree *t, uint32_t **parents, uint32_t parent,
     if (!v)
       return NONE;
     t->v = v;
-    par = realloc(*parents, cap * sizeof(*par));
+    par = realloc(t->parents, cap * sizeof(*par));
     if (!par)
       return NONE;
-    *parents = par;
+    t->parents = par;
     t->cap = cap;
   }
+  if (pst_hash_insert(&t->ids, h, (uint32_t)t->n))
+    return NONE;
   t->v[t->n] = (struct node){
       frame, NONE, t->v[parent].child, t->v[parent].depth + 1, 0, 0};
   t->v[parent].child = (uint32_t)t->n;
-  (*parents)[t->n] = parent;
+  t->parents[t->n] = parent;
   if (t->v[t->n].depth > t->max_depth)
     t->max_depth = t->v[t->n].depth;
-  t->slot[j] = (uint32_t)t->n + 1;
   return (uint32_t)t->n++;
 }
 
@@ -192,16 +174,15 @@ static int tree_build(const struct pst_profile *p, struct tree *t,
                       char *const *labels) {
   size_t nstacks = pst_profile_nstacks(p);
   uint64_t *counts = calloc(nstacks + 1, sizeof(*counts));
-  uint32_t *parents = NULL;
   int err = -ENOMEM;
 
   t->cap = 256;
   t->v = malloc(t->cap * sizeof(*t->v));
-  parents = malloc(t->cap * sizeof(*parents));
-  if (!counts || !t->v || !parents)
+  t->parents = malloc(t->cap * sizeof(*t->parents));
+  if (!counts || !t->v || !t->parents || pst_hash_init(&t->ids, 1024))
     goto out;
   t->v[0] = (struct node){NONE, NONE, NONE, 0, 0, 0};
-  parents[0] = NONE;
+  t->parents[0] = NONE;
   t->n = 1;
   pst_profile_stack_totals(p, counts, NULL);
   for (uint32_t s = 0; s < nstacks; s++) {
@@ -213,7 +194,7 @@ static int tree_build(const struct pst_profile *p, struct tree *t,
       continue;
     t->v[0].count += counts[s];
     for (size_t d = 0; d < n; d++) {
-      cur = tree_child(t, &parents, cur, ids[d]);
+      cur = tree_child(t, cur, ids[d]);
       if (cur == NONE)
         goto out;
       t->v[cur].count += counts[s];
@@ -223,7 +204,6 @@ static int tree_build(const struct pst_profile *p, struct tree *t,
   if (!err)
     check_invariants(t);
 out:
-  free(parents);
   free(counts);
   return err;
 }
@@ -263,10 +243,10 @@ static void put_xml(FILE *f, const char *s, size_t max) {
   }
 }
 
+/* The colours' hash: 32-bit FNV-1a, folded. Changing it changes every
+ * picture's colours. */
 static uint32_t name_hash(const char *s) {
-  uint32_t h = 2166136261u;
-  for (; *s; s++)
-    h = (h ^ (unsigned char)*s) * 16777619u;
+  uint32_t h = pst_hash_str32(s);
   return h ^ (h >> 15);
 }
 
@@ -531,7 +511,8 @@ static int flamegraph_write(const struct pst_profile *p, FILE *f) {
   err = ferror(f) ? -EIO : 0;
 out:
   free(t.v);
-  free(t.slot);
+  free(t.parents);
+  pst_hash_exit(&t.ids);
   pst_writer_labels_free(p, labels);
   return err;
 }

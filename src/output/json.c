@@ -73,10 +73,13 @@ void pst_json_object_end(struct pst_json *j) { close_container(j, 1); }
 void pst_json_array_begin(struct pst_json *j) { open_container(j, 0); }
 void pst_json_array_end(struct pst_json *j) { close_container(j, 0); }
 
-static void put_string(FILE *f, const char *s) {
+void pst_json_put_string(FILE *f, const char *s) {
   static const char hex[] = "0123456789abcdef";
-  const char *run = s; /* start of bytes not yet written */
+  const char *run; /* start of bytes not yet written */
 
+  if (!s)
+    s = "";
+  run = s;
   putc('"', f);
   while (*s) {
     unsigned char c = (unsigned char)*s;
@@ -146,14 +149,14 @@ void pst_json_key(struct pst_json *j, const char *key) {
   if (j->nonempty[d])
     putc(',', j->f);
   j->nonempty[d] = 1;
-  put_string(j->f, key);
+  pst_json_put_string(j->f, key);
   putc(':', j->f);
   j->want_val = 1;
 }
 
 void pst_json_string(struct pst_json *j, const char *s) {
   if (!before_value(j, 0))
-    put_string(j->f, s ? s : "");
+    pst_json_put_string(j->f, s);
 }
 
 void pst_json_int(struct pst_json *j, int64_t v) {

@@ -20,6 +20,9 @@
  * arrays inside an array each start a new line, so that large files stay
  * readable (and diffable) line by line.
  *
+ * pst_json_put_string() is the same string writer on its own, for a caller
+ * that lays out its JSON with printf.
+ *
  * The struct is caller-allocated (pst_json_init(), no exit function); it
  * borrows f, which it neither flushes nor closes. Not thread-safe.
  */
@@ -66,6 +69,12 @@ void pst_json_null(struct pst_json *j);
 void pst_json_kv_string(struct pst_json *j, const char *key, const char *s);
 void pst_json_kv_int(struct pst_json *j, const char *key, int64_t v);
 void pst_json_kv_uint(struct pst_json *j, const char *key, uint64_t v);
+
+/* Writes s (NULL is taken as "") to f as one JSON string literal, quotes
+ * included, escaped and made valid UTF-8 as described at the top: for
+ * JSON written by hand, outside a struct pst_json document (`dump --json`).
+ * Errors stay in f (ferror()). */
+void pst_json_put_string(FILE *f, const char *s);
 
 /* Ends the document with a newline. Returns 0; -EINVAL when it was misused
  * (a value where a key was due, unbalanced or too deep containers, more

@@ -24,6 +24,9 @@
 
 #include "output/writer.h"
 #include "proto/profile.pb-c.h"
+#include "util/array.h"
+#include "util/hash.h"
+#include "util/strtab.h"
 
 typedef Perftools__Profiles__Profile Profile;
 typedef Perftools__Profiles__ValueType ValueType;
@@ -39,144 +42,49 @@ typedef Perftools__Profiles__Function Function;
 
 /* ---- string table: cleaned strings, each once ---- */
 
-struct strtab {
-  char **v;
-  size_t n, cap;
-  uint32_t *slot; /* index + 1; 0 = empty */
-  size_t slot_cap;
-};
-
-static uint64_t str_hash(const char *s) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (; *s; s++)
-    h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-  return h;
-}
-
-static int strtab_grow(struct strtab *t) {
-  size_t cap = t->slot_cap ? t->slot_cap * 2 : 1024;
-  uint32_t *slot = calloc(cap, sizeof(*slot));
-
-  if (!slot)
-    return -ENOMEM;
-  for (size_t i = 0; i < t->n; i++) {
-    size_t j = str_hash(t->v[i]) & (cap - 1);
-    while (slot[j])
-      j = (j + 1) & (cap - 1);
-    slot[j] = (uint32_t)i + 1;
-  }
-  free(t->slot);
-  t->slot = slot;
-  t->slot_cap = cap;
-  return 0;
-}
-
 /* Index of s (cleaned) in the table, added if new; -ENOMEM. */
-static int64_t str_index(struct strtab *t, const char *s) {
+static int64_t str_index(struct pst_strtab *t, const char *s) {
   char *c = pst_writer_clean(s, 0);
-  size_t j;
+  int64_t id = c ? pst_strtab_id(t, c) : -ENOMEM;
 
-  if (!c)
-    return -ENOMEM;
-  if (2 * (t->n + 1) > t->slot_cap && strtab_grow(t))
-    goto nomem;
-  for (j = str_hash(c) & (t->slot_cap - 1); t->slot[j];
-       j = (j + 1) & (t->slot_cap - 1))
-    if (!strcmp(t->v[t->slot[j] - 1], c)) {
-      free(c);
-      return t->slot[j] - 1;
-    }
-  if (t->n == t->cap) {
-    size_t cap = t->cap ? t->cap * 2 : 256;
-    char **v = realloc(t->v, cap * sizeof(*v));
-    if (!v)
-      goto nomem;
-    t->v = v;
-    t->cap = cap;
-  }
-  t->v[t->n] = c;
-  t->slot[j] = (uint32_t)t->n + 1;
-  return (int64_t)t->n++;
-nomem:
   free(c);
-  return -ENOMEM;
-}
-
-static void strtab_free(struct strtab *t) {
-  for (size_t i = 0; i < t->n; i++)
-    free(t->v[i]);
-  free(t->v);
-  free(t->slot);
+  return id;
 }
 
 /* ---- functions: one per (name, file) ---- */
 
 struct functab {
-  Function *v;
+  Function *v; /* id - 1 = index */
   size_t n, cap;
-  uint64_t *keys; /* (name index << 32 | file index) + 1; 0 = empty */
-  uint32_t *ids;
-  size_t slot_cap;
+  struct pst_hash ids; /* hash of (name, file) -> index */
 };
 
-static uint64_t key_hash(uint64_t k) {
-  k *= 0x9e3779b97f4a7c15ULL;
-  return k ^ (k >> 31);
-}
+struct func_key {
+  int64_t name, file; /* string indices */
+};
 
-static int functab_grow(struct functab *t) {
-  size_t cap = t->slot_cap ? t->slot_cap * 2 : 1024;
-  uint64_t *keys = calloc(cap, sizeof(*keys));
-  uint32_t *ids = calloc(cap, sizeof(*ids));
-
-  if (!keys || !ids) {
-    free(keys);
-    free(ids);
-    return -ENOMEM;
-  }
-  for (size_t i = 0; i < t->slot_cap; i++) {
-    size_t j;
-    if (!t->keys[i])
-      continue;
-    for (j = key_hash(t->keys[i]) & (cap - 1); keys[j]; j = (j + 1) & (cap - 1))
-      ;
-    keys[j] = t->keys[i];
-    ids[j] = t->ids[i];
-  }
-  free(t->keys);
-  free(t->ids);
-  t->keys = keys;
-  t->ids = ids;
-  t->slot_cap = cap;
-  return 0;
+static int func_eq(const void *ctx, uint32_t i, const void *key) {
+  const struct functab *t = ctx;
+  const struct func_key *k = key;
+  return t->v[i].name == k->name && t->v[i].filename == k->file;
 }
 
 /* The id (1-based) of the function (name, file), added if new; -ENOMEM. */
 static int64_t function_id(struct functab *t, int64_t name, int64_t file) {
-  uint64_t key = ((uint64_t)name << 32 | (uint64_t)file) + 1;
-  size_t j;
+  struct func_key k = {name, file};
+  uint64_t h = pst_hash_u64((uint64_t)name << 32 | (uint64_t)file);
+  int64_t i = pst_hash_find(&t->ids, h, func_eq, t, &k);
 
-  if (2 * (t->n + 1) > t->slot_cap && functab_grow(t))
+  if (i >= 0)
+    return i + 1;
+  if (pst_array_reserve((void **)&t->v, &t->cap, t->n + 1, sizeof(*t->v)) ||
+      pst_hash_insert(&t->ids, h, (uint32_t)t->n))
     return -ENOMEM;
-  for (j = key_hash(key) & (t->slot_cap - 1); t->keys[j];
-       j = (j + 1) & (t->slot_cap - 1))
-    if (t->keys[j] == key)
-      return t->ids[j];
-  if (t->n == t->cap) {
-    size_t cap = t->cap ? t->cap * 2 : 256;
-    Function *v = realloc(t->v, cap * sizeof(*v));
-    if (!v)
-      return -ENOMEM;
-    t->v = v;
-    t->cap = cap;
-  }
   perftools__profiles__function__init(&t->v[t->n]);
   t->v[t->n].id = t->n + 1;
   t->v[t->n].name = name;
   t->v[t->n].system_name = name;
   t->v[t->n].filename = file;
-  t->keys[j] = key;
-  t->ids[j] = (uint32_t)t->n + 1;
   return (int64_t)++t->n;
 }
 
@@ -259,7 +167,7 @@ struct agg {
 };
 
 struct pprof {
-  struct strtab strs;
+  struct pst_strtab *strs;
   struct functab funcs;
   struct agg *aggs;
   size_t naggs, aggs_cap;
@@ -343,8 +251,8 @@ static int build_locations(const struct pst_profile *p, struct pprof *pp) {
     return -ENOMEM;
   for (uint32_t i = 0; i < nframes; i++) {
     const struct pst_prof_frame *fr = pst_profile_frame(p, i);
-    int64_t name = str_index(&pp->strs, fr->name);
-    int64_t file = str_index(&pp->strs, fr->file);
+    int64_t name = str_index(pp->strs, fr->name);
+    int64_t file = str_index(pp->strs, fr->file);
     int64_t fn =
         name < 0 || file < 0 ? -ENOMEM : function_id(&pp->funcs, name, file);
 
@@ -370,8 +278,8 @@ static int build_locations(const struct pst_profile *p, struct pprof *pp) {
 
 static int add_label(struct pprof *pp, Label *l, const char *key,
                      const char *str, int64_t num) {
-  int64_t k = str_index(&pp->strs, key),
-          s = str ? str_index(&pp->strs, str) : 0;
+  int64_t k = str_index(pp->strs, key),
+          s = str ? str_index(pp->strs, str) : 0;
 
   if (k < 0 || s < 0)
     return -ENOMEM;
@@ -465,7 +373,7 @@ static int build_comments(const struct pst_profile *p, struct pprof *pp) {
   pp->comments = calloc(nprocs + 1, sizeof(*pp->comments));
   if (!pp->comments)
     return -ENOMEM;
-  idx = str_index(&pp->strs, "exported by " PACKAGE_NAME " " PACKAGE_VERSION);
+  idx = str_index(pp->strs, "exported by " PACKAGE_NAME " " PACKAGE_VERSION);
   if (idx < 0)
     return -ENOMEM;
   pp->comments[pp->ncomments++] = idx;
@@ -480,7 +388,7 @@ static int build_comments(const struct pst_profile *p, struct pprof *pp) {
     line = malloc(size);
     if (line) {
       snprintf(line, size, "pid %d: %s", pr->pid, label);
-      idx = str_index(&pp->strs, line);
+      idx = str_index(pp->strs, line);
     }
     free(label);
     free(line);
@@ -492,10 +400,9 @@ static int build_comments(const struct pst_profile *p, struct pprof *pp) {
 }
 
 static void pprof_free(struct pprof *pp) {
-  strtab_free(&pp->strs);
+  pst_strtab_free(pp->strs);
   free(pp->funcs.v);
-  free(pp->funcs.keys);
-  free(pp->funcs.ids);
+  pst_hash_exit(&pp->funcs.ids);
   free(pp->aggs);
   free(pp->locs);
   free(pp->lines);
@@ -523,13 +430,16 @@ static int pprof_write(const struct pst_profile *p, FILE *f) {
   int64_t idx[5];
   int err;
 
-  /* string_table[0] must be "". */
-  idx[0] = str_index(&pp.strs, "");
-  idx[1] = str_index(&pp.strs, "samples");
-  idx[2] = str_index(&pp.strs, "count");
-  idx[3] = str_index(&pp.strs, "cpu");
-  idx[4] = str_index(&pp.strs, "nanoseconds");
   err = -ENOMEM;
+  pp.strs = pst_strtab_new();
+  if (!pp.strs)
+    goto out;
+  /* string_table[0] must be "". */
+  idx[0] = str_index(pp.strs, "");
+  idx[1] = str_index(pp.strs, "samples");
+  idx[2] = str_index(pp.strs, "count");
+  idx[3] = str_index(pp.strs, "cpu");
+  idx[4] = str_index(pp.strs, "nanoseconds");
   for (int i = 0; i < 5; i++)
     if (idx[i] < 0)
       goto out;
@@ -561,8 +471,9 @@ static int pprof_write(const struct pst_profile *p, FILE *f) {
   prof.location = pp.loc_ptrs;
   prof.n_function = pp.funcs.n;
   prof.function = pp.func_ptrs;
-  prof.n_string_table = pp.strs.n;
-  prof.string_table = pp.strs.v;
+  prof.n_string_table = pst_strtab_count(pp.strs);
+  /* protobuf-c only reads the strings (its field is not const). */
+  prof.string_table = (char **)pst_strtab_strings(pp.strs);
   prof.time_nanos = (int64_t)pst_profile_start_unix_ns(p);
   prof.duration_nanos = (int64_t)end_ns;
   prof.period_type = &period_type;

@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "output/writer.h"
+#include "util/clock.h"
 
 static const struct pst_writer_ops *const writers[] = {
     &pst_writer_folded,     &pst_writer_speedscope, &pst_writer_chrome,
@@ -42,7 +42,6 @@ static int open_temp(const char *path, char **tmp, int *fd) {
   const char *slash = strrchr(path, '/');
   size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;
   size_t size = strlen(path) + 48;
-  struct timespec ts;
   uint64_t seed;
   char *name;
   int err = -EEXIST;
@@ -50,9 +49,8 @@ static int open_temp(const char *path, char **tmp, int *fd) {
   name = malloc(size);
   if (!name)
     return -ENOMEM;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  seed = ((uint64_t)getpid() << 32) ^ (uint64_t)ts.tv_nsec ^
-         ((uint64_t)ts.tv_sec << 20) ^ (uint64_t)(uintptr_t)name;
+  seed = ((uint64_t)getpid() << 32) ^ pst_now_ns() ^
+         (uint64_t)(uintptr_t)name;
   /* O_EXCL makes a collision harmless: try another name. */
   for (int tries = 0; tries < 100 && err == -EEXIST; tries++) {
     seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;

@@ -7,14 +7,8 @@
 
 #include "profile/profile.h"
 #include "util/array.h"
+#include "util/hash.h"
 #include "util/strtab.h"
-
-/* An open-addressing table of ids (0 = empty, id + 1 stored), keyed by a
- * hash the caller computes and compared by a callback. */
-struct idtab {
-  uint32_t *slot;
-  size_t cap, n;
-};
 
 struct thread_runs {
   struct pst_prof_thread t;
@@ -27,75 +21,29 @@ struct pst_profile {
   struct pst_strtab *strings;
   struct pst_prof_frame *frames;
   size_t nframes, frames_cap;
-  struct idtab frame_ids;
+  struct pst_hash frame_ids;  /* frame hash -> frame id */
   uint32_t *stack_data;       /* all stacks' frame ids, concatenated */
   size_t stack_data_n, stack_data_cap;
   size_t *stack_off;          /* stack i: stack_data[off[i] .. off[i+1]) */
   size_t nstacks, stacks_cap;
-  struct idtab stack_ids;
+  struct pst_hash stack_ids;  /* stack hash -> stack id */
   struct pst_prof_process *procs;
   size_t nprocs;
   struct thread_runs *threads;
   size_t nthreads;
 };
 
-static uint64_t mix(uint64_t h, uint64_t v) {
-  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  return h;
-}
-
-typedef int (*idtab_eq_fn)(const struct pst_profile *p, uint32_t id,
-                           const void *key);
-
-/* The id whose key equals key, or -1; *slot_out gets where to insert. */
-static int64_t idtab_find(const struct pst_profile *p, const struct idtab *t,
-                          uint64_t h, idtab_eq_fn eq, const void *key,
-                          size_t *slot_out) {
-  size_t i = h & (t->cap - 1);
-
-  for (; t->slot[i]; i = (i + 1) & (t->cap - 1))
-    if (eq(p, t->slot[i] - 1, key))
-      return t->slot[i] - 1;
-  *slot_out = i;
-  return -1;
-}
-
-static int idtab_grow(struct pst_profile *p, struct idtab *t,
-                      uint64_t (*hash_id)(const struct pst_profile *,
-                                          uint32_t)) {
-  size_t cap = t->cap ? t->cap * 2 : 256;
-  uint32_t *slot = calloc(cap, sizeof(*slot));
-
-  if (!slot)
-    return -ENOMEM;
-  for (size_t i = 0; i < t->cap; i++) {
-    size_t j;
-    if (!t->slot[i])
-      continue;
-    for (j = hash_id(p, t->slot[i] - 1) & (cap - 1); slot[j];
-         j = (j + 1) & (cap - 1))
-      ;
-    slot[j] = t->slot[i];
-  }
-  free(t->slot);
-  t->slot = slot;
-  t->cap = cap;
-  return 0;
-}
-
 /* ---- frames ---- */
 
 static uint64_t frame_hash(const struct pst_prof_frame *f) {
   /* Strings are interned: their addresses identify them. */
-  return mix(mix((uintptr_t)f->name, (uintptr_t)f->file), (uint64_t)f->line);
+  return pst_hash_mix(pst_hash_mix(pst_hash_u64((uintptr_t)f->name),
+                                   (uintptr_t)f->file),
+                      (uint64_t)f->line);
 }
 
-static uint64_t frame_hash_id(const struct pst_profile *p, uint32_t id) {
-  return frame_hash(&p->frames[id]);
-}
-
-static int frame_eq(const struct pst_profile *p, uint32_t id,
-                    const void *key) {
+static int frame_eq(const void *ctx, uint32_t id, const void *key) {
+  const struct pst_profile *p = ctx;
   const struct pst_prof_frame *a = &p->frames[id], *b = key;
   return a->name == b->name && a->file == b->file && a->line == b->line;
 }
@@ -103,8 +51,8 @@ static int frame_eq(const struct pst_profile *p, uint32_t id,
 static int64_t frame_id(struct pst_profile *p,
                         const struct pst_prof_frame *in, int interned) {
   struct pst_prof_frame f;
+  uint64_t h;
   int64_t id;
-  size_t slot = 0; /* set by idtab_find() when it returns -1 */
 
   if (interned) {
     f = *in;
@@ -115,18 +63,15 @@ static int64_t frame_id(struct pst_profile *p,
   }
   if (!f.name || !f.file)
     return -ENOMEM;
-  if (2 * (p->frame_ids.n + 1) > p->frame_ids.cap &&
-      idtab_grow(p, &p->frame_ids, frame_hash_id))
-    return -ENOMEM;
-  id = idtab_find(p, &p->frame_ids, frame_hash(&f), frame_eq, &f, &slot);
+  h = frame_hash(&f);
+  id = pst_hash_find(&p->frame_ids, h, frame_eq, p, &f);
   if (id >= 0)
     return id;
   if (pst_array_reserve((void **)&p->frames, &p->frames_cap,
-                        p->nframes + 1, sizeof(*p->frames)))
+                        p->nframes + 1, sizeof(*p->frames)) ||
+      pst_hash_insert(&p->frame_ids, h, (uint32_t)p->nframes))
     return -ENOMEM;
   p->frames[p->nframes] = f;
-  p->frame_ids.slot[slot] = (uint32_t)p->nframes + 1;
-  p->frame_ids.n++;
   return (int64_t)p->nframes++;
 }
 
@@ -140,17 +85,12 @@ struct stack_key {
 static uint64_t ids_hash(const uint32_t *ids, size_t n) {
   uint64_t h = n;
   for (size_t i = 0; i < n; i++)
-    h = mix(h, ids[i]);
+    h = pst_hash_mix(h, ids[i]);
   return h;
 }
 
-static uint64_t stack_hash_id(const struct pst_profile *p, uint32_t id) {
-  return ids_hash(p->stack_data + p->stack_off[id],
-                  p->stack_off[id + 1] - p->stack_off[id]);
-}
-
-static int stack_eq(const struct pst_profile *p, uint32_t id,
-                    const void *key) {
+static int stack_eq(const void *ctx, uint32_t id, const void *key) {
+  const struct pst_profile *p = ctx;
   const struct stack_key *k = key;
   size_t n = p->stack_off[id + 1] - p->stack_off[id];
   return n == k->n && !memcmp(p->stack_data + p->stack_off[id], k->ids,
@@ -160,25 +100,20 @@ static int stack_eq(const struct pst_profile *p, uint32_t id,
 static int64_t stack_id(struct pst_profile *p, const uint32_t *ids,
                         size_t n) {
   struct stack_key k = {ids, n};
-  int64_t id;
-  size_t slot = 0; /* set by idtab_find() when it returns -1 */
+  uint64_t h = ids_hash(ids, n);
+  int64_t id = pst_hash_find(&p->stack_ids, h, stack_eq, p, &k);
 
-  if (2 * (p->stack_ids.n + 1) > p->stack_ids.cap &&
-      idtab_grow(p, &p->stack_ids, stack_hash_id))
-    return -ENOMEM;
-  id = idtab_find(p, &p->stack_ids, ids_hash(ids, n), stack_eq, &k, &slot);
   if (id >= 0)
     return id;
   if (pst_array_reserve((void **)&p->stack_data, &p->stack_data_cap,
                         p->stack_data_n + n, sizeof(*p->stack_data)) ||
       pst_array_reserve((void **)&p->stack_off, &p->stacks_cap,
-                        p->nstacks + 2, sizeof(*p->stack_off)))
+                        p->nstacks + 2, sizeof(*p->stack_off)) ||
+      pst_hash_insert(&p->stack_ids, h, (uint32_t)p->nstacks))
     return -ENOMEM;
   memcpy(p->stack_data + p->stack_data_n, ids, n * sizeof(*ids));
   p->stack_data_n += n;
   p->stack_off[p->nstacks + 1] = p->stack_data_n;
-  p->stack_ids.slot[slot] = (uint32_t)p->nstacks + 1;
-  p->stack_ids.n++;
   return (int64_t)p->nstacks++;
 }
 
@@ -202,8 +137,8 @@ struct pst_profile *pst_profile_new(uint64_t period_ns) {
   p->stack_data = calloc(16, sizeof(*p->stack_data));
   p->stack_data_cap = 16;
   if (!p->strings || !p->stack_off || !p->stack_data ||
-      idtab_grow(p, &p->frame_ids, NULL) ||
-      idtab_grow(p, &p->stack_ids, NULL)) {
+      pst_hash_init(&p->frame_ids, 256) ||
+      pst_hash_init(&p->stack_ids, 256)) {
     pst_profile_free(p);
     return NULL;
   }
@@ -218,8 +153,8 @@ void pst_profile_free(struct pst_profile *p) {
   free(p->threads);
   free(p->procs);
   free(p->frames);
-  free(p->frame_ids.slot);
-  free(p->stack_ids.slot);
+  pst_hash_exit(&p->frame_ids);
+  pst_hash_exit(&p->stack_ids);
   free(p->stack_data);
   free(p->stack_off);
   pst_strtab_free(p->strings);

@@ -14,11 +14,11 @@
 #include <string.h>
 
 #include "python/python.h"
+#include "util/dmcache.h"
 #include "util/log.h"
 #include "util/strtab.h"
 
-#define CACHE_BITS 12
-#define CACHE_SLOTS (1 << CACHE_BITS) /* direct-mapped, by address */
+#define CACHE_BITS 12 /* 4096 slots, direct-mapped by address */
 #define STR_MAX 4096            /* longer names are cut */
 #define LINETABLE_MAX (1 << 20) /* bigger tables are treated as corrupt */
 
@@ -42,15 +42,20 @@ struct code_entry {
 
 struct pst_code_cache {
   struct pst_strtab *strings;
-  struct code_entry slot[CACHE_SLOTS];
+  struct pst_dmcache slots; /* struct code_entry */
 };
 
 struct pst_code_cache *pst_code_cache_new(void) {
   struct pst_code_cache *c = calloc(1, sizeof(*c));
 
-  if (c && !(c->strings = pst_strtab_new())) {
+  if (!c)
+    return NULL;
+  c->strings = pst_strtab_new();
+  if (!c->strings ||
+      pst_dmcache_init(&c->slots, CACHE_BITS, sizeof(struct code_entry))) {
+    pst_strtab_free(c->strings);
     free(c);
-    c = NULL;
+    return NULL;
   }
   return c;
 }
@@ -63,8 +68,9 @@ static void entry_clear(struct code_entry *e) {
 void pst_code_cache_free(struct pst_code_cache *c) {
   if (!c)
     return;
-  for (size_t i = 0; i < CACHE_SLOTS; i++)
-    entry_clear(&c->slot[i]);
+  for (size_t i = 0; i < pst_dmcache_nslots(&c->slots); i++)
+    entry_clear(pst_dmcache_at(&c->slots, i));
+  pst_dmcache_exit(&c->slots);
   pst_strtab_free(c->strings);
   free(c);
 }
@@ -74,9 +80,11 @@ int pst_code_cache_flush(struct pst_code_cache *c) {
 
   if (!fresh)
     return -ENOMEM;
-  for (size_t i = 0; i < CACHE_SLOTS; i++)
-    if (c->slot[i].addr)
-      entry_clear(&c->slot[i]);
+  for (size_t i = 0; i < pst_dmcache_nslots(&c->slots); i++) {
+    struct code_entry *e = pst_dmcache_at(&c->slots, i);
+    if (e->addr)
+      entry_clear(e);
+  }
   pst_strtab_free(c->strings);
   c->strings = fresh;
   return 0;
@@ -399,10 +407,9 @@ int pst_py_code_header(struct pst_py *py, struct pst_mem *mem, uint64_t addr,
   make_sig(py, hdr, &sig);
   if (py->code_type && sig.type != py->code_type)
     return PST_EBADDATA;
-  /* Code objects are 16-aligned and often a power of two apart: mix the
-   * address (Fibonacci hashing) before taking the slot. */
-  e = &py->codes->slot[((addr >> 4) * 0x9e3779b97f4a7c15ULL) >>
-                       (64 - CACHE_BITS)];
+  /* Code objects are 16-aligned and often a power of two apart: the
+   * cache's Fibonacci hashing spreads them; the 4 zero bits go first. */
+  e = pst_dmcache_slot(&py->codes->slots, addr >> 4);
   if (e->addr != addr || !sig_eq(&e->sig, &sig)) {
     err = decode(py, mem, addr, &sig, e);
     if (err)

@@ -26,6 +26,7 @@
 #include "proc/proc.h"
 #include "pystitch.h"
 #include "sampler/sampler.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 #define REFRESH_MS 100      /* threads and children: new ones within this */
@@ -77,11 +78,6 @@ struct rec {
   unsigned seed;
 };
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- targets ---- */
 
@@ -358,7 +354,7 @@ static void on_tick(uv_poll_t *h, int status, int events) {
   (void)events;
   if (read(r->tfd, &expirations, sizeof(expirations)) < 0)
     return;
-  now = now_ns();
+  now = pst_now_ns();
   lag_ms = now > r->sched_ns ? (double)(now - r->sched_ns) / 1e6 : 0;
   if (lag_ms > r->st->max_lag_ms)
     r->st->max_lag_ms = lag_ms;
@@ -433,7 +429,7 @@ static void stop_all(struct rec *r) {
   if (r->stopping)
     return;
   r->stopping = 1;
-  r->stop_ns = now_ns();
+  r->stop_ns = pst_now_ns();
   if (r->have_tick)
     uv_close((uv_handle_t *)&r->tick, on_close);
   uv_close((uv_handle_t *)&r->refresh, on_close);
@@ -577,7 +573,7 @@ static void on_progress(uv_timer_t *h) {
   fprintf(stderr,
           "\r\033[Kpystitch: %.1f s, %" PRIu64 " samples, %d process%s, "
           "%.2f%% errors, lag %.1f ms",
-          (double)(now_ns() - r->start_ns) / 1e9, st->samples,
+          (double)(pst_now_ns() - r->start_ns) / 1e9, st->samples,
           st->processes, st->processes == 1 ? "" : "es",
           all ? 100.0 * (double)st->errors / (double)all : 0.0,
           r->last_ns > r->sched_ns
@@ -649,7 +645,7 @@ int pst_sampler_run(const struct pst_sampler_opts *o,
   r.flags = sampling_flags(o);
   r.st = st;
   r.tfd = -1;
-  r.seed = (unsigned)now_ns();
+  r.seed = (unsigned)pst_now_ns();
   r.period_ns = (uint64_t)(1e9 / o->rate_hz);
   if (uv_loop_init(&r.loop))
     return -ENOMEM;
@@ -694,7 +690,7 @@ int pst_sampler_run(const struct pst_sampler_opts *o,
     r.sig[i].data = &r;
     uv_signal_start(&r.sig[i], on_signal, sigs[i]);
   }
-  r.start_ns = r.sched_ns = now_ns();
+  r.start_ns = r.sched_ns = pst_now_ns();
   r.sched_ns += r.period_ns;
   arm_tick(&r);
   uv_poll_start(&r.tick, UV_READABLE, on_tick);
@@ -709,7 +705,7 @@ int pst_sampler_run(const struct pst_sampler_opts *o,
   if (o->progress)
     fputs("\r\033[K", stderr);
   st->elapsed_s =
-      (double)((r.stop_ns ? r.stop_ns : now_ns()) - r.start_ns) / 1e9;
+      (double)((r.stop_ns ? r.stop_ns : pst_now_ns()) - r.start_ns) / 1e9;
   for (size_t i = 0; i < r.n; i++)
     harvest(&r, &r.e[i]);
   err = 0;

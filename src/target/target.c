@@ -6,18 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "native/sample.h"
 #include "proc/proc.h"
 #include "target/internal.h"
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
+#include "util/clock.h"
 
 static enum pst_arch host_arch(void) {
 #if defined(__aarch64__)
@@ -71,7 +65,7 @@ static int first_thread_pointer(struct pst_target *t) {
 
 int pst_target_open(pid_t pid, struct pst_target **out) {
   struct pst_target *t;
-  double t0 = now_ms();
+  double t0 = pst_now_ms();
   int err;
 
   t = calloc(1, sizeof(*t));
@@ -111,7 +105,7 @@ int pst_target_open(pid_t pid, struct pst_target **out) {
   err = first_thread_pointer(t);
   if (err)
     goto err;
-  t->info.analysis_ms = now_ms() - t0;
+  t->info.analysis_ms = pst_now_ms() - t0;
   *out = t;
   return 0;
 err_perm:

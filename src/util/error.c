@@ -2,7 +2,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "pystitch.h"
+#include "pystitch/errno.h"
 
 const char *pst_strerror(int err) {
   switch (err) {

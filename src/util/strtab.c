@@ -1,29 +1,26 @@
-/* strtab.c: string interning with an open-addressing hash table (FNV-1a). */
+/* strtab.c: string interning: the strings in an array, found through the
+ * id table of hash.h by their FNV-1a hash. */
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/array.h"
+#include "util/hash.h"
 #include "util/strtab.h"
 
 struct pst_strtab {
-  char **slot; /* NULL = empty; power-of-two sized, at most half full */
-  size_t cap, n;
+  char **v; /* the strings, by id; each owned */
+  size_t n, cap;
+  struct pst_hash ids;
 };
-
-static uint64_t hash(const char *s) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (; *s; s++)
-    h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-  return h;
-}
 
 struct pst_strtab *pst_strtab_new(void) {
   struct pst_strtab *t = calloc(1, sizeof(*t));
+
   if (!t)
     return NULL;
-  t->cap = 256;
-  t->slot = calloc(t->cap, sizeof(*t->slot));
-  if (!t->slot) {
+  if (pst_hash_init(&t->ids, 256)) {
     free(t);
     return NULL;
   }
@@ -33,45 +30,44 @@ struct pst_strtab *pst_strtab_new(void) {
 void pst_strtab_free(struct pst_strtab *t) {
   if (!t)
     return;
-  for (size_t i = 0; i < t->cap; i++)
-    free(t->slot[i]);
-  free(t->slot);
+  for (size_t i = 0; i < t->n; i++)
+    free(t->v[i]);
+  free(t->v);
+  pst_hash_exit(&t->ids);
   free(t);
 }
 
 size_t pst_strtab_count(const struct pst_strtab *t) { return t->n; }
 
-static int grow(struct pst_strtab *t) {
-  size_t cap = t->cap * 2;
-  char **slot = calloc(cap, sizeof(*slot));
+static int str_eq(const void *ctx, uint32_t id, const void *key) {
+  const struct pst_strtab *t = ctx;
+  return !strcmp(t->v[id], key);
+}
 
-  if (!slot)
-    return -1;
-  for (size_t i = 0; i < t->cap; i++) {
-    size_t j;
-    if (!t->slot[i])
-      continue;
-    for (j = hash(t->slot[i]) & (cap - 1); slot[j]; j = (j + 1) & (cap - 1))
-      ;
-    slot[j] = t->slot[i];
+int64_t pst_strtab_id(struct pst_strtab *t, const char *s) {
+  uint64_t h = pst_hash_str(s);
+  int64_t id = pst_hash_find(&t->ids, h, str_eq, t, s);
+  char *c;
+
+  if (id >= 0)
+    return id;
+  if (t->n >= UINT32_MAX - 1 ||
+      pst_array_reserve((void **)&t->v, &t->cap, t->n + 1, sizeof(*t->v)))
+    return -ENOMEM;
+  c = strdup(s);
+  if (!c || pst_hash_insert(&t->ids, h, (uint32_t)t->n)) {
+    free(c);
+    return -ENOMEM;
   }
-  free(t->slot);
-  t->slot = slot;
-  t->cap = cap;
-  return 0;
+  t->v[t->n] = c;
+  return (int64_t)t->n++;
 }
 
 const char *pst_strtab_intern(struct pst_strtab *t, const char *s) {
-  size_t i;
+  int64_t id = pst_strtab_id(t, s);
+  return id < 0 ? NULL : t->v[id];
+}
 
-  if (2 * (t->n + 1) > t->cap && grow(t))
-    return NULL;
-  for (i = hash(s) & (t->cap - 1); t->slot[i]; i = (i + 1) & (t->cap - 1))
-    if (!strcmp(t->slot[i], s))
-      return t->slot[i];
-  t->slot[i] = strdup(s);
-  if (!t->slot[i])
-    return NULL;
-  t->n++;
-  return t->slot[i];
+const char *const *pst_strtab_strings(const struct pst_strtab *t) {
+  return (const char *const *)t->v;
 }

@@ -1,5 +1,7 @@
 /* strtab.h: interned strings: one copy of each, stable until the table is
- * freed, so frames may point at them across cache evictions.
+ * freed, so frames may point at them across cache evictions. Each string
+ * also has an id, 0, 1, 2, ... in the order strings were first interned
+ * (pprof's string table is such a list).
  *
  * pst_strtab_new()/pst_strtab_free(); pst_strtab_intern() returns a pointer
  * owned by the table (never freed before the table). Not thread-safe.
@@ -8,6 +10,7 @@
 #define PST_STRTAB_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct pst_strtab;
 
@@ -16,6 +19,14 @@ void pst_strtab_free(struct pst_strtab *t);
 
 /* The interned copy of s, or NULL on allocation failure. */
 const char *pst_strtab_intern(struct pst_strtab *t, const char *s);
+
+/* The id of s's interned copy, or -ENOMEM. */
+int64_t pst_strtab_id(struct pst_strtab *t, const char *s);
+
+/* The interned strings by id, pst_strtab_count() of them: an array owned
+ * by the table, valid until the next intern (the strings themselves live
+ * as long as the table). */
+const char *const *pst_strtab_strings(const struct pst_strtab *t);
 
 /* Number of distinct strings held. */
 size_t pst_strtab_count(const struct pst_strtab *t);

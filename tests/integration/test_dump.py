@@ -233,6 +233,44 @@ def check_exact(interp):
         t.stop()
 
 
+def check_bad_names(interp):
+    """Thread names that are not UTF-8 (a native thread's comm set from raw
+    bytes, a threading name with lone surrogates): `dump --json` must still
+    be valid JSON, strictly UTF-8, with U+FFFD for each ill-formed byte."""
+    t = pytargets.Target(interp, "badname.py")
+    try:
+        while t.readline().strip() != "ready":
+            pass
+        bad = []
+        for tid in os.listdir("/proc/%d/task" % t.pid):
+            with open("/proc/%d/task/%s/comm" % (t.pid, tid), "rb") as f:
+                if f.read().rstrip(b"\n") == b"\xff\xfebad":
+                    bad.append(int(tid))
+        if len(bad) != 1:
+            return "want one thread with comm \\xff\\xfebad, got %s" % bad
+        r = subprocess.run([PST, "dump", "--json", "-p", str(t.pid)],
+                           capture_output=True, timeout=60)
+        if r.returncode != 0:
+            return "dump exited %d: %s" % (r.returncode,
+                                           r.stderr.decode(errors="replace"))
+        try:
+            dump = json.loads(r.stdout.decode("utf-8"))
+        except ValueError as e:
+            return "dump --json is not valid UTF-8 JSON: %s: %r" % (
+                e, r.stdout[:300])
+        names = dict((th["tid"], th["name"]) for th in dump["threads"])
+        errors = []
+        if names.get(bad[0]) != u"\ufffd\ufffdbad":
+            errors.append("native thread %d named %r, want %r" % (
+                bad[0], names.get(bad[0]), u"\ufffd\ufffdbad"))
+        py = [n for n in names.values() if n.startswith("py")]
+        if not dump["version"].startswith("2.") and len(py) != 1:
+            errors.append("want one thread named py..., got %r" % names)
+        return "\n".join(errors)
+    finally:
+        t.stop()
+
+
 def main():
     found, skipped = pytargets.interpreters()
     for label, why in skipped:
@@ -254,6 +292,12 @@ def main():
         except Exception as e:
             err = "%s: %s" % (type(e).__name__, e)
         report(not err, "dump exact on changing stacks: " + interp.label,
+               err)
+        try:
+            err = check_bad_names(interp)
+        except Exception as e:
+            err = "%s: %s" % (type(e).__name__, e)
+        report(not err, "dump --json of non-UTF-8 names: " + interp.label,
                err)
     if not found:
         report(False, "at least one interpreter", "no CPython found")

@@ -11,7 +11,9 @@
 #define PST_LINES_TESTS(X)                                                     \
   X(lines_lnotab_27) X(lines_lnotab_36) X(lines_310) X(lines_311)
 
-#define PST_UTIL_TESTS(X) X(strtab_intern) X(profile_runs_and_dedup)
+#define PST_UTIL_TESTS(X)                                                      \
+  X(strtab_intern) X(profile_runs_and_dedup) X(hash_functions) X(hash_table) \
+  X(dmcache_slots)
 
 #define PST_PY_TESTS(X) X(debug_offsets_313) X(layout_check_bounds)                                   \
   X(target_never_left_traced)

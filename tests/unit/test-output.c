@@ -851,6 +851,58 @@ TEST_IMPL(output_json_writer) {
   return 0;
 }
 
+/* pst_json_put_string() (dump --json writes through it): any bytes in,
+ * valid JSON and valid UTF-8 out. Each ill-formed byte becomes one U+FFFD;
+ * well-formed sequences, DEL included, pass through. */
+TEST_IMPL(output_json_strings) {
+  static const struct {
+    const char *in, *out;
+  } cases[] = {
+      {"plain", "\"plain\""},
+      {"", "\"\""},
+      {NULL, "\"\""},
+      /* A thread name set with prctl(PR_SET_NAME) from arbitrary bytes. */
+      {"\xff\xfe" "bad", "\"\\ufffd\\ufffdbad\""},
+      /* Truncated sequences, at the end and before ASCII; a lone
+       * continuation byte. */
+      {"a\xe2\x82", "\"a\\ufffd\\ufffd\""},
+      {"\xf0\x9f\x94" "x", "\"\\ufffd\\ufffd\\ufffdx\""},
+      {"\x80" "y", "\"\\ufffdy\""},
+      /* Overlong encodings of '/' (2, 3, 4 bytes) and of NUL. */
+      {"\xc0\xaf", "\"\\ufffd\\ufffd\""},
+      {"\xe0\x80\xaf", "\"\\ufffd\\ufffd\\ufffd\""},
+      {"\xf0\x80\x80\xaf", "\"\\ufffd\\ufffd\\ufffd\\ufffd\""},
+      {"\xc0\x80", "\"\\ufffd\\ufffd\""},
+      /* UTF-16 surrogates (high, low) and beyond U+10FFFF. */
+      {"\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\""},
+      {"\xed\xbf\xbf", "\"\\ufffd\\ufffd\\ufffd\""},
+      {"\xf4\x90\x80\x80", "\"\\ufffd\\ufffd\\ufffd\\ufffd\""},
+      {"\xf5\x80\x80\x80", "\"\\ufffd\\ufffd\\ufffd\\ufffd\""},
+      /* The largest of each length, and U+FFFD itself, pass through. */
+      {"\x7f\xdf\xbf\xef\xbf\xbf\xf4\x8f\xbf\xbf\xef\xbf\xbd",
+       "\"\x7f\xdf\xbf\xef\xbf\xbf\xf4\x8f\xbf\xbf\xef\xbf\xbd\""},
+      {"\xed\x9f\xbf\xee\x80\x80", "\"\xed\x9f\xbf\xee\x80\x80\""},
+      /* Control characters: short escapes where JSON has them. */
+      {"\x01\b\t\n\x0b\f\r\x1b\x1f ",
+       "\"\\u0001\\b\\t\\n\\u000b\\f\\r\\u001b\\u001f \""},
+      {"q\"b\\s/", "\"q\\\"b\\\\s/\""},
+  };
+
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+
+    ASSERT(f != NULL);
+    pst_json_put_string(f, cases[i].in);
+    ASSERT_EQ(fclose(f), 0);
+    if (strcmp(buf, cases[i].out))
+      TEST_FAIL("case %zu: got %s, want %s", i, buf, cases[i].out);
+    free(buf);
+  }
+  return 0;
+}
+
 TEST_IMPL(output_folded) {
   check_format("folded", "out.folded", py_folded, NULL);
   return 0;
