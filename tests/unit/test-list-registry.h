@@ -14,6 +14,7 @@
   X(registry_py313)                                                            \
   X(registry_debian_static_311)                                                \
   X(registry_sid_314)                                                          \
-  X(registry_trixie_313)
+  X(registry_trixie_313)                                                       \
+  X(registry_replay)
 
 #endif

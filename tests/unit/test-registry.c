@@ -17,7 +17,15 @@
  *  - after a thread starts and another ends, the registry shows it.
  * Syscall counts are printed. Absent interpreters are skipped with the
  * reason. A target in a rootfs runs as a container (unshare + chroot): its
- * tids are compared through NSpid. */
+ * tids are compared through NSpid.
+ *
+ * Replay: what the first registry read and the names read from the live
+ * target is recorded (pst_mem_set_recorder) as a memory image, replayed
+ * (it must give the same threads and names), then corrupted word by word:
+ * every read must end, with entries or an error, never a crash or a
+ * read outside the image. With PST_REGISTRY_FIXTURES=DIR the image is
+ * saved as DIR/registry-<name>.txt (the checked-in tests/fixtures/
+ * registry-*.txt, replayed by registry_replay without interpreters). */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -27,6 +35,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "frame-fixture.h"
 #include "proc/maps.h"
 #include "proc/mem.h"
 #include "pystitch.h"
@@ -301,6 +310,154 @@ static void check(struct reader *r, const struct target *t,
   }
 }
 
+/* ---- replay ---- */
+
+/* What pst_fixture_py() reads to set a replay up: (3.13+) the
+ * _Py_DebugOffsets and the interpreter pointer, read now so that they are
+ * recorded. */
+static void record_interp(struct reader *r) {
+  uint64_t interp;
+
+  if (r->py.version_hex >= 0x030d) {
+    struct pst_py_layout lay;
+    uint64_t size;
+    int hex;
+    ASSERT_EQ(pst_py_debug_offsets(&r->mem, r->py.runtime, &lay, &size, &hex),
+              0);
+  }
+  ASSERT_EQ(pst_mem_read_u64(&r->mem,
+                             r->py.runtime ? r->py.runtime +
+                                                 (uint64_t)r->py.lay
+                                                     .rt_interp_head
+                                           : r->py.interp_head_addr,
+                             &interp),
+            0);
+  ASSERT_EQ(interp, r->py.interp);
+}
+
+static void make_fixture(const struct reader *r, const struct target *t,
+                         const struct pst_py_thread_ent *ents, int n,
+                         struct pst_fixture_rec *rec, struct pst_fixture *fx) {
+  const struct pst_target_info *info = pst_target_info(r->tg);
+
+  memset(fx, 0, sizeof(*fx));
+  snprintf(fx->python, sizeof(fx->python), "%s", info->version);
+  fx->version_hex = r->py.version_hex;
+  fx->runtime = r->py.runtime;
+  fx->interp_head = r->py.runtime ? 0 : r->py.interp_head_addr;
+  fx->interp = r->py.interp;
+  fx->tstate_current = r->py.tstate_current;
+  fx->code_type = r->py.code_type;
+  fx->none = r->py.none;
+  fx->dict_type = r->py.dict_type;
+  fx->long_type = r->py.long_type;
+  fx->int_type = r->py.int_type;
+  fx->str_type = r->py.str_type;
+  fx->module_type = r->py.module_type;
+  fx->long_shift = (uint64_t)r->py.long_shift;
+  ASSERT_LE(n, PST_FIXTURE_THREADS_MAX);
+  for (int i = 0; i < n; i++) {
+    int j;
+    for (j = 0; j < t->nex && t->ex[j].ident != ents[i].ident; j++)
+      ;
+    ASSERT_LT(j, t->nex);
+    fx->threads[i].ident = ents[i].ident;
+    snprintf(fx->threads[i].name, sizeof(fx->threads[i].name), "%s",
+             t->ex[j].name);
+  }
+  fx->nthreads = n;
+  ASSERT_EQ(pst_fixture_merge(rec, fx), 0);
+}
+
+/* Outcomes of the reads of one corrupted image. */
+struct tally {
+  int same, other, failed, names_failed;
+};
+
+/* Registry and names over mem with py (its caches dropped first): 1 when
+ * they equal fx's, 0 when not, -1 when the registry failed; *names_failed
+ * counts names that could not be read. Never fails the test. */
+static int read_all(const struct pst_fixture *fx, struct pst_mem *mem,
+                    struct pst_py *py, int *names_failed) {
+  struct pst_py_thread_ent ents[ENTS_MAX];
+  int n, same = 1;
+
+  pst_py_registry_free(py->reg);
+  py->reg = NULL;
+  py->name_key = 0;
+  n = pst_py_thread_registry(py, mem, ents, ENTS_MAX);
+  if (n < 0)
+    return -1;
+  if (n > ENTS_MAX)
+    TEST_FAIL("registry returned %d > %d entries", n, ENTS_MAX);
+  same = n == fx->nthreads;
+  for (int i = 0; i < n; i++) {
+    char *name = NULL;
+    if (pst_py_thread_name(py, mem, ents[i].thread_obj, &name)) {
+      (*names_failed)++;
+      same = 0;
+      continue;
+    }
+    if (strlen(name) > 4 * 1024 * 1024)
+      TEST_FAIL("a name of %zu bytes", strlen(name));
+    if (same && (ents[i].ident != fx->threads[i].ident ||
+                 strcmp(name, fx->threads[i].name)))
+      same = 0;
+    free(name);
+  }
+  return same;
+}
+
+/* Replays fx: the registry gives its threads, in order, named as
+ * recorded; then every 8-byte word of the image is corrupted in turn
+ * (low bit, a high bit, zero, all ones) and read again. */
+static void replay(struct pst_fixture *fx, const char *label, int corrupt) {
+  static const uint64_t masks[] = {1, 1ULL << 44, 0, ~0ULL};
+  struct tally tl = {0, 0, 0, 0};
+  struct pst_mem mem;
+  struct pst_py py;
+  int nf = 0, words = 0, r;
+
+  pst_mem_init_image(&mem, fx->regions, fx->nregions);
+  pst_py_init(&py);
+  ASSERT_EQ(pst_fixture_py(fx, &mem, &py), 0);
+  r = read_all(fx, &mem, &py, &nf);
+  if (r != 1)
+    TEST_FAIL("%s: the replayed image does not give the recorded threads",
+              label);
+  for (size_t g = 0; corrupt && g < fx->nregions; g++) {
+    uint8_t *b = (uint8_t *)fx->regions[g].bytes;
+    for (size_t off = 0; off + 8 <= fx->regions[g].len; off += 8) {
+      uint64_t w;
+      memcpy(&w, b + off, 8);
+      words++;
+      for (size_t m = 0; m < sizeof(masks) / sizeof(masks[0]); m++) {
+        uint64_t bad = m < 2 ? w ^ masks[m] : masks[m];
+        if (bad == w)
+          continue;
+        memcpy(b + off, &bad, 8);
+        r = read_all(fx, &mem, &py, &tl.names_failed);
+        if (r == 1)
+          tl.same++;
+        else if (r == 0)
+          tl.other++;
+        else
+          tl.failed++;
+      }
+      memcpy(b + off, &w, 8);
+    }
+  }
+  /* The image whole again: the same result as before. */
+  ASSERT_EQ(read_all(fx, &mem, &py, &nf), 1);
+  if (corrupt)
+    printf("# %s replay: %d threads; %d words corrupted: %d reads gave the "
+           "same, %d other entries, %d failed; %d names unreadable\n",
+           label, fx->nthreads, words, tl.same, tl.other, tl.failed,
+           tl.names_failed);
+  pst_py_exit(&py);
+  pst_mem_exit(&mem);
+}
+
 static int index_of(const struct target *t, const char *name) {
   for (int i = 0; i < t->nex; i++)
     if (!strcmp(t->ex[i].name, name))
@@ -308,11 +465,14 @@ static int index_of(const struct target *t, const char *name) {
   TEST_FAIL("no thread named %s", name);
 }
 
-static void run(const char *label, const char *exe, const char *rootfs) {
+static void run(const char *label, const char *fixture, const char *exe,
+                const char *rootfs) {
   struct pst_py_thread_ent ents[ENTS_MAX];
   struct pst_py_name_ref refs[EXPECT_MAX];
   uint8_t changed[EXPECT_MAX];
   uint64_t first, again, renamed, churned, names, check_reads;
+  struct pst_fixture_rec rec = {0};
+  struct pst_fixture fx;
   struct reader r;
   struct target t;
   int n, main_i, worker_i, nchanged;
@@ -320,9 +480,29 @@ static void run(const char *label, const char *exe, const char *rootfs) {
   start(&t, exe, rootfs);
   reader_open(&r, t.pid);
 
-  /* Before renames: MainThread, the workers, the dummy. */
+  /* Before renames: MainThread, the workers, the dummy; recorded. */
+  pst_mem_set_recorder(&r.mem, pst_fixture_record, &rec);
+  record_interp(&r);
   n = registry(&r, ents, &first);
   check(&r, &t, ents, n, refs, &names);
+  pst_mem_set_recorder(&r.mem, NULL, NULL);
+  make_fixture(&r, &t, ents, n, &rec, &fx);
+  replay(&fx, label, 1);
+  if (getenv("PST_REGISTRY_FIXTURES")) {
+    char path[1024], note[512];
+    snprintf(path, sizeof(path), "%s/registry-%s.txt",
+             getenv("PST_REGISTRY_FIXTURES"), fixture);
+    snprintf(note, sizeof(note),
+             "Thread-registry replay fixture: CPython %s (%s), "
+             "tests/targets/names.py ready.\nMade by tests/unit/"
+             "test-registry.c with PST_REGISTRY_FIXTURES: do not edit.\n"
+             "%d regions, %zu bytes of image.",
+             fx.python, exe, (int)fx.nregions, pst_fixture_image_size(&fx));
+    ASSERT_EQ(pst_fixture_save(path, &fx, note), 0);
+    printf("# wrote %s\n", path);
+  }
+  pst_fixture_exit(&fx);
+  pst_fixture_rec_free(&rec);
   main_i = index_of(&t, "MainThread");
   worker_i = index_of(&t, "worker-a");
   {
@@ -372,15 +552,17 @@ static void run(const char *label, const char *exe, const char *rootfs) {
 }
 
 static void run_pyenv(int major, int minor) {
-  char exe[512];
+  char exe[512], fixture[16];
 
   if (find_python(major, minor, exe, sizeof(exe)) ||
       strncmp(exe, "/root/.pyenv/", 13))
     SKIP("no CPython %d.%d under /root/.pyenv/versions", major, minor);
-  run(exe, exe, NULL);
+  snprintf(fixture, sizeof(fixture), "py%d%d", major, minor);
+  run(exe, fixture, exe, NULL);
 }
 
-static void run_rootfs(const char *dist, const char *exe) {
+static void run_rootfs(const char *dist, const char *fixture,
+                       const char *exe) {
   char root[256], path[512];
   struct stat st;
 
@@ -390,7 +572,7 @@ static void run_rootfs(const char *dist, const char *exe) {
     SKIP("no %s (tests/setup-rootfs.sh makes it)", path);
   if (geteuid() != 0)
     SKIP("a container needs root (unshare)");
-  run(path, exe, root);
+  run(path, fixture, exe, root);
 }
 
 TEST_IMPL(registry_py27) { run_pyenv(2, 7); return 0; }
@@ -406,16 +588,40 @@ TEST_IMPL(registry_py313) { run_pyenv(3, 13); return 0; }
 TEST_IMPL(registry_debian_static_311) {
   if (access("/usr/bin/python3.11", X_OK))
     SKIP("/usr/bin/python3.11 absent");
-  run("/usr/bin/python3.11", "/usr/bin/python3.11", NULL);
+  run("/usr/bin/python3.11", "static311", "/usr/bin/python3.11", NULL);
   return 0;
 }
 
 TEST_IMPL(registry_sid_314) {
-  run_rootfs("sid", "/usr/bin/python3.14");
+  run_rootfs("sid", "sid314", "/usr/bin/python3.14");
   return 0;
 }
 
 TEST_IMPL(registry_trixie_313) {
-  run_rootfs("trixie", "/usr/bin/python3.13");
+  run_rootfs("trixie", "trixie313", "/usr/bin/python3.13");
+  return 0;
+}
+
+/* The checked-in images (tests/fixtures/registry-*.txt), without any
+ * interpreter. */
+TEST_IMPL(registry_replay) {
+  static const char *const names[] = {"py27", "py36", "py311", "py312",
+                                      "sid314"};
+  int done = 0;
+
+  for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+    struct pst_fixture fx;
+    char path[1024];
+    int err;
+    snprintf(path, sizeof(path), "%s/tests/fixtures/registry-%s.txt",
+             srcdir(), names[i]);
+    err = pst_fixture_load(path, &fx);
+    if (err)
+      TEST_FAIL("%s: %s", path, pst_strerror(err));
+    replay(&fx, names[i], 1);
+    pst_fixture_exit(&fx);
+    done++;
+  }
+  ASSERT_GT(done, 0);
   return 0;
 }
