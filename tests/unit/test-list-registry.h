@@ -15,6 +15,7 @@
   X(registry_debian_static_311)                                                \
   X(registry_sid_314)                                                          \
   X(registry_trixie_313)                                                       \
-  X(registry_replay)
+  X(registry_replay)                                                           \
+  X(registry_late_import)
 
 #endif
