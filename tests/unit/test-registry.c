@@ -33,6 +33,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "frame-fixture.h"
@@ -46,6 +47,7 @@
 #define ROOTFS_DIR "/var/cache/pystitch"
 #define EXPECT_MAX 32
 #define ENTS_MAX 64
+#define TIMED_CALLS 200 /* stable calls timed */
 
 struct expect {
   long tid;       /* in the target's pid namespace */
@@ -475,6 +477,7 @@ static void run(const char *label, const char *fixture, const char *exe,
   struct pst_py_name_ref refs[EXPECT_MAX];
   uint8_t changed[EXPECT_MAX];
   uint64_t first, again, renamed, churned, names, check_reads;
+  double stable_us;
   struct pst_fixture_rec rec = {0};
   struct pst_fixture fx;
   struct reader r;
@@ -518,6 +521,15 @@ static void run(const char *label, const char *fixture, const char *exe,
   n = registry(&r, ents, &again);
   ASSERT_EQ(n, t.nex);
   ASSERT_EQ(again, 1);
+  {
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    for (int i = 0; i < TIMED_CALLS; i++)
+      ASSERT_EQ(pst_py_thread_registry(&r.py, &r.mem, ents, ENTS_MAX), n);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    stable_us = ((double)(b.tv_sec - a.tv_sec) * 1e9 +
+                 (double)(b.tv_nsec - a.tv_nsec)) / 1e3 / TIMED_CALLS;
+  }
 
   /* Renamed: exactly those two changed, in one read. */
   command(&t, "rename");
@@ -546,9 +558,11 @@ static void run(const char *label, const char *fixture, const char *exe,
   n = registry(&r, ents, &churned);
   check(&r, &t, ents, n, refs, &names);
   ASSERT_EQ(pst_py_registry_resolves(&r.py), 1);
-  printf("# %s: %d threads; registry reads: first call %llu, stable %llu, "
-         "after renames %llu, after churn %llu; %llu reads for %d names\n",
+  printf("# %s: %d threads; registry reads: first call %llu, stable %llu "
+         "(%.1f us a call), after renames %llu, after churn %llu; %llu reads "
+         "for %d names\n",
          label, t.nex, (unsigned long long)first, (unsigned long long)again,
+         stable_us,
          (unsigned long long)renamed, (unsigned long long)churned,
          (unsigned long long)names, t.nex);
   reader_close(&r);
