@@ -65,6 +65,7 @@ struct pst_py_reg {
   size_t copy_len, copy_cap;
   struct reg_int *ints, *next; /* int keys seen, and being read */
   int nints, ints_cap;
+  int *by_addr;           /* indices of ints, sorted by address */
   struct pst_py_dict_item *items;
   int items_cap;
   struct pst_mem_iov *iov;
@@ -79,6 +80,7 @@ void pst_py_registry_free(struct pst_py_reg *r) {
   free(r->copy);
   free(r->ints);
   free(r->next);
+  free(r->by_addr);
   free(r->items);
   free(r->iov);
   free(r->ok);
@@ -115,6 +117,9 @@ static int grow_ints(struct pst_py_reg *r, int n) {
   err = grow((void **)&r->ints, &cap, n, sizeof(*r->ints));
   if (err == 0)
     err = grow((void **)&r->next, &cap2, cap, sizeof(*r->next));
+  cap2 = r->ints_cap;
+  if (err == 0)
+    err = grow((void **)&r->by_addr, &cap2, cap, sizeof(*r->by_addr));
   if (err == 0)
     r->ints_cap = cap;
   return err;
@@ -215,13 +220,40 @@ out:
   return err;
 }
 
-/* The cached int object at addr, read in this call (ok), or NULL. */
+/* The cached int object at addr, read in this call (ok), or NULL: a
+ * binary search of r->by_addr (thousands of threads stay cheap). */
 static const struct reg_int *cached_int(const struct pst_py_reg *r,
                                         uint64_t addr, const uint8_t *ok) {
-  for (int i = 0; i < r->nints; i++)
+  int lo = 0, hi = r->nints;
+
+  while (lo < hi) {
+    int mid = lo + (hi - lo) / 2, i = r->by_addr[mid];
     if (r->ints[i].addr == addr)
       return ok[i] ? &r->ints[i] : NULL;
+    if (r->ints[i].addr < addr)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
   return NULL;
+}
+
+static const struct reg_int *sort_base;
+
+static int cmp_addr(const void *a, const void *b) {
+  uint64_t x = sort_base[*(const int *)a].addr,
+           y = sort_base[*(const int *)b].addr;
+  return x < y ? -1 : x > y;
+}
+
+/* Rebuilds r->by_addr for r->ints (qsort has no context argument: a
+ * file-static base; the reader is not thread-safe anyway). */
+static void index_ints(struct pst_py_reg *r) {
+  for (int i = 0; i < r->nints; i++)
+    r->by_addr[i] = i;
+  sort_base = r->ints;
+  qsort(r->by_addr, (size_t)r->nints, sizeof(*r->by_addr), cmp_addr);
+  sort_base = NULL;
 }
 
 /* Reads the bytes of the keys object (table) of t into r->copy when what
@@ -342,6 +374,7 @@ static int read_active(struct pst_py *py, struct pst_mem *mem,
     r->ints = r->next;
     r->next = swap;
     r->nints = n;
+    index_ints(r);
   }
   for (int i = 0; i < n && k < max; i++) {
     uint64_t ident;

@@ -10,6 +10,9 @@
 #   rename  renames the main thread "renamed-main" and the first worker
 #           "renamed-worker" (from the main thread), printing the new lines
 #   churn   starts a thread "late" and ends the worker "short-lived"
+#   many    starts 300 more threads, "many-0" to "many-299" (_active grows
+#           past the sizes where its keys object is rebuilt and its index
+#           width changes)
 # The process exits at end of input.
 from __future__ import print_function
 import ctypes
@@ -109,6 +112,14 @@ def main():
             stop_short.append(1)
             workers[-1].join()
             while len(started) < n + 1:
+                time.sleep(0.01)
+        elif cmd == "many":
+            n = len(started)
+            for i in range(300):
+                m = threading.Thread(target=parked, name="many-%d" % i)
+                m.daemon = True
+                m.start()
+            while len(started) < n + 300:
                 time.sleep(0.01)
         with out_lock:
             print("done " + cmd)

@@ -45,8 +45,8 @@
 #include "task.h"
 
 #define ROOTFS_DIR "/var/cache/pystitch"
-#define EXPECT_MAX 32
-#define ENTS_MAX 64
+#define EXPECT_MAX 400
+#define ENTS_MAX 512
 #define TIMED_CALLS 200 /* stable calls timed */
 
 struct expect {
@@ -464,6 +464,19 @@ static void replay(struct pst_fixture *fx, const char *label, int corrupt) {
   pst_mem_exit(&mem);
 }
 
+/* Mean time of a registry call that finds n entries, in microseconds. */
+static double time_calls(struct reader *r, struct pst_py_thread_ent *ents,
+                         int n) {
+  struct timespec a, b;
+
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  for (int i = 0; i < TIMED_CALLS; i++)
+    ASSERT_EQ(pst_py_thread_registry(&r->py, &r->mem, ents, ENTS_MAX), n);
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  return ((double)(b.tv_sec - a.tv_sec) * 1e9 +
+          (double)(b.tv_nsec - a.tv_nsec)) / 1e3 / TIMED_CALLS;
+}
+
 static int index_of(const struct target *t, const char *name) {
   for (int i = 0; i < t->nex; i++)
     if (!strcmp(t->ex[i].name, name))
@@ -476,8 +489,10 @@ static void run(const char *label, const char *fixture, const char *exe,
   struct pst_py_thread_ent ents[ENTS_MAX];
   struct pst_py_name_ref refs[EXPECT_MAX];
   uint8_t changed[EXPECT_MAX];
-  uint64_t first, again, renamed, churned, names, check_reads;
-  double stable_us;
+  uint64_t first, again, renamed, churned, names, check_reads, many;
+  uint64_t names_churn;
+  double stable_us, many_us;
+  int nchurn;
   struct pst_fixture_rec rec = {0};
   struct pst_fixture fx;
   struct reader r;
@@ -521,15 +536,7 @@ static void run(const char *label, const char *fixture, const char *exe,
   n = registry(&r, ents, &again);
   ASSERT_EQ(n, t.nex);
   ASSERT_EQ(again, 1);
-  {
-    struct timespec a, b;
-    clock_gettime(CLOCK_MONOTONIC, &a);
-    for (int i = 0; i < TIMED_CALLS; i++)
-      ASSERT_EQ(pst_py_thread_registry(&r.py, &r.mem, ents, ENTS_MAX), n);
-    clock_gettime(CLOCK_MONOTONIC, &b);
-    stable_us = ((double)(b.tv_sec - a.tv_sec) * 1e9 +
-                 (double)(b.tv_nsec - a.tv_nsec)) / 1e3 / TIMED_CALLS;
-  }
+  stable_us = time_calls(&r, ents, n);
 
   /* Renamed: exactly those two changed, in one read. */
   command(&t, "rename");
@@ -557,14 +564,25 @@ static void run(const char *label, const char *fixture, const char *exe,
       t.ex[i] = t.ex[--t.nex];
   n = registry(&r, ents, &churned);
   check(&r, &t, ents, n, refs, &names);
+  nchurn = t.nex;
+  names_churn = names;
+
+  /* 300 more. */
+  command(&t, "many");
+  ASSERT_EQ(t.nex, nchurn + 300);
+  n = registry(&r, ents, &many);
+  check(&r, &t, ents, n, refs, &names);
+  n = registry(&r, ents, &again);
+  ASSERT_EQ(again, 1);
+  many_us = time_calls(&r, ents, n);
   ASSERT_EQ(pst_py_registry_resolves(&r.py), 1);
   printf("# %s: %d threads; registry reads: first call %llu, stable %llu "
          "(%.1f us a call), after renames %llu, after churn %llu; %llu reads "
-         "for %d names\n",
-         label, t.nex, (unsigned long long)first, (unsigned long long)again,
-         stable_us,
-         (unsigned long long)renamed, (unsigned long long)churned,
-         (unsigned long long)names, t.nex);
+         "for %d names; %d threads: %llu reads, then 1 (%.1f us)\n",
+         label, nchurn, (unsigned long long)first, (unsigned long long)again,
+         stable_us, (unsigned long long)renamed, (unsigned long long)churned,
+         (unsigned long long)names_churn, nchurn, t.nex,
+         (unsigned long long)many, many_us);
   reader_close(&r);
   stop(&t);
 }
