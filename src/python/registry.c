@@ -359,15 +359,12 @@ static int read_active(struct pst_py *py, struct pst_mem *mem,
     got = pst_mem_readv_each(mem, r->iov, (size_t)nmiss, r->ok);
     if (got < 0)
       return got;
-    for (int i = 0; i < nmiss; i++) {
-      if (r->ok[i])
-        continue;
-      /* Near the end of a mapping: the header alone (a zero digit count
-       * then reads as no value, and the entry is skipped). */
-      memset(r->iov[i].buf, 0, PST_PY_INT_READ);
-      if (pst_mem_read(mem, r->iov[i].addr, r->iov[i].buf, 24))
-        memset(r->iov[i].buf, 0xff, PST_PY_INT_READ); /* not an int */
-    }
+    /* A key that cannot be read is garbage: a real one is a live int of
+     * at most two digits, exactly PST_PY_INT_READ bytes (2.7: a PyInt in
+     * a block of them). Filled so that it parses as no int, skipped. */
+    for (int i = 0; i < nmiss; i++)
+      if (!r->ok[i])
+        memset(r->iov[i].buf, 0xff, PST_PY_INT_READ);
   }
   {
     struct reg_int *swap = r->ints;
