@@ -1,6 +1,7 @@
 /* fuzz_frame.c: libFuzzer harness for the Python frame walker
  * (src/python/frame.c) and what it calls: code objects and their line
- * tables (code.c), str objects, thread names (threadname.c), the 3.13+
+ * tables (code.c), str objects, thread names (threadname.c), the thread
+ * registry and its dict reader (registry.c, dict.c), the 3.13+
  * _Py_DebugOffsets reader (debug_offsets.c) and the layout check.
  *
  * The target's memory is a random image (frame_image.h) read through the
@@ -102,6 +103,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char *name = NULL;
     if (pst_py_thread_name(&py, &mem, thread_obj, &name) == 0)
       free(name);
+  }
+  /* threading._active through the interpreter's sys.modules, twice (the
+   * second call takes the cached path). */
+  {
+    struct pst_py_thread_ent ents[16];
+    for (int i = 0; i < 2; i++) {
+      int k = pst_py_thread_registry(&py, &mem, ents, 16);
+      if (k > 16)
+        abort();
+      for (int j = 0; j < k && j < 2; j++) {
+        char *name = NULL;
+        if (pst_py_thread_name(&py, &mem, ents[j].thread_obj, &name) == 0)
+          free(name);
+      }
+    }
   }
 out:
   if (py.codes && pst_code_cache_flush(py.codes))

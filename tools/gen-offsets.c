@@ -58,6 +58,11 @@
 #endif
 #endif
 
+/* PyLongObject: longintrepr.h is not part of Python.h before 3.11. */
+#if PY_VERSION_HEX < 0x030b0000
+#include <longintrepr.h>
+#endif
+
 #if PY_MAJOR_VERSION == 2
 #include <frameobject.h>
 #include <stringobject.h>
@@ -150,6 +155,11 @@ static void interp_fields(void) {
 #else
   NOFF(is_gil); /* <=3.11: the one GIL is _PyRuntime.ceval.gil */
   NOFF(is_gil_inline);
+#endif
+#if PY_VERSION_HEX >= 0x030c0000
+  OFF(is_modules, PyInterpreterState, imports.modules);
+#else
+  OFF(is_modules, PyInterpreterState, modules);
 #endif
 
 #if PY_VERSION_HEX >= 0x03070000
@@ -316,6 +326,43 @@ static void type_fields(void) {
 #else
   NOFF(ht_cached_keys); /* 2.7 dicts are never split */
 #endif
+  OFF(type_itemsize, PyTypeObject, tp_itemsize);
+}
+
+static void dict_fields(void) {
+  OFF(dict_ma_used, PyDictObject, ma_used);
+#if PY_MAJOR_VERSION == 2
+  NOFF(dict_ma_keys);
+  NOFF(dict_ma_values);
+  OFF(dict_ma_mask, PyDictObject, ma_mask);
+  OFF(dict_ma_table, PyDictObject, ma_table);
+#else
+  OFF(dict_ma_keys, PyDictObject, ma_keys);
+  OFF(dict_ma_values, PyDictObject, ma_values);
+  NOFF(dict_ma_mask);
+  NOFF(dict_ma_table);
+#endif
+}
+
+static void int_fields(void) {
+#if PY_VERSION_HEX >= 0x030c0000
+  NOFF(long_size);
+  OFF(long_tag, PyLongObject, long_value.lv_tag);
+  OFF(long_digit, PyLongObject, long_value.ob_digit);
+#elif PY_MAJOR_VERSION == 2
+  OFF(long_size, PyLongObject, ob_size); /* PyObject_VAR_HEAD's fields */
+  NOFF(long_tag);
+  OFF(long_digit, PyLongObject, ob_digit);
+#else
+  OFF(long_size, PyLongObject, ob_base.ob_size);
+  NOFF(long_tag);
+  OFF(long_digit, PyLongObject, ob_digit);
+#endif
+#if PY_MAJOR_VERSION == 2
+  OFF(int_ival, PyIntObject, ob_ival);
+#else
+  NOFF(int_ival);
+#endif
 }
 
 /* ---- output ---------------------------------------------------------------- */
@@ -340,6 +387,8 @@ int main(int argc, char **argv) {
   code_fields();
   string_fields();
   type_fields();
+  dict_fields();
+  int_fields();
 
   for (int i = 0; i < F_COUNT; i++) {
     if (!field_set[i]) {

@@ -138,6 +138,37 @@ int pst_proc_task_stat_open(pid_t pid, pid_t tid) {
   return fd;
 }
 
+int pst_proc_task_schedstat_open(pid_t pid, pid_t tid) {
+  char path[80];
+  int fd;
+
+  snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)pid,
+           (int)tid);
+  fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return errno == ENOENT ? -ESRCH : -errno;
+  return fd;
+}
+
+int pst_proc_schedstat_fd(int fd, uint64_t *ran_ns) {
+  unsigned long long run, wait;
+  char buf[128];
+  ssize_t n;
+
+  if (fd < 0)
+    return -EBADF;
+  do
+    n = pread(fd, buf, sizeof(buf) - 1, 0);
+  while (n < 0 && errno == EINTR);
+  if (n <= 0)
+    return n < 0 ? -errno : -ESRCH;
+  buf[n] = '\0';
+  if (sscanf(buf, "%llu %llu", &run, &wait) != 2)
+    return -EINVAL;
+  *ran_ns = run + wait;
+  return 0;
+}
+
 int pst_proc_stat_fd(int fd, char *state, uint64_t *starttime) {
   char buf[1024];
   ssize_t n;

@@ -44,6 +44,14 @@ int pst_proc_task_stat(pid_t pid, pid_t tid, char *state,
  * even if the tid is reused. Returns the fd (the caller closes it), or
  * -ESRCH, or -errno. */
 int pst_proc_task_stat_open(pid_t pid, pid_t tid);
+/* Opens /proc/pid/task/tid/schedstat the same way (fd or -errno): its
+ * three numbers cost the kernel a fifth of what stat does to format. */
+int pst_proc_task_schedstat_open(pid_t pid, pid_t tid);
+/* Time on CPU plus time waiting for one (ns) through such an fd, one
+ * pread: it changes whenever the thread has run. 0, -ESRCH (gone),
+ * -EBADF, -EINVAL, or -errno. */
+int pst_proc_schedstat_fd(int fd, uint64_t *ran_ns);
+
 /* State and start time through such an fd: one pread. 0, -ESRCH (the
  * thread is gone), -EBADF (fd < 0), -EINVAL, or -errno. */
 int pst_proc_stat_fd(int fd, char *state, uint64_t *starttime);

@@ -23,6 +23,8 @@ void pst_py_init(struct pst_py *py) {
 void pst_py_exit(struct pst_py *py) {
   pst_code_cache_free(py->codes);
   py->codes = NULL;
+  pst_py_registry_free(py->reg);
+  py->reg = NULL;
   free(py->chunk_buf);
   py->chunk_buf = NULL;
   free(py->scratch.raw);
@@ -105,6 +107,15 @@ enum {
   SYM_HEAD_FN,       /* PyInterpreterState_Head */
   SYM_GILSTATE_FN,   /* PyGILState_GetThisThreadState */
   SYM_NONE,          /* _Py_NoneStruct: 3.13+ shim frames execute None */
+  /* Types of the objects the thread registry reads (registry.c, dict.c):
+   * exported data of the C API in every version, so .dynsym has them even
+   * in a stripped interpreter. */
+  SYM_DICT_TYPE,     /* PyDict_Type */
+  SYM_LONG_TYPE,     /* PyLong_Type */
+  SYM_INT_TYPE,      /* PyInt_Type (2.7) */
+  SYM_STR_TYPE,      /* PyUnicode_Type (3.x) */
+  SYM_BYTES_STR_TYPE, /* PyString_Type (2.7's str) */
+  SYM_MODULE_TYPE,   /* PyModule_Type */
   SYM_COUNT
 };
 
@@ -118,6 +129,12 @@ static const char *const sym_names[SYM_COUNT] = {
     [SYM_HEAD_FN] = "PyInterpreterState_Head",
     [SYM_GILSTATE_FN] = "PyGILState_GetThisThreadState",
     [SYM_NONE] = "_Py_NoneStruct",
+    [SYM_DICT_TYPE] = "PyDict_Type",
+    [SYM_LONG_TYPE] = "PyLong_Type",
+    [SYM_INT_TYPE] = "PyInt_Type",
+    [SYM_STR_TYPE] = "PyUnicode_Type",
+    [SYM_BYTES_STR_TYPE] = "PyString_Type",
+    [SYM_MODULE_TYPE] = "PyModule_Type",
 };
 
 struct syms {
@@ -254,6 +271,37 @@ static int find_interp_head(struct pst_py *py, const struct pst_elf *e,
   return 0;
 }
 
+/* The type objects the registry reader checks objects against; 0 when a
+ * symbol is absent (the check is then skipped). */
+static void object_types(struct pst_py *py, const struct syms *sy,
+                         uint64_t bias) {
+  int two = py->version_hex < 0x0300;
+
+#define TYPE_ADDR(sym) (sy->v[sym] ? sy->v[sym] + bias : 0)
+  py->dict_type = TYPE_ADDR(SYM_DICT_TYPE);
+  py->long_type = TYPE_ADDR(SYM_LONG_TYPE);
+  py->int_type = two ? TYPE_ADDR(SYM_INT_TYPE) : 0;
+  py->str_type = two ? TYPE_ADDR(SYM_BYTES_STR_TYPE) : TYPE_ADDR(SYM_STR_TYPE);
+  py->module_type = TYPE_ADDR(SYM_MODULE_TYPE);
+#undef TYPE_ADDR
+}
+
+/* Bits per digit of an int (PyLong): 30, or 15 in builds configured with
+ * --enable-big-digits=15. PyLong_Type.tp_itemsize is sizeof(digit). */
+static void long_shift(struct pst_py *py, struct pst_mem *mem) {
+  int64_t itemsize = 0;
+
+  py->long_shift = 30;
+  if (!py->long_type || py->lay.type_itemsize == PST_NOFF)
+    return;
+  if (pst_mem_read(mem, py->long_type + (uint64_t)py->lay.type_itemsize,
+                   &itemsize, 8) == 0 && itemsize == 2)
+    py->long_shift = 15;
+  else if (itemsize != 4)
+    pst_debug("PyLong_Type.tp_itemsize %lld: assuming 30-bit digits",
+              (long long)itemsize);
+}
+
 static int open_python_elf(pid_t pid, const struct pst_maps *maps,
                            struct pst_target_info *info,
                            const struct pst_map **mpp, struct pst_elf **ep,
@@ -365,6 +413,7 @@ int pst_py_analyse(struct pst_py *py, pid_t pid, const struct pst_maps *maps,
     py->none = sy.v[SYM_NONE] + bias;
   if (sy.v[SYM_TSTATE_CUR])
     py->tstate_current = sy.v[SYM_TSTATE_CUR] + bias;
+  object_types(py, &sy, bias);
 
   err = layout_checked(py, mem, info);
   if (err)
@@ -395,6 +444,7 @@ int pst_py_analyse(struct pst_py *py, pid_t pid, const struct pst_maps *maps,
   err = find_key(py, e, &sy, bias, mem, arch, info);
   if (err)
     goto out;
+  long_shift(py, mem);
   info->runtime_addr = py->runtime;
   info->interp_addr = py->interp;
   info->key_addr = py->key_addr;

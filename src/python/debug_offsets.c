@@ -20,7 +20,7 @@
 struct schema {
   int version;   /* first version it applies to */
   int rt_size, rt_interp_head;
-  int is_next, is_threads_head, is_gil_locked, is_gil_holder;
+  int is_next, is_threads_head, is_modules, is_gil_locked, is_gil_holder;
   int ts_size, ts_next, ts_interp, ts_current_frame, ts_thread_id,
       ts_native_thread_id, ts_datastack_chunk;
   int if_size, if_previous, if_executable, if_instr_ptr, if_localsplus,
@@ -28,6 +28,7 @@ struct schema {
   int co_size, co_filename, co_name, co_qualname, co_linetable,
       co_firstlineno, co_code_adaptive;
   int type_size, type_flags;
+  int dict_ma_keys, dict_ma_values, long_tag, long_digit;
   int bytes_size, bytes_sval, uni_state, uni_length, uni_ascii_size;
   int words;     /* words to read */
 };
@@ -37,8 +38,8 @@ struct schema {
 static const struct schema s313 = {
     .version = 0x030d,
     .rt_size = 0, .rt_interp_head = 2,
-    .is_next = 5, .is_threads_head = 6, .is_gil_locked = 14,
-    .is_gil_holder = 15,
+    .is_next = 5, .is_threads_head = 6, .is_modules = 8,
+    .is_gil_locked = 14, .is_gil_holder = 15,
     .ts_size = 16, .ts_next = 18, .ts_interp = 19, .ts_current_frame = 20,
     .ts_thread_id = 21, .ts_native_thread_id = 22, .ts_datastack_chunk = 23,
     .if_size = 25, .if_previous = 26, .if_executable = 27,
@@ -48,6 +49,8 @@ static const struct schema s313 = {
     /* pyobject 41-42, type 43-46, tuple 47-49, list 50-52, dict 53-55,
      * float 56-57, long 58-60, bytes 61-63, unicode 64-67 */
     .type_size = 43, .type_flags = 46,
+    .dict_ma_keys = 54, .dict_ma_values = 55,
+    .long_tag = 59, .long_digit = 60,
     .bytes_size = 62, .bytes_sval = 63,
     .uni_state = 65, .uni_length = 66, .uni_ascii_size = 67,
     .words = 68,
@@ -60,8 +63,8 @@ static const struct schema s313 = {
 static const struct schema s314 = {
     .version = 0x030e,
     .rt_size = 0, .rt_interp_head = 2,
-    .is_next = 5, .is_threads_head = 6, .is_gil_locked = 15,
-    .is_gil_holder = 16,
+    .is_next = 5, .is_threads_head = 6, .is_modules = 9,
+    .is_gil_locked = 15, .is_gil_holder = 16,
     .ts_size = 19, .ts_next = 21, .ts_interp = 22, .ts_current_frame = 23,
     .ts_thread_id = 24, .ts_native_thread_id = 25, .ts_datastack_chunk = 26,
     .if_size = 28, .if_previous = 29, .if_executable = 30,
@@ -71,6 +74,8 @@ static const struct schema s314 = {
     /* pyobject 47-48, type 49-52, tuple 53-55, list 56-58, set 59-62,
      * dict 63-65, float 66-67, long 68-70, bytes 71-73, unicode 74-77 */
     .type_size = 49, .type_flags = 52,
+    .dict_ma_keys = 64, .dict_ma_values = 65,
+    .long_tag = 69, .long_digit = 70,
     .bytes_size = 72, .bytes_sval = 73,
     .uni_state = 75, .uni_length = 76, .uni_ascii_size = 77,
     .words = 78,
@@ -121,7 +126,10 @@ int pst_py_debug_offsets(struct pst_mem *mem, uint64_t runtime,
       !inside(w, s->co_qualname, s->co_size) ||
       w[s->co_code_adaptive] > w[s->co_size] ||
       !inside(w, s->uni_length, s->uni_ascii_size) ||
-      !inside(w, s->is_threads_head, 3) /* interpreter_state.size */) {
+      !inside(w, s->is_threads_head, 3) /* interpreter_state.size */ ||
+      !inside(w, s->is_modules, 3) ||
+      !inside(w, s->dict_ma_values, s->dict_ma_keys - 1) /* its size */ ||
+      !inside(w, s->long_digit, s->long_tag - 1)) {
     pst_err("_Py_DebugOffsets of CPython %d.%d do not match a known schema",
             hex >> 8, hex & 0xff);
     return PST_EPYVERSION;
@@ -143,6 +151,7 @@ int pst_py_debug_offsets(struct pst_mem *mem, uint64_t runtime,
   lay->rt_interp_head = (int32_t)w[s->rt_interp_head];
   lay->is_next = (int32_t)w[s->is_next];
   lay->is_tstate_head = (int32_t)w[s->is_threads_head];
+  lay->is_modules = (int32_t)w[s->is_modules];
   /* The interpreter's own _gil: offsets relative to the interpreter. */
   lay->is_gil_inline = 0;
   lay->gil_locked = (int32_t)w[s->is_gil_locked];
@@ -184,6 +193,13 @@ int pst_py_debug_offsets(struct pst_mem *mem, uint64_t runtime,
   lay->type_basicsize = 32;
   lay->type_dictoffset = 288;
   lay->ht_cached_keys = (int32_t)w[s->type_size] + 58 * 8;
+  lay->type_itemsize = 40; /* after tp_basicsize, as fixed as it */
+  /* PyDictObject: ma_used follows PyObject_HEAD in every 3.x. */
+  lay->dict_ma_used = 16;
+  lay->dict_ma_keys = (int32_t)w[s->dict_ma_keys];
+  lay->dict_ma_values = (int32_t)w[s->dict_ma_values];
+  lay->long_tag = (int32_t)w[s->long_tag];
+  lay->long_digit = (int32_t)w[s->long_digit];
   *runtime_size = w[s->rt_size];
   *version_hex = (int)(d.version >> 16);
   return 0;

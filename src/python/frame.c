@@ -240,6 +240,40 @@ static int decode_frames(struct pst_py *py, struct pst_mem *mem,
   return n;
 }
 
+/* Remembers a frame the walk followed, with its link and code word as
+ * read, for the torn-read check. -ENOMEM. */
+static int visit(struct pst_py *py, uint64_t frame, const uint8_t *buf,
+                 int32_t link_off, int32_t code_off) {
+  struct pst_py_scratch *sc = &py->scratch;
+
+  if (pst_array_reserve((void **)&sc->visit, &sc->visit_cap, sc->nvisit + 1,
+                        sizeof(*sc->visit)))
+    return -ENOMEM;
+  sc->visit[sc->nvisit++] =
+      (struct pst_py_visit){frame, u64_at(buf, link_off), u64_at(buf, code_off)};
+  return 0;
+}
+
+/* A frame met twice: the links form a cycle, which no real stack has (a
+ * stack read while frames were freed and reused, or garbage). Brent's
+ * method: the frame at the last power of two is kept and compared, so a
+ * cycle is found within twice its length, in O(1) memory. */
+struct cycle {
+  uint64_t saved;
+  unsigned steps, power;
+};
+
+static int cycle_seen(struct cycle *c, uint64_t frame) {
+  if (frame == c->saved)
+    return 1;
+  if (++c->steps == c->power) {
+    c->saved = frame;
+    c->power *= 2;
+    c->steps = 0;
+  }
+  return 0;
+}
+
 /* <= 3.10: PyFrameObject linked by f_back. */
 static int walk_frameobjects(struct pst_py *py, struct pst_mem *mem,
                              struct reads *rd, uint64_t frame,
@@ -249,6 +283,7 @@ static int walk_frameobjects(struct pst_py *py, struct pst_mem *mem,
   uint8_t buf[PST_PY_FRAME_BUF];
   size_t len = (size_t)l->f_size < PST_PY_FRAME_BUF ? (size_t)l->f_size
                                                     : PST_PY_FRAME_BUF;
+  struct cycle cy = {0, 0, 1};
   int n = 0, err;
 
   while (frame) {
@@ -257,7 +292,11 @@ static int walk_frameobjects(struct pst_py *py, struct pst_mem *mem,
       *truncated = 1;
       break;
     }
+    if (cycle_seen(&cy, frame))
+      return PST_ETORN;
     err = read_frame(mem, rd, frame, buf, len);
+    if (err == 0)
+      err = visit(py, frame, buf, l->f_back, l->f_code);
     if (err)
       return err;
     memcpy(&lasti, buf + l->f_lasti, 4);
@@ -277,6 +316,7 @@ static int walk_iframes(struct pst_py *py, struct pst_mem *mem,
   uint8_t buf[PST_PY_FRAME_BUF];
   size_t len = (size_t)l->if_size < PST_PY_FRAME_BUF ? (size_t)l->if_size
                                                       : PST_PY_FRAME_BUF;
+  struct cycle cy = {0, 0, 1};
   int n = 0, steps = 0, err;
 
   py->nshims = 0;
@@ -286,7 +326,11 @@ static int walk_iframes(struct pst_py *py, struct pst_mem *mem,
       *truncated = 1;
       break;
     }
+    if (cycle_seen(&cy, frame))
+      return PST_ETORN;
     err = read_frame(mem, rd, frame, buf, len);
+    if (err == 0)
+      err = visit(py, frame, buf, l->if_previous, l->if_code);
     if (err)
       return err;
     frame = u64_at(buf, l->if_previous);
@@ -393,57 +437,87 @@ static int32_t code_off(const struct pst_py_layout *l) {
   return l->f_code != PST_NOFF ? l->f_code : l->if_code;
 }
 
-void pst_py_check_prepare(const struct pst_py *py, uint64_t tstate,
+/* Where a frame's link and code word lie: one piece of span bytes at
+ * frame + lo holds both. */
+static void link_span(const struct pst_py_layout *l, int32_t *link_o,
+                      int32_t *code_o, int32_t *lo, size_t *span) {
+  *link_o = l->ts_frame != PST_NOFF ? l->f_back : l->if_previous;
+  *code_o = code_off(l);
+  *lo = *link_o < *code_o ? *link_o : *code_o;
+  *span = (size_t)((*link_o > *code_o ? *link_o : *code_o) - *lo) + 8;
+}
+
+/* Does the piece read again at frame + lo (span bytes) hold the visit's
+ * link and code? */
+static int same_visit(const struct pst_py_layout *l,
+                      const struct pst_py_visit *v, const uint8_t *again) {
+  int32_t link_o, code_o, lo;
+  size_t span;
+
+  link_span(l, &link_o, &code_o, &lo, &span);
+  return u64_at(again, link_o - lo) == v->link &&
+         u64_at(again, code_o - lo) == v->code;
+}
+
+void pst_py_check_prepare(struct pst_py *py, uint64_t tstate,
                           const struct pst_py_hint *hint,
                           const uint64_t before[2], struct pst_py_check *c) {
-  const struct pst_py_layout *l = &py->lay;
-
   memset(c, 0, sizeof(*c));
   c->before[0] = before[0];
   c->before[1] = before[1];
-  c->iov[c->n++] = (struct pst_mem_iov){tstate + (uint64_t)ts_frame_field(l),
-                                        &c->field, 8};
-  if (uses_cframe(l) && hint && hint->cframe) {
-    c->cframe = hint->cframe;
-    c->ig = c->n;
-    c->iov[c->n++] = (struct pst_mem_iov){
-        hint->cframe + (uint64_t)l->cf_current_frame, &c->guess, 8};
+  c->tstate = tstate;
+  c->cframe = uses_cframe(&py->lay) && hint ? hint->cframe : 0;
+  c->result = -1;
+}
+
+/* Reads the check: the frame field (and the guessed cframe's frame), and
+ * every visited frame's link and code again, in one batch. */
+static int check_read(struct pst_py *py, struct pst_mem *mem,
+                      const struct pst_py_check *c) {
+  const struct pst_py_layout *l = &py->lay;
+  struct pst_py_scratch *sc = &py->scratch;
+  size_t n = sc->nvisit + 2, span, k = 0;
+  int32_t link_o, code_o, lo;
+  uint64_t field, frame, guess = 0;
+  uint8_t *ok;
+
+  link_span(l, &link_o, &code_o, &lo, &span);
+  if (pst_array_reserve((void **)&sc->civ, &sc->civ_cap, n, sizeof(*sc->civ)) ||
+      pst_array_reserve((void **)&sc->cbytes, &sc->cbytes_cap,
+                        n * (span + 8) + n, 1))
+    return 0;
+  ok = sc->cbytes + n * (span + 8);
+  sc->civ[k++] = (struct pst_mem_iov){c->tstate + (uint64_t)ts_frame_field(l),
+                                      &field, 8};
+  if (c->cframe)
+    sc->civ[k++] = (struct pst_mem_iov){
+        c->cframe + (uint64_t)l->cf_current_frame, &guess, 8};
+  for (size_t i = 0; i < sc->nvisit; i++)
+    sc->civ[k++] = (struct pst_mem_iov){
+        sc->visit[i].frame + (uint64_t)lo, sc->cbytes + i * span, span};
+  if (pst_mem_readv_each(mem, sc->civ, k, ok) < 0 || !ok[0])
+    return 0;
+  frame = field;
+  if (uses_cframe(l) && field) {
+    if (c->cframe && field == c->cframe && ok[1])
+      frame = guess;
+    else if (pst_mem_read_u64(mem, field + (uint64_t)l->cf_current_frame,
+                              &frame))
+      return 0;
   }
-  if (before[0]) {
-    c->icode = c->n;
-    c->iov[c->n++] = (struct pst_mem_iov){before[0] + (uint64_t)code_off(l),
-                                          &c->code, 8};
-  }
+  if (frame != c->before[0])
+    return 0;
+  for (size_t i = 0, p = c->cframe ? 2 : 1; i < sc->nvisit; i++, p++)
+    if (!ok[p] || !same_visit(l, &sc->visit[i], sc->cbytes + i * span))
+      return 0;
+  return 1;
 }
 
 int pst_py_check_done(struct pst_py *py, struct pst_mem *mem,
                       struct pst_py_check *c) {
-  const struct pst_py_layout *l = &py->lay;
-  uint64_t top[2] = {0, 0};
-
-  if (!c->read && pst_mem_readv_each(mem, c->iov, (size_t)c->n, c->ok) < 0)
-    return 0;
-  c->read = 1;
-  if (!c->ok[0])
-    return 0;
-  top[0] = c->field;
-  if (uses_cframe(l)) {
-    top[0] = 0;
-    if (c->field && c->ig && c->ok[c->ig] && c->field == c->cframe)
-      top[0] = c->guess;
-    else if (c->field &&
-             pst_mem_read_u64(mem, c->field + (uint64_t)l->cf_current_frame,
-                              &top[0]))
-      return 0;
-  }
-  if (top[0] != c->before[0])
-    return 0;
-  if (c->icode && c->ok[c->icode])
-    top[1] = c->code;
-  else if (top[0] &&
-           pst_mem_read_u64(mem, top[0] + (uint64_t)code_off(l), &top[1]))
-    return 0;
-  return top[1] == c->before[1];
+  if (c->result < 0)
+    c->result = check_read(py, mem, c);
+  return c->result;
 }
 
 /* The thread state still belongs to the hint's thread (see
@@ -497,7 +571,7 @@ static int guess_buffers(struct pst_py *py, struct reads *rd) {
 /* The first syscall of a walk: the thread state and, from the hint, the
  * _PyCFrame's frame pointer, the chunk, frames and code headers. */
 static int first_read(struct pst_py *py, struct pst_mem *mem,
-                      const struct pst_py_hint *h, struct pst_py_check *carry,
+                      const struct pst_py_hint *h,
                       struct ts_view *v, struct reads *rd, uint64_t *guess,
                       int *guess_ok, uint64_t *chunk_guess,
                       size_t *chunk_guess_len) {
@@ -506,9 +580,6 @@ static int first_read(struct pst_py *py, struct pst_mem *mem,
   uint8_t ok[6 + 2 * PST_PY_HINT_MAX];
   size_t n = 0, ig = 0, ic = 0, i0f, i0c, it;
 
-  /* Another thread's check first: it is the oldest read waiting. */
-  for (int k = 0; carry && k < carry->n; k++)
-    iov[n++] = carry->iov[k];
   it = n;
   iov[n++] = (struct pst_mem_iov){v->addr, v->buf, v->len};
   if (h && uses_cframe(l) && h->cframe) {
@@ -534,10 +605,6 @@ static int first_read(struct pst_py *py, struct pst_mem *mem,
   int got = pst_mem_readv_each(mem, iov, n, ok);
   if (got < 0)
     return got;
-  if (carry) {
-    memcpy(carry->ok, ok, (size_t)carry->n);
-    carry->read = 1;
-  }
   if (!ok[it])
     return -EFAULT;
   *guess_ok = ig && ok[ig];
@@ -619,6 +686,7 @@ static int walk_setup(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
   top[0] = top[1] = 0;
   py->nshims = 0;
   py->err_addr = 0;
+  py->scratch.nvisit = 0;
   mem->fault_addr = 0;
   memset(rd, 0, offsetof(struct reads, seen_frames));
   rd->nseen = 0;
@@ -700,9 +768,12 @@ int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
   struct first fr = {0, 0, 0, 0, NULL};
   int err;
 
+  /* Another thread's check, read before this walk reuses the scratch. */
+  if (carry)
+    pst_py_check_done(py, mem, carry);
   err = walk_setup(py, mem, tstate, &rd, &v, thread_obj, top, truncated);
   if (err == 0)
-    err = first_read(py, mem, hint, carry, &v, &rd, &fr.guess, &fr.guess_ok,
+    err = first_read(py, mem, hint, &v, &rd, &fr.guess, &fr.guess_ok,
                      &fr.chunk_guess, &fr.chunk_guess_len);
   if (err) {
     py->err_addr = err == -EFAULT ? mem->fault_addr : tstate;
@@ -715,8 +786,6 @@ int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
 
 /* ---- batched first reads ---- */
 
-#define TAIL_BACK 1024 /* the chunk's tail read again for the check: this */
-#define TAIL_FWD 1024  /* much below its last top, and this much above */
 
 void pst_py_batch_init(struct pst_py_batch *b) { memset(b, 0, sizeof(*b)); }
 
@@ -774,14 +843,15 @@ int pst_py_prefetch_add(struct pst_py *py, struct pst_py_batch *b,
                         uint64_t tstate, struct pst_py_hint *h,
                         struct pst_py_prefetch *pf) {
   const struct pst_py_layout *l = &py->lay;
-  size_t flen = frame_len(l), hsize = pst_py_code_header_size(py);
+  size_t flen = frame_len(l), hsize = pst_py_code_header_size(py), span;
+  int32_t link_o, code_o, lo;
   int err = 0;
 
   memset(pf, 0, sizeof(*pf));
   pf->tstate = tstate;
   pf->hint = h;
   pf->ig = pf->ic = pf->i0f = pf->i0c = PST_PY_NOPIECE;
-  pf->ck_guess = pf->ck_code = pf->ck_tail = PST_PY_NOPIECE;
+  pf->ck_guess = pf->ck_chunk = pf->ck_f0 = PST_PY_NOPIECE;
   pf->it = piece(b, tstate, view_len(l), &err);
   if (uses_cframe(l) && h->cframe) {
     pf->cframe = h->cframe;
@@ -804,24 +874,20 @@ int pst_py_prefetch_add(struct pst_py *py, struct pst_py_batch *b,
     if (i == 0)
       pf->i0c = k;
   }
-  /* The check, read after all of the above: the frame pointer again, the
-   * code of the frame the last walk found on top, and the chunk's tail
-   * (where a new top frame of 3.11+ is). */
+  /* The check, read after all of the above (pst_py_check's, planned from
+   * the guess): the frame pointer again, the chunk again (3.11+: where
+   * most frames are), each guessed frame's link and code again. */
   pf->ck_field = piece(b, tstate + (uint64_t)ts_frame_field(l), 8, &err);
   if (pf->cframe)
     pf->ck_guess = piece(b, pf->cframe + (uint64_t)l->cf_current_frame, 8,
                          &err);
-  if (h->top) {
-    pf->ck_frame = h->top;
-    pf->ck_code = piece(b, h->top + (uint64_t)code_off(l), 8, &err);
-  }
-  if (pf->chunk && pf->chunk_len > CHUNK_SLACK) {
-    uint32_t used = pf->chunk_len - CHUNK_SLACK;
-    uint32_t from = used > TAIL_BACK + CHUNK_HEADER ? used - TAIL_BACK
-                                                     : CHUNK_HEADER;
-    pf->ck_tail_addr = pf->chunk + from;
-    pf->ck_tail_len = used + TAIL_FWD - from;
-    pf->ck_tail = piece(b, pf->ck_tail_addr, pf->ck_tail_len, &err);
+  if (pf->ic != PST_PY_NOPIECE)
+    pf->ck_chunk = piece(b, pf->chunk, pf->chunk_len, &err);
+  link_span(l, &link_o, &code_o, &lo, &span);
+  for (uint32_t i = 0; i < h->nframes; i++) {
+    size_t k = piece(b, h->frames[i] + (uint64_t)lo, span, &err);
+    if (i == 0)
+      pf->ck_f0 = k;
   }
   return err;
 }
@@ -897,8 +963,13 @@ int pst_py_check_batched(const struct pst_py *py, const struct pst_mem *mem,
                          const struct pst_py_prefetch *pf,
                          const uint64_t top[2]) {
   const struct pst_py_layout *l = &py->lay;
-  uint64_t field, frame, code, at, mask = ~(uint64_t)py->tag_mask;
+  const struct pst_py_scratch *sc = &py->scratch;
+  uint64_t field, frame;
+  int32_t link_o, code_o, lo;
+  size_t span;
+  uint32_t cur = 0;
 
+  (void)top;
   /* A walk that had to read more than the batch read it after the
    * check: only a check read after the walk can tell. */
   if (mem->reads != pf->reads || !piece_ok(b, pf->ck_field))
@@ -912,15 +983,33 @@ int pst_py_check_batched(const struct pst_py *py, const struct pst_mem *mem,
   }
   if (frame != top[0])
     return 0;
-  if (!frame)
-    return top[1] == 0;
-  at = frame + (uint64_t)code_off(l);
-  if (frame == pf->ck_frame && piece_ok(b, pf->ck_code))
-    memcpy(&code, piece_buf(b, pf->ck_code), 8);
-  else if (piece_ok(b, pf->ck_tail) && at >= pf->ck_tail_addr &&
-           at + 8 <= pf->ck_tail_addr + pf->ck_tail_len)
-    memcpy(&code, piece_buf(b, pf->ck_tail) + (at - pf->ck_tail_addr), 8);
-  else
-    return -1;
-  return (code & mask) == (top[1] & mask);
+  /* Every frame followed, read again: from the chunk's second copy or
+   * the guessed frame's second read; one that neither holds: cannot
+   * tell. */
+  link_span(l, &link_o, &code_o, &lo, &span);
+  for (size_t i = 0; i < sc->nvisit; i++) {
+    const struct pst_py_visit *v = &sc->visit[i];
+    uint64_t at = v->frame + (uint64_t)lo;
+    const uint8_t *again = NULL;
+
+    if (piece_ok(b, pf->ck_chunk) && at >= pf->chunk &&
+        at - pf->chunk + span <= pf->chunk_len) {
+      again = piece_buf(b, pf->ck_chunk) + (at - pf->chunk);
+    } else {
+      for (uint32_t k = 0; k < pf->nframes && !again; k++) {
+        uint32_t j = (cur + k) % pf->nframes;
+        if (b->iov[pf->ck_f0 + j].addr == at) {
+          if (!b->ok[pf->ck_f0 + j])
+            return -1;
+          again = piece_buf(b, pf->ck_f0 + j);
+          cur = j + 1;
+        }
+      }
+    }
+    if (!again)
+      return -1;
+    if (!same_visit(l, v, again))
+      return 0;
+  }
+  return 1;
 }

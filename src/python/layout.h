@@ -27,6 +27,7 @@
   X(is_tstate_head)     /* tstate_head (<=3.11), threads.head (3.12+) */      \
   X(is_gil)             /* ceval.gil: struct _gil_runtime_state* (3.12+) */   \
   X(is_gil_inline)      /* _gil: the struct embedded in the interp (3.12+) */ \
+  X(is_modules)         /* sys.modules: modules (<=3.11), imports.modules */  \
   /* struct _gil_runtime_state (3.12+ in the interpreter, <3.12 runtime) */   \
   X(gil_last_holder)                                                          \
   X(gil_locked)                                                               \
@@ -78,7 +79,20 @@
   X(type_basicsize)     /* PyTypeObject.tp_basicsize */                       \
   X(type_flags)         /* tp_flags */                                        \
   X(type_dictoffset)    /* tp_dictoffset */                                   \
-  X(ht_cached_keys)     /* PyHeapTypeObject.ht_cached_keys (3.x) */
+  X(ht_cached_keys)     /* PyHeapTypeObject.ht_cached_keys (3.x) */          \
+  X(type_itemsize)      /* tp_itemsize: sizeof(digit) for int (PyLong) */     \
+  /* dict (the keys objects' own layout is in dict.c: not in any header   \
+   * before 3.11, not in _Py_DebugOffsets) */                                 \
+  X(dict_ma_used)                                                             \
+  X(dict_ma_keys)       /* PyDictKeysObject *ma_keys (3.x) */                 \
+  X(dict_ma_values)     /* PyDictValues *ma_values: split values (3.x) */     \
+  X(dict_ma_mask)       /* table size - 1 (2.7) */                            \
+  X(dict_ma_table)      /* PyDictEntry *ma_table (2.7) */                     \
+  /* int */                                                                   \
+  X(long_size)          /* ob_size: signed digit count (<=3.11) */            \
+  X(long_tag)           /* long_value.lv_tag: digits << 3 | sign (3.12+) */   \
+  X(long_digit)         /* ob_digit[0] */                                     \
+  X(int_ival)           /* PyIntObject.ob_ival (2.7) */
 
 struct pst_py_layout {
   int version;          /* 0xMMmm, e.g. 0x030c for 3.12 */

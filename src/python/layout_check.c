@@ -1,6 +1,7 @@
 /* layout_check.c: bounds of every layout offset used on a local buffer. */
 #include <stdio.h>
 
+#include "python/dict.h"
 #include "python/python.h"
 
 /* Field off (absent: PST_NOFF, skipped) of width bytes must lie within
@@ -50,6 +51,25 @@ int pst_py_layout_check(const struct pst_py_layout *l, char *why,
   FIT(co_code_adaptive, 0, 1 << 16);
   FIT(if_localsplus, 8, 1 << 16);
   FIT(f_localsplus, 8, 1 << 16);
+  /* Dicts, ints and types are read into local buffers (dict.c,
+   * threadname.c); the interpreter's sys.modules is read at an offset. */
+  FIT(dict_ma_used, 8, PST_PY_DICT_HEAD);
+  FIT(dict_ma_keys, 8, PST_PY_DICT_HEAD);
+  FIT(dict_ma_values, 8, PST_PY_DICT_HEAD);
+  FIT(dict_ma_mask, 8, PST_PY_DICT_HEAD);
+  FIT(dict_ma_table, 8, PST_PY_DICT_HEAD);
+  FIT(long_size, 8, 24);
+  FIT(long_tag, 8, 24);
+  FIT(long_digit, 4, PST_PY_INT_READ);
+  FIT(int_ival, 8, 24);
+  FIT(type_flags, 8, PST_PY_TYPE_SPAN);
+  FIT(type_basicsize, 8, PST_PY_TYPE_SPAN);
+  FIT(type_dictoffset, 8, PST_PY_TYPE_SPAN);
+  FIT(type_itemsize, 8, PST_PY_TYPE_SPAN);
+  FIT(ht_cached_keys, 8, PST_PY_TYPE_SPAN);
+  FIT(is_modules, 8, 1 << 20);
+  /* str_is() (dict.c) reads a str's length at str_length as 8 bytes. */
+  FIT(str_length, 8, PST_PY_STR_HEAD);
 #undef FIT
   if (ok && code < 16) {
     snprintf(why, why_len, "co_size = %d is too small", l->co_size);

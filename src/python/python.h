@@ -3,7 +3,8 @@
  *
  * struct pst_py is embedded in the target (pst_py_init()/pst_py_exit()),
  * filled once by pst_py_analyse() at attach time and read-only afterwards
- * except for its code-object cache (code.c), which it owns.
+ * except for its code-object cache (code.c) and its thread-registry cache
+ * (registry.c), which it owns.
  * All target memory is read through the struct pst_mem it is given.
  */
 #ifndef PST_PYTHON_H
@@ -22,6 +23,7 @@
 struct pst_code_cache;
 struct pst_py;
 struct pst_py_check;
+struct pst_py_reg;
 
 /* Buffers a walk needs, kept between walks so that sampling allocates
  * nothing (frame.c). */
@@ -35,6 +37,18 @@ struct pst_py_scratch {
   const uint8_t **hdr_of;     /* where each frame's code header is */
   size_t hdr_of_cap;
   uint8_t *guess;             /* guessed frames and code headers */
+  struct pst_py_visit *visit; /* every frame the last walk followed */
+  size_t visit_cap, nvisit;
+  struct pst_mem_iov *civ;    /* the check's pieces */
+  size_t civ_cap;
+  uint8_t *cbytes;            /* and their bytes */
+  size_t cbytes_cap;
+};
+
+/* A frame a walk followed: its link to the next frame and its code word,
+ * as read (the torn-read check reads them again). */
+struct pst_py_visit {
+  uint64_t frame, link, code;
 };
 
 /* What one thread's last walk read, guessed again by the next walk in its
@@ -88,10 +102,9 @@ struct pst_py_prefetch {
                                     code headers */
   uint32_t nframes, ncodes, chunk_len;
   uint64_t cframe, chunk;        /* the hint's, as planned */
-  size_t ck_field, ck_guess, ck_code, ck_tail; /* the check after it */
-  uint64_t ck_frame;             /* the frame whose code ck_code reads */
-  uint64_t ck_tail_addr;         /* the chunk tail read again */
-  uint32_t ck_tail_len;
+  size_t ck_field, ck_guess, ck_chunk, ck_f0; /* the check after it: the
+                                    frame field, the cframe's frame, the
+                                    chunk and the guessed frames again */
   uint64_t reads;                /* mem->reads when its walk began */
 };
 
@@ -127,6 +140,9 @@ int pst_py_check_batched(const struct pst_py *py, const struct pst_mem *mem,
 #define PST_PY_FRAME_BUF 256
 #define PST_PY_CODE_HEADER_MAX 512
 #define PST_PY_STR_HEAD 64
+/* Bytes of a type object read at most: every type_* and ht_* offset ends
+ * within them (threadname.c reads them in one piece). */
+#define PST_PY_TYPE_SPAN 2048
 
 struct pst_py {
   struct pst_py_layout lay;  /* copied from the table or _Py_DebugOffsets */
@@ -140,6 +156,11 @@ struct pst_py {
   uint64_t key_addr;         /* &Py_tss_t._key or &autoTLSkey, 0 if none */
   int key;                   /* pthread key holding the tstate, -1 if none */
   uint64_t none;             /* &_Py_NoneStruct */
+  /* Type objects, to check what the registry reader reads (0: unknown,
+   * unchecked): PyDict_Type, PyLong_Type, PyInt_Type (2.7), the str type
+   * (PyUnicode_Type, 2.7's PyString_Type), PyModule_Type. */
+  uint64_t dict_type, long_type, int_type, str_type, module_type;
+  int long_shift;            /* bits per int digit: 30 (or 15) */
   int owner_shim;            /* frame owners >= this are shims (3.12+) */
   unsigned tag_mask;         /* low bits to clear in f_executable (3.14) */
   uint64_t name_key;         /* the interned "_name" str once seen */
@@ -153,6 +174,8 @@ struct pst_py {
                                 diagnostics; 0 when unknown */
   struct pst_py_scratch scratch;
   struct pst_code_cache *codes;
+  struct pst_py_reg *reg;    /* the thread registry's cache (registry.c),
+                                NULL until first used */
 };
 
 void pst_py_init(struct pst_py *py);
@@ -208,21 +231,21 @@ int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
                 struct pst_frame *frames, int max, int *truncated,
                 uint64_t *thread_obj, uint64_t top[2]);
 
-/* Torn-read check: after a walk, the thread's innermost frame and its code
- * are read again and compared with what the walk began with (before[]).
- * The reads are prepared as pieces that the caller sends with its next
- * batched read (the next thread's walk takes them as carry), so the check
- * costs no syscall of its own. */
+/* Torn-read check: after a walk, the thread's current frame and, for
+ * every frame the walk followed, its link and its code word are read again
+ * in one batched read and compared with what the walk used. A stack read
+ * while frames were freed and reused always has some link that changed
+ * (checking only the top frame would pass a stack torn below a top frame
+ * that came back to the same place). The pieces live in py's scratch: a
+ * prepared check is valid until the next walk on py, which reads and
+ * evaluates a check given to it as carry first. */
 struct pst_py_check {
   uint64_t before[2];   /* what the walk saw: frame, code */
+  uint64_t tstate;
   uint64_t cframe;      /* 3.11/3.12: the hint's cframe, guessed */
-  uint64_t field, guess, code;
-  struct pst_mem_iov iov[3];
-  uint8_t ok[3];
-  int n, ig, icode;     /* pieces; index of the guess and code, or 0 */
-  int read;             /* 1 once iov were read (ok[] valid) */
+  int result;           /* -1 until read, then 0 or 1 */
 };
-void pst_py_check_prepare(const struct pst_py *py, uint64_t tstate,
+void pst_py_check_prepare(struct pst_py *py, uint64_t tstate,
                           const struct pst_py_hint *hint,
                           const uint64_t before[2], struct pst_py_check *c);
 /* Reads what was not read yet and compares: 1 when the stack did not move,
@@ -259,12 +282,67 @@ int pst_py_line_310(const uint8_t *tab, size_t len, int first, int addr);
 int pst_py_line_311(const uint8_t *tab, size_t len, int first, int unit);
 
 /* threading.Thread.name of the Thread object thread_obj (threadname.c),
- * malloc'ed into *name. 0, PST_ENOSYM (no such attribute), or -errno. */
+ * malloc'ed into *name (the caller frees it). 0, PST_ENOSYM (no such
+ * attribute), PST_EBADDATA (not an instance of this version's layout), or
+ * -errno. About 7 reads. */
 int pst_py_thread_name(struct pst_py *py, struct pst_mem *mem,
                        uint64_t thread_obj, char **name);
+
+/* Where a Thread's name was read: the word at slot (its instance dict's
+ * entry or values slot for `_name`) held the str object str. A rename
+ * stores another str there. */
+struct pst_py_name_ref {
+  uint64_t slot, str;
+};
+
+/* pst_py_thread_name() that also fills *ref (may be NULL) for
+ * pst_py_thread_names_changed(). */
+int pst_py_thread_name_ref(struct pst_py *py, struct pst_mem *mem,
+                           uint64_t thread_obj, char **name,
+                           struct pst_py_name_ref *ref);
+
+/* Whether each of n names may have changed since it was read (a Thread
+ * renamed, or its instance dict rebuilt): changed[i] = 1 when the word at
+ * refs[i].slot no longer holds refs[i].str or cannot be read. One read for
+ * all. Returns how many changed, or -errno (-ESRCH: the process is gone,
+ * -ENOMEM). A 0 is reliable as long as the slot stays the name's; a 1 may
+ * be a false alarm (the name is then read again for nothing). */
+int pst_py_thread_names_changed(struct pst_py *py, struct pst_mem *mem,
+                                const struct pst_py_name_ref *refs, int n,
+                                uint8_t *changed);
 
 /* Reads a str object into UTF-8 (malloc'ed into *out). 0 or -errno. */
 int pst_py_read_str(struct pst_py *py, struct pst_mem *mem, uint64_t addr,
                     char **out);
+
+/* registry.c: the interpreter's thread registry, threading._active. */
+struct pst_py_thread_ent {
+  uint64_t ident;      /* threading.get_ident(): pthread_self(), equal to
+                          the thread state's thread_id (and to fsbase with
+                          glibc or musl on x86_64) */
+  uint64_t thread_obj; /* its Thread (_MainThread, _DummyThread, or a
+                          subclass): pst_py_thread_name() names it */
+};
+
+/* Reads threading._active of the main interpreter into out (at most max
+ * entries, in the dict's order; more are left out). Returns the number
+ * stored, or PST_ENOSYM (threading is not imported, or the interpreter has
+ * no sys.modules yet), -EFAULT, -ESRCH (process gone), -ENOMEM, or
+ * PST_EBADDATA (what was read is not the registry's layout).
+ * What is stable is cached in py (the path to _active, its keys object and
+ * its int keys), checked at every call: a stable registry costs 1
+ * process_vm_readv, a changed one (a thread came or went) 2-4, the first
+ * call (or one after the cache stopped holding) about 10 plus one per 256
+ * sys.modules entries. A negative answer is cached too: until sys.modules
+ * changes, PST_ENOSYM costs 3 reads. Not thread-safe. */
+int pst_py_thread_registry(struct pst_py *py, struct pst_mem *mem,
+                           struct pst_py_thread_ent *out, int max);
+
+/* How many times the registry's path was resolved from sys.modules (for
+ * tests and benchmarks). */
+uint64_t pst_py_registry_resolves(const struct pst_py *py);
+
+/* Frees the cache (pst_py_exit() does). NULL is fine. */
+void pst_py_registry_free(struct pst_py_reg *r);
 
 #endif

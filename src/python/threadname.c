@@ -1,5 +1,6 @@
 /* threadname.c: threading.Thread.name of a thread, read from the Thread
- * object's instance attributes (the `self` of its _bootstrap_inner frame).
+ * object's instance attributes (the `self` of its _bootstrap_inner frame,
+ * or a value of threading._active: registry.c).
  *
  * Instance attributes live, by version:
  *   <= 3.10  a dict at obj + tp_dictoffset (2.7: old-style table dict);
@@ -8,214 +9,200 @@
  *   3.12     obj-24 holds a dict, or values - 1 (PyDictOrValues: odd);
  *   3.13+    values inline at obj + tp_basicsize (Py_TPFLAGS_INLINE_VALUES)
  *            while valid, else the dict at obj-24.
- * Dict keys: 3.6-3.10 {refcnt, size, lookup, usable, nentries, indices},
- * 3.11+ {refcnt, log2_size, log2_index_bytes, kind, version, usable,
- * nentries, indices}; entries follow the indices. Sources: CPython's
- * Objects/dictobject.c and Include/internal/pycore_dict.h of each version.
- * Everything read is bounded (entries, string lengths).
+ * Sources: Include/internal/pycore_object.h and Objects/dictobject.c of
+ * each version. The dicts and keys are read by dict.c; everything read is
+ * bounded (entries, string lengths).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "python/python.h"
+#include "python/dict.h"
 
 #define ENTRIES_MAX 256           /* an instance with more is not a Thread */
 #define TPFLAGS_INLINE_VALUES (1UL << 2) /* 3.13+ */
 #define TPFLAGS_MANAGED_DICT (1UL << 4)  /* 3.11+ */
 
-struct keys {
-  uint64_t entries;  /* address of the first entry */
-  int64_t n;         /* entries in use (nentries) */
-  int esize;         /* bytes per entry */
-  int key_off;       /* offset of the key in an entry */
-};
+/* Looks attr up in table t: its value and the address holding it. */
+static int lookup_table(struct pst_py *py, struct pst_mem *mem,
+                        const struct pst_py_dict_table *t, const char *attr,
+                        uint64_t *value, uint64_t *slot) {
+  struct pst_py_dict_item items[ENTRIES_MAX];
+  int n = pst_py_dict_items(py, mem, t, items, ENTRIES_MAX), i;
 
-static int read_keys(struct pst_py *py, struct pst_mem *mem, uint64_t k,
-                     struct keys *out) {
-  uint8_t h[48];
-  int err = pst_mem_read(mem, k, h, sizeof(h));
-
-  if (err)
-    return err;
-  if (py->version_hex >= 0x030b) {
-    uint8_t log2_index_bytes = h[9], kind = h[10];
-    if (log2_index_bytes > 20)
-      return PST_EBADDATA;
-    memcpy(&out->n, h + 24, 8);
-    out->entries = k + 32 + (1ULL << log2_index_bytes);
-    out->esize = kind == 0 ? 24 : 16; /* general: {hash, key, value} */
-    out->key_off = kind == 0 ? 8 : 0;
-  } else {
-    int64_t size;
-    int ix;
-    memcpy(&size, h + 8, 8);
-    memcpy(&out->n, h + 32, 8);
-    if (size <= 0 || size > (1 << 20))
-      return PST_EBADDATA;
-    /* CPython's index width for size; 8 bytes (size > 2^32) cannot
-     * occur under the bound above. */
-    ix = size <= 0xff ? 1 : size <= 0xffff ? 2 : 4;
-    out->entries = k + 40 + (uint64_t)(size * ix);
-    out->esize = 24;
-    out->key_off = 8;
-  }
-  if (out->n < 0 || out->n > ENTRIES_MAX)
-    return PST_EBADDATA;
-  return 0;
-}
-
-/* Index of the entry whose key is the str attr, or -1. Attribute names are
- * interned: once the key object is known (py->name_key), a pointer
- * comparison finds it without reading any string. */
-static int find_key(struct pst_py *py, struct pst_mem *mem,
-                    const struct keys *k, const char *attr, uint8_t *ents) {
-  int err = pst_mem_read(mem, k->entries, ents, (size_t)(k->n * k->esize));
-
-  if (err)
-    return -1;
-  for (int64_t i = 0; py->name_key && i < k->n; i++) {
-    uint64_t key;
-    memcpy(&key, ents + i * k->esize + k->key_off, 8);
-    if (key == py->name_key)
-      return (int)i;
-  }
-  for (int64_t i = 0; i < k->n; i++) {
-    uint64_t key;
-    char *s = NULL;
-    int match;
-    memcpy(&key, ents + i * k->esize + k->key_off, 8);
-    if (!key || pst_py_read_str(py, mem, key, &s))
-      continue;
-    match = !strcmp(s, attr);
-    free(s);
-    if (match) {
-      py->name_key = key;
-      return (int)i;
-    }
-  }
-  return -1;
-}
-
-/* Looks attr up in a keys object; values (when non-zero) is the split
- * values array, else the value is in the entry. */
-static int lookup_keys(struct pst_py *py, struct pst_mem *mem, uint64_t kaddr,
-                       uint64_t values, const char *attr, uint64_t *out) {
-  uint8_t ents[ENTRIES_MAX * 24];
-  struct keys k;
-  int i, err = read_keys(py, mem, kaddr, &k);
-
-  if (err)
-    return err;
-  i = find_key(py, mem, &k, attr, ents);
+  if (n < 0)
+    return n;
+  i = pst_py_dict_find_str(py, mem, items, n, attr, &py->name_key);
   if (i < 0)
-    return PST_ENOSYM;
-  if (values)
-    return pst_mem_read_u64(mem, values + 8 * (uint64_t)i, out);
-  memcpy(out, ents + i * k.esize + k.key_off + 8, 8);
+    return i;
+  *value = items[i].value;
+  *slot = items[i].slot;
   return 0;
-}
-
-/* Offset of the values array in a PyDictValues: 3.13 put a 4-byte header
- * (capacity, size, embedded, valid) before it. */
-static uint64_t values_array(const struct pst_py *py, uint64_t v) {
-  return py->version_hex >= 0x030d ? v + 8 : v;
 }
 
 static int lookup_dict(struct pst_py *py, struct pst_mem *mem, uint64_t dict,
-                       const char *attr, uint64_t *out) {
-  uint64_t kv[2];
+                       const char *attr, uint64_t *value, uint64_t *slot) {
+  struct pst_py_dict_table t;
+  int err = pst_py_dict_open(py, mem, dict, ENTRIES_MAX, &t, NULL);
+
+  return err ? err : lookup_table(py, mem, &t, attr, value, slot);
+}
+
+static int lookup_keys(struct pst_py *py, struct pst_mem *mem, uint64_t keys,
+                       uint64_t values, int64_t nvalues, const char *attr,
+                       uint64_t *value, uint64_t *slot) {
+  struct pst_py_dict_table t;
+  int err = pst_py_keys_open(py, mem, keys, values, nvalues, ENTRIES_MAX, &t);
+
+  return err ? err : lookup_table(py, mem, &t, attr, value, slot);
+}
+
+/* The fields of the type object the lookup uses, in one read. */
+struct type_info {
+  uint64_t flags, cached_keys;
+  int64_t basicsize, dictoffset;
+};
+
+static int read_type(struct pst_py *py, struct pst_mem *mem, uint64_t type,
+                     struct type_info *ti) {
+  const struct pst_py_layout *l = &py->lay;
+  int32_t end = l->type_flags;
+  uint8_t buf[PST_PY_TYPE_SPAN];
   int err;
 
-  if (py->version_hex < 0x0300) {
-    /* 2.7 PyDictObject: ma_mask at 32, ma_table at 40; {hash, key, value}
-     * slots, mask + 1 of them. */
-    uint8_t ents[ENTRIES_MAX * 24];
-    struct keys k = {.esize = 24, .key_off = 8};
-    int64_t mask;
-    int i;
-    err = pst_mem_read(mem, dict + 32, &mask, 8);
-    if (err == 0)
-      err = pst_mem_read_u64(mem, dict + 40, &k.entries);
-    if (err)
-      return err;
-    if (mask < 0 || mask + 1 > ENTRIES_MAX)
-      return PST_EBADDATA;
-    k.n = mask + 1;
-    i = find_key(py, mem, &k, attr, ents);
-    if (i < 0)
-      return PST_ENOSYM;
-    memcpy(out, ents + i * 24 + 16, 8);
-    return 0;
-  }
-  /* PyDictObject: ma_keys at 32, ma_values at 40 (3.6-3.14). */
-  err = pst_mem_read(mem, dict + 32, kv, sizeof(kv));
+  if (l->type_basicsize > end)
+    end = l->type_basicsize;
+  if (l->type_dictoffset > end)
+    end = l->type_dictoffset;
+  if (l->ht_cached_keys > end)
+    end = l->ht_cached_keys;
+  end += 8;
+  if (end > PST_PY_TYPE_SPAN)
+    return PST_EBADDATA; /* pst_py_layout_check() rules this out */
+  err = pst_mem_read(mem, type, buf, (size_t)end);
   if (err)
     return err;
-  return lookup_keys(py, mem, kv[0], kv[1] ? values_array(py, kv[1]) : 0,
-                     attr, out);
+  memcpy(&ti->flags, buf + l->type_flags, 8);
+  memcpy(&ti->basicsize, buf + l->type_basicsize, 8);
+  memcpy(&ti->dictoffset, buf + l->type_dictoffset, 8);
+  ti->cached_keys = 0;
+  if (l->ht_cached_keys != PST_NOFF)
+    memcpy(&ti->cached_keys, buf + l->ht_cached_keys, 8);
+  return 0;
+}
+
+/* 3.11+: the managed dict pointer (obj-24) and the 3.11 values pointer
+ * (obj-32) in one read, with the object's type; before 3.11 the type. */
+static int read_object(struct pst_py *py, struct pst_mem *mem, uint64_t obj,
+                       uint64_t *type, uint64_t pre[2]) {
+  uint64_t w[6];
+
+  pre[0] = pre[1] = 0;
+  if (py->version_hex >= 0x030b &&
+      pst_mem_read(mem, obj - 32, w, sizeof(w)) == 0) {
+    pre[0] = w[0]; /* obj-32: values (3.11) */
+    pre[1] = w[1]; /* obj-24: dict, or values - 1 (3.12) */
+    *type = w[5];
+    return 0;
+  }
+  return pst_mem_read_u64(mem, obj + 8, type);
 }
 
 static int instance_attr(struct pst_py *py, struct pst_mem *mem, uint64_t obj,
-                         const char *attr, uint64_t *out) {
-  const struct pst_py_layout *l = &py->lay;
-  uint64_t type, flags = 0, p, keys;
-  int64_t basicsize = 0, dictoffset = 0;
+                         const char *attr, uint64_t *value, uint64_t *slot) {
+  struct type_info ti;
+  uint64_t type, pre[2], p;
   int err;
 
-  err = pst_mem_read_u64(mem, obj + 8, &type);
+  err = read_object(py, mem, obj, &type, pre);
   if (err == 0)
-    err = pst_mem_read_u64(mem, type + (uint64_t)l->type_flags, &flags);
-  if (err == 0)
-    err = pst_mem_read(mem, type + (uint64_t)l->type_basicsize, &basicsize, 8);
-  if (err == 0)
-    err = pst_mem_read(mem, type + (uint64_t)l->type_dictoffset, &dictoffset,
-                       8);
+    err = read_type(py, mem, type, &ti);
   if (err)
     return err;
-  if (py->version_hex >= 0x030d && (flags & TPFLAGS_INLINE_VALUES)) {
-    uint8_t valid;
-    uint64_t values = obj + (uint64_t)basicsize;
-    if (pst_mem_read(mem, values + 3, &valid, 1) == 0 && valid &&
-        pst_mem_read_u64(mem, type + (uint64_t)l->ht_cached_keys, &keys) == 0)
-      return lookup_keys(py, mem, keys, values + 8, attr, out);
+  if (py->version_hex >= 0x030d && (ti.flags & TPFLAGS_INLINE_VALUES)) {
+    /* PyDictValues {capacity, size, embedded, valid; values[]}. */
+    uint8_t vh[8];
+    uint64_t values = obj + (uint64_t)ti.basicsize;
+    if (ti.basicsize > 0 && ti.basicsize < (1 << 20) &&
+        pst_mem_read(mem, values, vh, sizeof(vh)) == 0 && vh[3] &&
+        ti.cached_keys)
+      return lookup_keys(py, mem, ti.cached_keys, values + 8, vh[0], attr,
+                         value, slot);
   }
-  if (py->version_hex >= 0x030b && (flags & TPFLAGS_MANAGED_DICT)) {
-    err = pst_mem_read_u64(mem, obj - 24, &p);
-    if (err)
-      return err;
-    if (py->version_hex == 0x030c && (p & 1)) { /* stored as values - 1 */
-      err = pst_mem_read_u64(mem, type + (uint64_t)l->ht_cached_keys, &keys);
-      return err ? err : lookup_keys(py, mem, keys, p + 1, attr, out);
-    }
+  if (py->version_hex >= 0x030b && (ti.flags & TPFLAGS_MANAGED_DICT)) {
+    p = pre[1];
+    if (py->version_hex == 0x030c && (p & 1)) /* stored as values - 1 */
+      return ti.cached_keys ? lookup_keys(py, mem, ti.cached_keys, p + 1, -1,
+                                          attr, value, slot)
+                            : PST_ENOSYM;
     if (p)
-      return lookup_dict(py, mem, p, attr, out);
-    if (py->version_hex == 0x030b) { /* values at obj-32 */
-      err = pst_mem_read_u64(mem, obj - 32, &p);
-      if (err == 0 && p)
-        err = pst_mem_read_u64(mem, type + (uint64_t)l->ht_cached_keys,
-                               &keys);
-      return err ? err : p ? lookup_keys(py, mem, keys, p, attr, out)
-                           : PST_ENOSYM;
-    }
+      return lookup_dict(py, mem, p, attr, value, slot);
+    if (py->version_hex == 0x030b && pre[0] && ti.cached_keys)
+      return lookup_keys(py, mem, ti.cached_keys, pre[0], -1, attr, value,
+                         slot);
     return PST_ENOSYM;
   }
-  if (dictoffset <= 0)
+  if (ti.dictoffset <= 0 || ti.dictoffset >= (1 << 20))
     return PST_ENOSYM;
-  err = pst_mem_read_u64(mem, obj + (uint64_t)dictoffset, &p);
+  err = pst_mem_read_u64(mem, obj + (uint64_t)ti.dictoffset, &p);
   if (err)
     return err;
-  return p ? lookup_dict(py, mem, p, attr, out) : PST_ENOSYM;
+  return p ? lookup_dict(py, mem, p, attr, value, slot) : PST_ENOSYM;
+}
+
+int pst_py_thread_name_ref(struct pst_py *py, struct pst_mem *mem,
+                           uint64_t thread_obj, char **name,
+                           struct pst_py_name_ref *ref) {
+  /* 2.7 keeps the name in a private, mangled attribute. */
+  const char *attr = py->version_hex < 0x0300 ? "_Thread__name" : "_name";
+  uint64_t v, slot;
+  int err = instance_attr(py, mem, thread_obj, attr, &v, &slot);
+
+  if (err == 0)
+    err = pst_py_read_str(py, mem, v, name);
+  if (err == 0 && ref) {
+    ref->slot = slot;
+    ref->str = v;
+  }
+  return err;
 }
 
 int pst_py_thread_name(struct pst_py *py, struct pst_mem *mem,
                        uint64_t thread_obj, char **name) {
-  /* 2.7 keeps the name in a private, mangled attribute. */
-  const char *attr = py->version_hex < 0x0300 ? "_Thread__name" : "_name";
-  uint64_t v;
-  int err = instance_attr(py, mem, thread_obj, attr, &v);
+  return pst_py_thread_name_ref(py, mem, thread_obj, name, NULL);
+}
 
-  if (err)
-    return err;
-  return pst_py_read_str(py, mem, v, name);
+int pst_py_thread_names_changed(struct pst_py *py, struct pst_mem *mem,
+                                const struct pst_py_name_ref *refs, int n,
+                                uint8_t *changed) {
+  struct pst_mem_iov *iov;
+  uint64_t *now;
+  uint8_t *ok;
+  int got, k = 0;
+
+  (void)py;
+  if (n <= 0)
+    return 0;
+  iov = malloc((size_t)n * sizeof(*iov));
+  now = malloc((size_t)n * sizeof(*now));
+  ok = malloc((size_t)n);
+  if (!iov || !now || !ok) {
+    got = -ENOMEM;
+    goto out;
+  }
+  for (int i = 0; i < n; i++)
+    iov[i] = (struct pst_mem_iov){refs[i].slot, &now[i], 8};
+  got = pst_mem_readv_each(mem, iov, (size_t)n, ok);
+  if (got < 0)
+    goto out;
+  for (int i = 0; i < n; i++) {
+    changed[i] = !ok[i] || now[i] != refs[i].str;
+    k += changed[i];
+  }
+  got = k;
+out:
+  free(iov);
+  free(now);
+  free(ok);
+  return got;
 }

@@ -26,7 +26,6 @@
 #define PST_TARGET_FRAMES_MAX 1024 /* per thread; deeper is truncated */
 
 struct pst_native_sampler;
-struct pst_tpending;
 
 /* One OS thread as the target tracks it between refreshes. */
 struct pst_tthread {
@@ -35,7 +34,12 @@ struct pst_tthread {
   uint64_t starttime;    /* with the tid, identifies the thread */
   int tp_err;            /* why fsbase could not be read (retried) */
   int statfd;            /* /proc/PID/task/TID/stat, read per sample */
+  int schedfd;           /* its schedstat: has it run since the last read */
+  uint64_t ran_ns;       /* schedstat's run + wait time as last read */
+  char last_state;       /* the state letter stat last gave, 0: none */
   char pyname[64];       /* threading's name once read, "" until then */
+  uint64_t thread_obj;   /* the Thread object it was read from, 0: none */
+  struct pst_py_name_ref name_ref; /* where that name lives (renames) */
   struct pst_py_hint hint; /* what the last walk read, and whose thread
                               state it must still be (frame.c) */
 };
@@ -62,9 +66,11 @@ struct pst_target {
   size_t pf_cap;
   unsigned char *acts;         /* per thread: what the tick does with it */
   size_t acts_cap;
-  struct pst_tpending *pend;        /* walks whose check is still to be read */
-  size_t pend_cap;
   uint64_t batch_checks;       /* walks checked from the batch alone */
+  struct pst_py_thread_ent *reg; /* the thread registry, as last read */
+  struct pst_py_name_ref *refs;  /* per thread, for the rename check */
+  uint8_t *changed;
+  size_t reg_cap, refs_cap, changed_cap;
 };
 
 /* ---- threads.c ---- */

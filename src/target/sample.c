@@ -23,13 +23,40 @@
 #define TORN_RETRIES 2
 
 /* The kernel state letter of a tracked thread from its open stat file
- * (one pread), or '?'. */
-static char read_state(const struct pst_tthread *x) {
+ * (one pread), or '?' once it is gone. A thread that has not run since
+ * its last read (schedstat, a fifth of stat's cost) and was not running
+ * then keeps its letter: it sleeps still (one woken since, not yet on a
+ * CPU, is seen at the next tick, having run no Python code meanwhile). */
+static char read_state(struct pst_tthread *x) {
+  uint64_t ran = 0;
   char state = '?';
+  int have_ran;
 
+  /* A thread that ran at its last read likely runs still: stat at once. */
+  have_ran = x->last_state != 'R' &&
+             pst_proc_schedstat_fd(x->schedfd, &ran) == 0;
+  if (have_ran && ran == x->ran_ns && x->last_state)
+    return x->last_state;
   if (pst_proc_stat_fd(x->statfd, &state, NULL))
     return '?';
+  if (state == 'R' || have_ran) {
+    x->ran_ns = ran;
+    x->last_state = state; /* 'R': schedstat is read again once it sleeps */
+  } else {
+    x->last_state = 0;
+  }
   return state;
+}
+
+/* Is a tracked thread still there? (Its schedstat, else its stat, still
+ * reads.) For versions without native_thread_id, whose thread states
+ * cannot tell that their thread ended. */
+static int alive(const struct pst_tthread *x) {
+  uint64_t ran;
+
+  if (x->schedfd >= 0)
+    return pst_proc_schedstat_fd(x->schedfd, &ran) == 0;
+  return pst_proc_stat_fd(x->statfd, NULL, NULL) == 0;
 }
 
 /* Errors a stack that moves while it is read can give: a frame that
@@ -176,39 +203,14 @@ static enum action decide(const struct pst_tthread *x, int flags,
     return SKIP;
   /* A stat file that reads nothing (or a dead task): the thread has
    * ended, and its thread state may be another thread's by now. */
-  if (th->tstate && state_read &&
-      (th->state == '?' || th->state == 'Z' || th->state == 'X'))
+  if (th->tstate && ((state_read && (th->state == '?' || th->state == 'Z')) ||
+                     th->state == 'X'))
     return GONE;
   if (flags & PST_SAMPLE_NATIVE)
     return READ_NATIVE;
   if (!th->tstate)
     return NO_STATE;
   return flags & PST_SAMPLE_BLOCKING ? READ_BLOCKING : READ_PYTHON;
-}
-
-/* Reads every pending check in one syscall, then settles each. */
-static void settle_all_pending(struct pst_target *t, struct pst_tpending *pend,
-                               size_t np) {
-  struct pst_mem_iov iov[3 * 64];
-  uint8_t ok[3 * 64];
-
-  for (size_t a = 0; a < np;) {
-    size_t n = 0, b = a;
-    for (; b < np && n + (size_t)pend[b].c.n <= sizeof(iov) / sizeof(*iov);
-         b++)
-      for (int k = 0; k < pend[b].c.n; k++)
-        iov[n++] = pend[b].c.iov[k];
-    if (pst_mem_readv_each(&t->mem, iov, n, ok) >= 0) {
-      n = 0;
-      for (size_t k = a; k < b; k++) {
-        memcpy(pend[k].c.ok, ok + n, (size_t)pend[k].c.n);
-        n += (size_t)pend[k].c.n;
-        pend[k].c.read = 1;
-      }
-    }
-    for (; a < b; a++)
-      settle_pending(t, &pend[a]);
-  }
 }
 
 /* Resets thread i's per-sample fields and reads its kernel state. */
@@ -227,8 +229,8 @@ static void begin_thread(struct pst_target *t, size_t i, int state_read,
   th->frames = t->pool + i * PST_TARGET_FRAMES_MAX;
 }
 
-/* Per-tick arrays sized to the threads: what each thread gets, its part
- * of the read batch, the walks whose check is still to be read. */
+/* Per-tick arrays sized to the threads: what each thread gets and its
+ * part of the read batch. */
 static int tick_arrays(struct pst_target *t) {
   struct pst_thread *view;
 
@@ -242,9 +244,7 @@ static int tick_arrays(struct pst_target *t) {
       pst_array_reserve((void **)&t->pf, &t->pf_cap, t->nthreads + 1,
                         sizeof(*t->pf)) ||
       pst_array_reserve((void **)&t->acts, &t->acts_cap, t->nthreads + 1,
-                        sizeof(*t->acts)) ||
-      pst_array_reserve((void **)&t->pend, &t->pend_cap, t->nthreads + 1,
-                        sizeof(*t->pend)))
+                        sizeof(*t->acts)))
     return -ENOMEM;
   return 0;
 }
@@ -252,8 +252,8 @@ static int tick_arrays(struct pst_target *t) {
 int pst_target_sample(struct pst_target *t, int flags,
                       const struct pst_thread **threads) {
   uint64_t gil = 0;
-  size_t npend = 0, nbatch = 0;
-  int err, gil_err, state_read, got = 0;
+  size_t nbatch = 0;
+  int err, gil_err, state_read, check_alive, got = 0;
 
   err = tick_arrays(t);
   if (err)
@@ -264,12 +264,12 @@ int pst_target_sample(struct pst_target *t, int flags,
       return err;
     flags &= ~PST_SAMPLE_NO_ACTIVITY; /* D-state threads must be skipped */
   }
-  /* Without native_thread_id (before 3.8) only the thread's own stat
-   * file tells that it ended (its state may then be a new thread's). */
-  if (t->py.lay.ts_native_thread_id == PST_NOFF ||
-      (flags & PST_SAMPLE_BLOCKING)) /* blocking: must see T and D */
+  if (flags & PST_SAMPLE_BLOCKING) /* blocking: must see T and D */
     flags &= ~PST_SAMPLE_NO_ACTIVITY;
   state_read = !(flags & PST_SAMPLE_NO_ACTIVITY);
+  /* Without native_thread_id (before 3.11) only the thread's own /proc
+   * files tell that it ended (its state may then be a new thread's). */
+  check_alive = !state_read && t->py.lay.ts_native_thread_id == PST_NOFF;
   gil_err = state_read || (flags & PST_SAMPLE_GIL_ONLY)
                 ? pst_py_gil_holder(&t->py, &t->mem, &gil)
                 : -ENOSYS;
@@ -285,6 +285,8 @@ int pst_target_sample(struct pst_target *t, int flags,
     int n;
 
     begin_thread(t, i, state_read, gil_err, gil);
+    if (check_alive && th->tstate && !alive(x))
+      th->state = 'X';
     t->py.err_addr = 0;
     t->acts[i] = (unsigned char)decide(x, flags, state_read);
     switch ((enum action)t->acts[i]) {
@@ -362,20 +364,25 @@ int pst_target_sample(struct pst_target *t, int flags,
       settle(t, i, n, thread_obj);
       continue;
     }
-    t->pend[npend].x = x;
-    t->pend[npend].i = i;
-    t->pend[npend].n = n;
-    t->pend[npend].flags = flags;
-    t->pend[npend].thread_obj = thread_obj;
-    pst_py_check_prepare(&t->py, x->th.tstate, &x->hint, top,
-                         &t->pend[npend].c);
-    if (c == 0) { /* moved: that check is known to fail */
-      t->pend[npend].c.read = 1;
-      memset(t->pend[npend].c.ok, 0, sizeof(t->pend[npend].c.ok));
+    /* The batch cannot tell (the walk read more after it, or the top
+     * frame moved out of what it read again): check right after the
+     * walk, as its own read. A check read later would let the thread
+     * return and call down to the same top frame in between, and pass a
+     * stack torn below it. */
+    if (c < 0) {
+      struct pst_tpending p;
+      memset(&p, 0, sizeof(p));
+      p = (struct pst_tpending){.x = x, .i = i, .n = n, .flags = flags,
+                                .thread_obj = thread_obj};
+      pst_py_check_prepare(&t->py, x->th.tstate, &x->hint, top, &p.c);
+      settle_pending(t, &p);
+      continue;
     }
-    npend++;
+    t->torn_retries++; /* moved */
+    n = walk_thread(t, x, 0, TORN_RETRIES, &thread_obj);
+    n = read_stopped_again(t, x, flags, n, &thread_obj);
+    settle(t, i, n, thread_obj);
   }
-  settle_all_pending(t, t->pend, npend);
   *threads = t->view;
   return (int)t->nthreads;
 }

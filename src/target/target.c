@@ -131,7 +131,9 @@ void pst_target_close(struct pst_target *t) {
   pst_py_batch_exit(&t->batch);
   free(t->pf);
   free(t->acts);
-  free(t->pend);
+  free(t->reg);
+  free(t->refs);
+  free(t->changed);
   free(t);
 }
 

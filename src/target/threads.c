@@ -15,6 +15,7 @@
 #include "proc/proc.h"
 #include "proc/ptrace.h"
 #include "target/internal.h"
+#include "util/array.h"
 #include "util/log.h"
 
 int pst_tthread_may_stop(char state) {
@@ -29,6 +30,7 @@ void pst_tthread_init(struct pst_target *t, struct pst_tthread *x, pid_t tid,
   x->starttime = starttime;
   pst_proc_task_comm(t->pid, tid, x->th.name, sizeof(x->th.name));
   x->statfd = pst_proc_task_stat_open(t->pid, tid);
+  x->schedfd = pst_proc_task_schedstat_open(t->pid, tid);
   x->tp_err = !pst_tthread_may_stop(state)
                   ? -EAGAIN
                   : pst_ptrace_thread_pointer(tid, &x->th.fsbase);
@@ -37,7 +39,9 @@ void pst_tthread_init(struct pst_target *t, struct pst_tthread *x, pid_t tid,
 void pst_tthread_exit(struct pst_tthread *x) {
   if (x->statfd >= 0)
     close(x->statfd);
-  x->statfd = -1;
+  if (x->schedfd >= 0)
+    close(x->schedfd);
+  x->statfd = x->schedfd = -1;
 }
 
 /* ---- mapping a thread to its PyThreadState ---- */
@@ -139,6 +143,69 @@ void pst_tthread_set_name(struct pst_target *t, struct pst_tthread *x,
   }
 }
 
+/* Names from the interpreter's thread registry (threading._active: ident
+ * -> Thread), so that a name never depends on a stack read: read for the
+ * threads whose name is not known yet, whose Thread object changed, or
+ * whose name may have been renamed (one read for all). The Thread object
+ * of _bootstrap_inner's frame (pst_tthread_set_name()) is the second
+ * source, for when the registry cannot be read. */
+#define REGISTRY_MAX 4096
+static void refresh_names(struct pst_target *t) {
+  size_t nrefs = 0;
+  int need = 0, n;
+
+  if (pst_array_reserve((void **)&t->refs, &t->refs_cap, t->nthreads + 1,
+                        sizeof(*t->refs)) ||
+      pst_array_reserve((void **)&t->changed, &t->changed_cap,
+                        t->nthreads + 1, 1))
+    return;
+  for (size_t i = 0; i < t->nthreads; i++) {
+    struct pst_tthread *x = &t->threads[i];
+    if (x->name_ref.str)
+      t->refs[nrefs++] = x->name_ref;
+    need |= x->th.tstate && !x->pyname[0] && !x->tp_err;
+  }
+  memset(t->changed, 0, t->nthreads + 1);
+  if (nrefs &&
+      pst_py_thread_names_changed(&t->py, &t->mem, t->refs, (int)nrefs,
+                                  t->changed) == 0)
+    for (size_t k = 0; k < nrefs; k++)
+      need |= t->changed[k];
+  if (!need || pst_array_reserve((void **)&t->reg, &t->reg_cap, REGISTRY_MAX,
+                                 sizeof(*t->reg)))
+    return;
+  n = pst_py_thread_registry(&t->py, &t->mem, t->reg, REGISTRY_MAX);
+  if (n < 0) {
+    pst_debug("process %d: thread registry: %s", (int)t->pid,
+              pst_strerror(n));
+    return;
+  }
+  nrefs = 0;
+  for (size_t i = 0; i < t->nthreads; i++) {
+    struct pst_tthread *x = &t->threads[i];
+    int renamed = x->name_ref.str && t->changed[nrefs++];
+    uint64_t obj = 0;
+    char *name = NULL;
+
+    if (!x->th.tstate || x->tp_err || !x->th.fsbase)
+      continue;
+    for (int k = 0; k < n && !obj; k++)
+      if (t->reg[k].ident == x->hint.owner_thread_id)
+        obj = t->reg[k].thread_obj;
+    if (!obj || (obj == x->thread_obj && x->pyname[0] && !renamed))
+      continue;
+    if (pst_py_thread_name_ref(&t->py, &t->mem, obj, &name, &x->name_ref)) {
+      x->name_ref.str = 0;
+      continue;
+    }
+    x->thread_obj = obj;
+    snprintf(x->pyname, sizeof(x->pyname), "%s", name);
+    snprintf(x->th.name, sizeof(x->th.name), "%s", name);
+    x->th.name_from_python = 1;
+    free(name);
+  }
+}
+
 /* ---- refresh ---- */
 
 int pst_target_refresh(struct pst_target *t) {
@@ -175,7 +242,7 @@ int pst_target_refresh(struct pst_target *t) {
       k = t->nthreads;
     if (k < t->nthreads) { /* known: move it over */
       *x = t->threads[k];
-      t->threads[k].statfd = -1;
+      t->threads[k].statfd = t->threads[k].schedfd = -1;
       if (x->tp_err && pst_tthread_may_stop(state)) /* retry a failed read */
         x->tp_err = pst_ptrace_thread_pointer(x->th.tid, &x->th.fsbase);
     } else {
@@ -211,6 +278,8 @@ int pst_target_refresh(struct pst_target *t) {
   t->nthreads = (size_t)n;
   free(list);
   free(tids);
+  if (!err)
+    refresh_names(t);
   /* An exited process stays listed until its parent reaps it: with no
    * thread left but zombies, it is gone. */
   if (!err && !alive)

@@ -33,104 +33,6 @@
 
 #define WALK_MAX PST_FIXTURE_FRAMES_MAX
 
-/* One piece read during the recorded walk (bytes copied). */
-struct piece {
-  uint64_t addr;
-  size_t len;
-  uint8_t *bytes;
-};
-
-struct recording {
-  struct piece *v;
-  size_t n, cap;
-  int err; /* -ENOMEM once a copy failed */
-};
-
-static void record(void *arg, uint64_t addr, const void *buf, size_t len) {
-  struct recording *r = arg;
-  struct piece *p;
-
-  if (r->err || len == 0)
-    return;
-  if (r->n == r->cap) {
-    size_t cap = r->cap ? 2 * r->cap : 64;
-    p = realloc(r->v, cap * sizeof(*p));
-    if (!p) {
-      r->err = -ENOMEM;
-      return;
-    }
-    r->v = p;
-    r->cap = cap;
-  }
-  p = &r->v[r->n];
-  p->bytes = malloc(len);
-  if (!p->bytes) {
-    r->err = -ENOMEM;
-    return;
-  }
-  memcpy(p->bytes, buf, len);
-  p->addr = addr;
-  p->len = len;
-  r->n++;
-}
-
-static void recording_free(struct recording *r) {
-  for (size_t i = 0; i < r->n; i++)
-    free(r->v[i].bytes);
-  free(r->v);
-}
-
-static int by_addr(const void *a, const void *b) {
-  const struct piece *x = a, *y = b;
-  return x->addr < y->addr ? -1 : x->addr > y->addr;
-}
-
-/* Merges the pieces into fx's regions: overlapping or touching pieces
- * become one region (a replay read must lie in one region). A byte read
- * twice with two values fails with PST_ETORN. */
-static int merge(struct recording *r, struct pst_fixture *fx) {
-  size_t i = 0;
-
-  qsort(r->v, r->n, sizeof(*r->v), by_addr);
-  fx->regions = calloc(r->n ? r->n : 1, sizeof(*fx->regions));
-  if (!fx->regions)
-    return -ENOMEM;
-  while (i < r->n) {
-    uint64_t start = r->v[i].addr, end = start + r->v[i].len;
-    size_t j = i + 1;
-    uint8_t *bytes;
-    while (j < r->n && r->v[j].addr <= end) {
-      if (r->v[j].addr + r->v[j].len > end)
-        end = r->v[j].addr + r->v[j].len;
-      j++;
-    }
-    bytes = malloc(end - start);
-    if (!bytes)
-      return -ENOMEM;
-    fx->regions[fx->nregions++] =
-        (struct pst_mem_region){start, bytes, end - start};
-    for (size_t k = i; k < j; k++) {
-      uint8_t *at = bytes + (r->v[k].addr - start);
-      /* Earlier pieces of the region were copied in: compare overlaps. */
-      for (size_t b = 0; b < r->v[k].len; b++) {
-        uint64_t a = r->v[k].addr + b;
-        int seen = 0;
-        for (size_t q = i; q < k && !seen; q++)
-          seen = a >= r->v[q].addr && a < r->v[q].addr + r->v[q].len;
-        if (seen && at[b] != r->v[k].bytes[b]) {
-          fprintf(stderr, "capture-image: 0x%llx read as %02x then %02x: "
-                  "the target moved\n", (unsigned long long)a, at[b],
-                  r->v[k].bytes[b]);
-          return PST_ETORN;
-        }
-        at[b] = r->v[k].bytes[b];
-      }
-    }
-    i = j;
-  }
-  return 0;
-}
-
 static int same_frames(const char *what, const struct pst_frame *a, int na,
                        const struct pst_frame *b, int nb) {
   if (na != nb) {
@@ -209,7 +111,7 @@ static int capture(pid_t pid, const struct pst_target_info *opened,
                    const char *note) {
   struct pst_frame frames[WALK_MAX];
   struct pst_target_info info;
-  struct recording rec = {0};
+  struct pst_fixture_rec rec = {0};
   struct pst_fixture fx;
   struct pst_maps maps;
   struct pst_mem mem;
@@ -230,7 +132,7 @@ static int capture(pid_t pid, const struct pst_target_info *opened,
   if (err)
     goto out;
 
-  pst_mem_set_recorder(&mem, record, &rec);
+  pst_mem_set_recorder(&mem, pst_fixture_record, &rec);
   if (py.version_hex >= 0x030d) {
     struct pst_py_layout lay;
     uint64_t size;
@@ -282,7 +184,7 @@ static int capture(pid_t pid, const struct pst_target_info *opened,
     snprintf(f->filename, sizeof(f->filename), "%s", frames[i].filename);
   }
   fx.nframes = n;
-  err = merge(&rec, &fx);
+  err = pst_fixture_merge(&rec, &fx);
   if (err == 0)
     err = replay_check(&fx, frames, n);
   if (err)
@@ -299,7 +201,7 @@ out:
     fprintf(stderr, "capture-image: pid %d: %s\n", (int)pid,
             pst_strerror(err));
   pst_fixture_exit(&fx);
-  recording_free(&rec);
+  pst_fixture_rec_free(&rec);
   pst_py_exit(&py);
   pst_maps_exit(&maps);
   pst_mem_exit(&mem);

@@ -26,8 +26,16 @@ static const struct {
     {"code_type", offsetof(struct pst_fixture, code_type)},
     {"none", offsetof(struct pst_fixture, none)},
     {"tstate", offsetof(struct pst_fixture, tstate)},
+    /* Registry fixtures only: written when not 0. */
+    {"dict_type", offsetof(struct pst_fixture, dict_type)},
+    {"long_type", offsetof(struct pst_fixture, long_type)},
+    {"int_type", offsetof(struct pst_fixture, int_type)},
+    {"str_type", offsetof(struct pst_fixture, str_type)},
+    {"module_type", offsetof(struct pst_fixture, module_type)},
+    {"long_shift", offsetof(struct pst_fixture, long_shift)},
 };
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
+#define NFIELDS_ALWAYS 7 /* the frame fixtures' fields, always written */
 
 static uint64_t *field(struct pst_fixture *fx, const char *name) {
   for (size_t i = 0; i < NFIELDS; i++)
@@ -128,6 +136,25 @@ static int add_frame(struct pst_fixture *fx, char *rest) {
   return 0;
 }
 
+/* One "thread" line: thread<TAB>0xIDENT<TAB>name. */
+static int add_thread(struct pst_fixture *fx, char *rest) {
+  struct pst_fixture_thread *th;
+  char *end;
+
+  if (fx->nthreads == PST_FIXTURE_THREADS_MAX)
+    return PST_EBADDATA;
+  th = &fx->threads[fx->nthreads];
+  th->ident = strtoull(rest, &end, 16);
+  if (end == rest || *end != '\t')
+    return PST_EBADDATA;
+  end[1 + strcspn(end + 1, "\n")] = '\0';
+  if (strlen(end + 1) >= sizeof(th->name))
+    return PST_EBADDATA;
+  strcpy(th->name, end + 1);
+  fx->nthreads++;
+  return 0;
+}
+
 static int parse(FILE *f, struct pst_fixture *fx) {
   char line[1024], key[32];
   int magic = 0, end = 0, err = 0;
@@ -145,6 +172,8 @@ static int parse(FILE *f, struct pst_fixture *fx) {
       magic = 1;
     } else if (!strncmp(line, "frame\t", 6)) {
       err = add_frame(fx, line + 6);
+    } else if (!strncmp(line, "thread\t", 7)) {
+      err = add_thread(fx, line + 7);
     } else if (sscanf(line, "region %llx %lu", &v, &len) == 2) {
       err = add_region(fx, f, v, len);
     } else if (sscanf(line, "python %31s", fx->python) == 1) {
@@ -160,7 +189,8 @@ static int parse(FILE *f, struct pst_fixture *fx) {
       err = PST_EBADDATA;
     }
   }
-  if (!err && (!end || !fx->version_hex || !fx->tstate || !fx->nregions))
+  if (!err && (!end || !fx->version_hex || !(fx->tstate || fx->nthreads) ||
+               !fx->nregions))
     err = PST_EBADDATA;
   return err;
 }
@@ -239,11 +269,15 @@ int pst_fixture_save(const char *path, const struct pst_fixture *fx,
   for (size_t i = 0; i < NFIELDS; i++) {
     uint64_t v;
     memcpy(&v, (const char *)fx + fields[i].off, sizeof(v));
-    fprintf(f, "%s 0x%" PRIx64 "\n", fields[i].name, v);
+    if (i < NFIELDS_ALWAYS || v)
+      fprintf(f, "%s 0x%" PRIx64 "\n", fields[i].name, v);
   }
   for (int i = 0; i < fx->nframes; i++)
     fprintf(f, "frame\t%d\t%s\t%s\n", fx->frames[i].line, fx->frames[i].name,
             fx->frames[i].filename);
+  for (int i = 0; i < fx->nthreads; i++)
+    fprintf(f, "thread\t0x%" PRIx64 "\t%s\n", fx->threads[i].ident,
+            fx->threads[i].name);
   for (size_t i = 0; i < fx->nregions; i++) {
     fprintf(f, "region 0x%" PRIx64 " %zu\n", fx->regions[i].addr,
             fx->regions[i].len);
@@ -268,6 +302,12 @@ int pst_fixture_py(const struct pst_fixture *fx, struct pst_mem *mem,
   py->tstate_current = fx->tstate_current;
   py->code_type = fx->code_type;
   py->none = fx->none;
+  py->dict_type = fx->dict_type;
+  py->long_type = fx->long_type;
+  py->int_type = fx->int_type;
+  py->str_type = fx->str_type;
+  py->module_type = fx->module_type;
+  py->long_shift = (int)fx->long_shift;
   /* The layout, as analyse.c's layout_for(). */
   if (fx->version_hex >= 0x030d) {
     int hex;
@@ -301,4 +341,90 @@ int pst_fixture_py(const struct pst_fixture *fx, struct pst_mem *mem,
     return PST_EBADDATA;
   py->codes = pst_code_cache_new();
   return py->codes ? 0 : -ENOMEM;
+}
+
+void pst_fixture_record(void *arg, uint64_t addr, const void *buf,
+                        size_t len) {
+  struct pst_fixture_rec *r = arg;
+  struct pst_fixture_piece *p;
+
+  if (r->err || len == 0)
+    return;
+  if (r->n == r->cap) {
+    size_t cap = r->cap ? 2 * r->cap : 64;
+    p = realloc(r->v, cap * sizeof(*p));
+    if (!p) {
+      r->err = -ENOMEM;
+      return;
+    }
+    r->v = p;
+    r->cap = cap;
+  }
+  p = &r->v[r->n];
+  p->bytes = malloc(len);
+  if (!p->bytes) {
+    r->err = -ENOMEM;
+    return;
+  }
+  memcpy(p->bytes, buf, len);
+  p->addr = addr;
+  p->len = len;
+  r->n++;
+}
+
+void pst_fixture_rec_free(struct pst_fixture_rec *r) {
+  for (size_t i = 0; i < r->n; i++)
+    free(r->v[i].bytes);
+  free(r->v);
+  memset(r, 0, sizeof(*r));
+}
+
+static int by_addr(const void *a, const void *b) {
+  const struct pst_fixture_piece *x = a, *y = b;
+  return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+int pst_fixture_merge(struct pst_fixture_rec *r, struct pst_fixture *fx) {
+  size_t i = 0;
+
+  if (r->err)
+    return r->err;
+  qsort(r->v, r->n, sizeof(*r->v), by_addr);
+  fx->regions = calloc(r->n ? r->n : 1, sizeof(*fx->regions));
+  if (!fx->regions)
+    return -ENOMEM;
+  while (i < r->n) {
+    uint64_t start = r->v[i].addr, end = start + r->v[i].len;
+    size_t j = i + 1;
+    uint8_t *bytes;
+    while (j < r->n && r->v[j].addr <= end) {
+      if (r->v[j].addr + r->v[j].len > end)
+        end = r->v[j].addr + r->v[j].len;
+      j++;
+    }
+    bytes = malloc(end - start);
+    if (!bytes)
+      return -ENOMEM;
+    fx->regions[fx->nregions++] =
+        (struct pst_mem_region){start, bytes, end - start};
+    for (size_t k = i; k < j; k++) {
+      uint8_t *at = bytes + (r->v[k].addr - start);
+      /* Earlier pieces of the region were copied in: compare overlaps. */
+      for (size_t b = 0; b < r->v[k].len; b++) {
+        uint64_t a = r->v[k].addr + b;
+        int seen = 0;
+        for (size_t q = i; q < k && !seen; q++)
+          seen = a >= r->v[q].addr && a < r->v[q].addr + r->v[q].len;
+        if (seen && at[b] != r->v[k].bytes[b]) {
+          fprintf(stderr, "fixture: 0x%llx read as %02x then %02x: "
+                  "the target moved\n", (unsigned long long)a, at[b],
+                  r->v[k].bytes[b]);
+          return PST_ETORN;
+        }
+        at[b] = r->v[k].bytes[b];
+      }
+    }
+    i = j;
+  }
+  return 0;
 }

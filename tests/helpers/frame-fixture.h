@@ -16,7 +16,14 @@
  *   runtime 0x...                        (and interp_head, interp,
  *   ...                                   tstate_current, code_type, none,
  *                                         tstate: 0 when none)
+ *   dict_type 0x...                      (registry fixtures: the type
+ *   ...                                   objects, long_type, int_type,
+ *                                         str_type, module_type, and
+ *                                         long_shift; absent: 0)
  *   frame<TAB>line<TAB>name<TAB>filename (live walk, innermost first)
+ *   thread<TAB>0xIDENT<TAB>name          (registry fixtures: the entries of
+ *                                         threading._active, as the live
+ *                                         read found and named them)
  *   region 0xADDR LEN                    (then LEN bytes as hex, 32 a line;
  *   ...                                   a line "zero N" stands for N zero
  *                                         bytes, N a multiple of 32)
@@ -32,6 +39,13 @@
 #include "python/python.h"
 
 #define PST_FIXTURE_FRAMES_MAX 64
+#define PST_FIXTURE_THREADS_MAX 32
+
+/* One entry of threading._active in a registry fixture. */
+struct pst_fixture_thread {
+  uint64_t ident;
+  char name[128];
+};
 
 struct pst_fixture_frame {
   int line;
@@ -48,12 +62,38 @@ struct pst_fixture {
   uint64_t tstate_current; /* &_PyThreadState_Current (2.7, 3.6), else 0 */
   uint64_t code_type;      /* &PyCode_Type */
   uint64_t none;           /* &_Py_NoneStruct */
-  uint64_t tstate;         /* the thread state walked */
+  uint64_t tstate;         /* the thread state walked (0 in a registry
+                              fixture) */
+  /* Registry fixtures: what struct pst_py holds for the dict reader. */
+  uint64_t dict_type, long_type, int_type, str_type, module_type;
+  uint64_t long_shift;
   struct pst_fixture_frame frames[PST_FIXTURE_FRAMES_MAX];
   int nframes;
+  struct pst_fixture_thread threads[PST_FIXTURE_THREADS_MAX];
+  int nthreads;
   struct pst_mem_region *regions; /* sorted, disjoint; bytes owned */
   size_t nregions;
 };
+
+/* What a live reader read, piece by piece, for pst_fixture_merge(): pass
+ * pst_fixture_record as the pst_mem recorder with a zeroed struct. */
+struct pst_fixture_rec {
+  struct pst_fixture_piece {
+    uint64_t addr;
+    size_t len;
+    uint8_t *bytes;
+  } *v;
+  size_t n, cap;
+  int err; /* -ENOMEM once a copy failed */
+};
+void pst_fixture_record(void *arg, uint64_t addr, const void *buf,
+                        size_t len);
+void pst_fixture_rec_free(struct pst_fixture_rec *r);
+
+/* Merges r's pieces into fx's regions (fx->regions must be empty):
+ * overlapping or touching pieces become one region. A byte read twice with
+ * two values fails with PST_ETORN (the target moved); -ENOMEM. */
+int pst_fixture_merge(struct pst_fixture_rec *r, struct pst_fixture *fx);
 
 /* Reads the fixture at path into *fx (zeroed first). 0, -errno, or
  * PST_EBADDATA when the file is not a well-formed fixture (then fx holds

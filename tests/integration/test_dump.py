@@ -198,7 +198,9 @@ def check_exact(interp):
                          if th["name"].startswith("storm-")]
                 unnamed = [th["tid"] for th in dump["threads"]
                            if th["python"] and not th["name_from_python"]]
-                if mode == "exact" and (len(storm) != 6 or unnamed):
+                # Names come from threading's registry, not the stack
+                # read: a torn (--nonblocking) stack keeps its name.
+                if len(storm) != 6 or unnamed:
                     errors.append("%s: %d storm threads named, unnamed "
                                   "Python threads %s" % (mode, len(storm),
                                                          unnamed))

@@ -103,5 +103,19 @@ TEST_IMPL(layout_check_bounds) {
   bad = *pst_py_layout_builtin(0x030c);
   bad.str_length = -8;
   ASSERT_EQ(pst_py_layout_check(&bad, why, sizeof(why)), PST_EPYVERSION);
+  /* The registry's local buffers: a dict head, an int, a type span. */
+  bad = *pst_py_layout_builtin(0x030c);
+  bad.dict_ma_values = 48;
+  ASSERT_EQ(pst_py_layout_check(&bad, why, sizeof(why)), PST_EPYVERSION);
+  ASSERT(strstr(why, "dict_ma_values") != NULL);
+  bad = *pst_py_layout_builtin(0x030c);
+  bad.long_digit = 30;
+  ASSERT_EQ(pst_py_layout_check(&bad, why, sizeof(why)), PST_EPYVERSION);
+  bad = *pst_py_layout_builtin(0x030c);
+  bad.ht_cached_keys = 4096;
+  ASSERT_EQ(pst_py_layout_check(&bad, why, sizeof(why)), PST_EPYVERSION);
+  bad = *pst_py_layout_builtin(0x0207);
+  bad.int_ival = 20;
+  ASSERT_EQ(pst_py_layout_check(&bad, why, sizeof(why)), PST_EPYVERSION);
   return 0;
 }

@@ -176,6 +176,32 @@ static void check_required(const struct pst_py_layout *l) {
     NONE(l, str_state);
     NONE(l, str_compact_data);
   }
+
+  /* The thread registry: sys.modules, dicts, ints (registry.c, dict.c) */
+  NEED(l, is_modules);
+  NEED(l, dict_ma_used);
+  NEED(l, type_itemsize);
+  NEED(l, long_digit);
+  if (v >= 0x0300) {
+    NEED(l, dict_ma_keys);
+    NEED(l, dict_ma_values);
+    NONE(l, dict_ma_mask);
+    NONE(l, dict_ma_table);
+    NONE(l, int_ival);
+  } else {
+    NONE(l, dict_ma_keys);
+    NONE(l, dict_ma_values);
+    NEED(l, dict_ma_mask);
+    NEED(l, dict_ma_table);
+    NEED(l, int_ival);
+  }
+  if (v >= 0x030c) {
+    NEED(l, long_tag);
+    NONE(l, long_size);
+  } else {
+    NEED(l, long_size);
+    NONE(l, long_tag);
+  }
 }
 
 TEST_IMPL(layout_required_fields) {
@@ -231,6 +257,19 @@ static void check_bounds(const struct pst_py_layout *l) {
   INSIDE(l, rt_gil_tstate, 8, 1 << 14, 8);
   INSIDE(l, gil_last_holder, 8, 256, 8);
   INSIDE(l, gil_locked, 4, 256, 4);
+  INSIDE(l, is_modules, 8, 1 << 20, 8);
+
+  /* A 3.x PyDictObject is 48 bytes; 2.7's table pointer follows ma_mask. */
+  INSIDE(l, dict_ma_used, 8, 48, 8);
+  INSIDE(l, dict_ma_keys, 8, 48, 8);
+  INSIDE(l, dict_ma_values, 8, 48, 8);
+  INSIDE(l, dict_ma_mask, 8, 48, 8);
+  INSIDE(l, dict_ma_table, 8, 48, 8);
+  INSIDE(l, long_size, 8, 24, 8);
+  INSIDE(l, long_tag, 8, 24, 8);
+  INSIDE(l, long_digit, 4, 32, 4);
+  INSIDE(l, int_ival, 8, 24, 8);
+  INSIDE(l, type_itemsize, 8, 64, 8);
 }
 
 TEST_IMPL(layout_field_bounds) {
@@ -330,6 +369,33 @@ TEST_IMPL(layout_known_values) {
   ASSERT_EQ(l->co_size, 0xc8);
   ASSERT_EQ(l->str_ascii_data, 0x28); /* wstr gone in 3.12 */
   ASSERT_EQ(l->str_compact_data, 0x38);
+  ASSERT_EQ(l->is_modules, 0x3b0); /* interp->imports.modules */
+  ASSERT_EQ(l->long_tag, 0x10);
+  ASSERT_EQ(l->long_digit, 0x18);
+
+  /* The thread registry's fields that hold in every version: PyDictObject
+   * {head, ma_used, version, ma_keys, ma_values} (3.x) or {head, ma_fill,
+   * ma_used, ma_mask, ma_table} (2.7), ints {head, size or tag, digits},
+   * tp_itemsize after tp_basicsize. */
+  for (int i = 0; i < N_BUILTIN; i++) {
+    l = get(builtin_versions[i]);
+    ASSERT_EQ(l->type_itemsize, 0x28);
+    ASSERT_EQ(l->long_digit, 0x18);
+    if (l->version >= 0x0300) {
+      ASSERT_EQ(l->dict_ma_used, 0x10);
+      ASSERT_EQ(l->dict_ma_keys, 0x20);
+      ASSERT_EQ(l->dict_ma_values, 0x28);
+    }
+  }
+  l = get(0x0207);
+  ASSERT_EQ(l->is_modules, 0x10);
+  ASSERT_EQ(l->dict_ma_used, 0x18);
+  ASSERT_EQ(l->dict_ma_mask, 0x20);
+  ASSERT_EQ(l->dict_ma_table, 0x28);
+  ASSERT_EQ(l->int_ival, 0x10);
+  ASSERT_EQ(get(0x0306)->is_modules, 0x10);
+  ASSERT_EQ(get(0x030a)->is_modules, 0x358);
+  ASSERT_EQ(get(0x030b)->is_modules, 0x378);
   return 0;
 }
 
@@ -351,6 +417,7 @@ TEST_IMPL(layout_reference_313) {
   ASSERT_EQ(l->is_gil_inline, 0x1e48);
   ASSERT_EQ(l->is_gil_inline + l->gil_last_holder, 0x1e50);
   ASSERT_EQ(l->is_gil_inline + l->gil_locked, 0x1e58);
+  ASSERT_EQ(l->is_modules, 0x1de8); /* interpreter_state.imports_modules */
   ASSERT_EQ(l->ts_size, 0x130);
   ASSERT_EQ(l->ts_next, 0x8);
   ASSERT_EQ(l->ts_interp, 0x10);

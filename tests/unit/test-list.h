@@ -6,6 +6,7 @@
 #include "test-list-disasm.h"
 #include "test-list-layout.h"
 #include "test-list-output.h"
+#include "test-list-registry.h"
 #include "test-list-replay.h"
 
 #define PST_LINES_TESTS(X)                                                     \
@@ -40,6 +41,7 @@
   PST_UTIL_TESTS(X)                                                            \
   PST_PY_TESTS(X)                                                              \
   PST_REPLAY_TESTS(X)                                                          \
+  PST_REGISTRY_TESTS(X)                                                        \
   PST_TSD_TESTS(X)                                                             \
   PST_ELF_REAL_TESTS(X)                                                        \
   PST_OUTPUT_TESTS(X)                                                          \

@@ -13,6 +13,7 @@ static const struct pst_py_layout pst_py_layout_27 = {
   .is_tstate_head =       0x8,       /* PyInterpreterState.tstate_head */
   .is_gil =               PST_NOFF,
   .is_gil_inline =        PST_NOFF,
+  .is_modules =           0x10,      /* PyInterpreterState.modules */
   .gil_last_holder =      PST_NOFF,
   .gil_locked =           PST_NOFF,
   .ts_next =              0x0,       /* PyThreadState.next */
@@ -56,6 +57,16 @@ static const struct pst_py_layout pst_py_layout_27 = {
   .type_flags =           0xa8,      /* PyTypeObject.tp_flags */
   .type_dictoffset =      0x120,     /* PyTypeObject.tp_dictoffset */
   .ht_cached_keys =       PST_NOFF,
+  .type_itemsize =        0x28,      /* PyTypeObject.tp_itemsize */
+  .dict_ma_used =         0x18,      /* PyDictObject.ma_used */
+  .dict_ma_keys =         PST_NOFF,
+  .dict_ma_values =       PST_NOFF,
+  .dict_ma_mask =         0x20,      /* PyDictObject.ma_mask */
+  .dict_ma_table =        0x28,      /* PyDictObject.ma_table */
+  .long_size =            0x10,      /* PyLongObject.ob_size */
+  .long_tag =             PST_NOFF,
+  .long_digit =           0x18,      /* PyLongObject.ob_digit */
+  .int_ival =             0x10,      /* PyIntObject.ob_ival */
 };
 
 #endif

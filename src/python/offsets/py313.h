@@ -13,6 +13,7 @@ static const struct pst_py_layout pst_py_layout_313 = {
   .is_tstate_head =       0x1cb0,    /* PyInterpreterState.threads.head */
   .is_gil =               0x10,      /* PyInterpreterState.ceval.gil */
   .is_gil_inline =        0x1e48,    /* PyInterpreterState._gil */
+  .is_modules =           0x1de8,    /* PyInterpreterState.imports.modules */
   .gil_last_holder =      0x8,       /* struct _gil_runtime_state.last_holder */
   .gil_locked =           0x10,      /* struct _gil_runtime_state.locked */
   .ts_next =              0x8,       /* PyThreadState.next */
@@ -56,6 +57,16 @@ static const struct pst_py_layout pst_py_layout_313 = {
   .type_flags =           0xa8,      /* PyTypeObject.tp_flags */
   .type_dictoffset =      0x120,     /* PyTypeObject.tp_dictoffset */
   .ht_cached_keys =       0x370,     /* PyHeapTypeObject.ht_cached_keys */
+  .type_itemsize =        0x28,      /* PyTypeObject.tp_itemsize */
+  .dict_ma_used =         0x10,      /* PyDictObject.ma_used */
+  .dict_ma_keys =         0x20,      /* PyDictObject.ma_keys */
+  .dict_ma_values =       0x28,      /* PyDictObject.ma_values */
+  .dict_ma_mask =         PST_NOFF,
+  .dict_ma_table =        PST_NOFF,
+  .long_size =            PST_NOFF,
+  .long_tag =             0x10,      /* PyLongObject.long_value.lv_tag */
+  .long_digit =           0x18,      /* PyLongObject.long_value.ob_digit */
+  .int_ival =             PST_NOFF,
 };
 
 #endif
