@@ -6,9 +6,11 @@
  * and without -DPST_DBG_OTHER, to get two builds with different build-ids
  * and CRCs. */
 #include <pthread.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 volatile unsigned long pst_dbg_counter;
+static volatile int thread_tid;
 
 static __attribute__((noinline)) void pst_dbg_static_fn(void) {
 #ifdef PST_DBG_OTHER
@@ -19,6 +21,7 @@ static __attribute__((noinline)) void pst_dbg_static_fn(void) {
 
 static __attribute__((noinline)) void *pst_dbg_thread_main(void *arg) {
   (void)arg;
+  thread_tid = (int)syscall(SYS_gettid);
   for (;;) {
     pst_dbg_static_fn();
     pause();
@@ -29,8 +32,14 @@ static __attribute__((noinline)) void *pst_dbg_thread_main(void *arg) {
 /* Calls the static function once (so that it stays). */
 void pst_dbg_touch(void) { pst_dbg_static_fn(); }
 
-/* Starts a thread running pst_dbg_thread_main. 0 or an errno value. */
+/* Starts a thread running pst_dbg_thread_main and returns its tid once it
+ * runs, or -1. */
 int pst_dbg_start(void) {
   pthread_t t;
-  return pthread_create(&t, NULL, pst_dbg_thread_main, NULL);
+
+  if (pthread_create(&t, NULL, pst_dbg_thread_main, NULL))
+    return -1;
+  while (!thread_tid)
+    usleep(1000);
+  return thread_tid;
 }
