@@ -3,7 +3,8 @@
  * a target's file, then every lookup the analysis makes is run on it:
  * symbols in one batch and one by one, sections and their bytes, reads at
  * the symbols' and sections' addresses (the real uses read a stub of up to
- * 256 bytes, a 4-byte Py_Version, libc descriptors) and the load bias. */
+ * 256 bytes, a 4-byte Py_Version, libc descriptors), the load bias, and
+ * the notes a debug file is matched by (build-id, .gnu_debuglink). */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "elf/elf.h"
+#include "native/debuginfo.h"
 
 /* What analyse.c and libc/tsd.c look up. */
 static const char *const names[] = {
@@ -20,6 +22,7 @@ static const char *const names[] = {
     "pthread_getspecific", "__pthread_getspecific",
     "_thread_db_pthread_specific",
     "_thread_db_pthread_key_data_data", "_thread_db_sizeof_pthread_key_data",
+    "_thread_db_pthread_start_routine", "_thread_db_sizeof_pthread",
     "main", "",
 };
 #define NNAMES (sizeof(names) / sizeof(names[0]))
@@ -78,6 +81,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   read_at(e, 0, 8);
   read_at(e, UINT64_MAX - 3, 8);
+  {
+    const uint8_t *id;
+    const char *link;
+    size_t id_len;
+    uint32_t crc;
+    if (pst_debuginfo_build_id(e, &id, &id_len) == 0) {
+      volatile uint8_t sink = id[0] ^ id[id_len - 1];
+      (void)sink;
+    }
+    if (pst_debuginfo_debuglink(e, &link, &crc) == 0) {
+      volatile size_t sink = strlen(link);
+      (void)sink;
+    }
+  }
   (void)pst_elf_bias(e, 0x7f0000000000, 0, &bias);
   (void)pst_elf_bias(e, 0x7f0000001000, 0x1000, &bias);
   pst_elf_close(e);

@@ -16,6 +16,14 @@ apt-get install -y -qq --no-install-recommends \
   liblzma-dev libiberty-dev xz-utils \
   chromium clang clang-tidy cppcheck \
   >/dev/null
+# Separate debug files for tests/unit/test-debuginfo.c and test-origin.c:
+# glibc's (libc6-dbg) and, on Debian 12, those of /usr/bin/python3.11
+# (python3.11-dbg ships /usr/lib/debug/.build-id/ files for the python3.11
+# of its own version, and so brings python3.11 to that version). Optional:
+# the tests say what is missing and skip.
+for p in libc6-dbg python3.11-dbg; do
+  apt-get install -y -qq --no-install-recommends "$p" >/dev/null 2>&1 || true
+done
 # libFuzzer's runtime (fuzz/): its own package on Debian 12, part of
 # libclang-common-*-dev elsewhere; fuzz/build.sh skips when it is missing.
 apt-get install -y -qq --no-install-recommends libclang-rt-14-dev \

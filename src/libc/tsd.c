@@ -5,6 +5,7 @@
 
 #include "elf/elf.h"
 #include "libc/tsd.h"
+#include "native/debuginfo.h"
 #include "pystitch/errno.h"
 #include "util/log.h"
 
@@ -36,29 +37,125 @@ static int is_libc(const char *base) {
           is_musl(base));
 }
 
+/* Where libthread_db's descriptors are read: their symbols from syms (the
+ * libc, or its separate debug file when the libc is stripped of them),
+ * their bytes (in .rodata) from the libc itself: a debug file has the
+ * same link-time addresses but no contents. */
+struct thread_db {
+  const struct pst_elf *bytes;
+  const struct pst_elf *syms;
+};
+
+static int db_read(const struct thread_db *db, const char *name, void *buf,
+                   size_t len) {
+  uint64_t a;
+
+  if (pst_elf_symbol(db->syms, name, &a, NULL))
+    return PST_ENOSYM;
+  return pst_elf_read(db->bytes, a, buf, len) ? -EFAULT : 0;
+}
+
+/* The descriptors' offsets are from the thread descriptor (struct pthread
+ * *). That is the thread pointer on x86_64 (TLS_TCB_AT_TP); on aarch64
+ * (TLS_DTV_AT_TP) struct pthread ends at the thread pointer (glibc's
+ * THREAD_SELF is tp - sizeof(struct pthread), and gdb's aarch64
+ * ps_get_thread_area subtracts libthread_db's const_thread_area, that same
+ * size). Sets *base to the descriptor's offset from the thread pointer. */
+static int db_base(const struct thread_db *db, enum pst_arch arch,
+                   int64_t *base) {
+  uint32_t size;
+  int err;
+
+  *base = 0;
+  if (arch != PST_ARCH_AARCH64)
+    return 0;
+  err = db_read(db, "_thread_db_sizeof_pthread", &size, sizeof(size));
+  if (err)
+    return err;
+  *base = -(int64_t)size;
+  return 0;
+}
+
 /* glibc >= 2.34 exports libthread_db's descriptors: uint32_t[3] =
  * {size in bits, count, offset}. The level-2 array `specific` (whose entry 0
  * points at specific_1stblock, so the double lookup works for every key),
  * and the data member of struct pthread_key_data and its size. */
-static int thread_db_layout(const struct pst_elf *e,
+static int thread_db_layout(const struct thread_db *db, enum pst_arch arch,
                             struct pst_tsd_layout *out) {
-  uint64_t a_spec, a_data, a_size;
   uint32_t spec[3], data[3], size;
+  int64_t base;
+  int err;
 
-  if (pst_elf_symbol(e, "_thread_db_pthread_specific", &a_spec, NULL) ||
-      pst_elf_symbol(e, "_thread_db_pthread_key_data_data", &a_data, NULL) ||
-      pst_elf_symbol(e, "_thread_db_sizeof_pthread_key_data", &a_size, NULL))
-    return PST_ENOSYM;
-  if (pst_elf_read(e, a_spec, spec, sizeof(spec)) ||
-      pst_elf_read(e, a_data, data, sizeof(data)) ||
-      pst_elf_read(e, a_size, &size, sizeof(size)))
-    return -EFAULT;
+  if ((err = db_read(db, "_thread_db_pthread_specific", spec, sizeof(spec))) ||
+      (err = db_read(db, "_thread_db_pthread_key_data_data", data,
+                     sizeof(data))) ||
+      (err = db_read(db, "_thread_db_sizeof_pthread_key_data", &size,
+                     sizeof(size))) ||
+      (err = db_base(db, arch, &base)))
+    return err;
   memset(out, 0, sizeof(*out));
   out->has_l2 = 1;
-  out->l2_offset = spec[2];
+  out->l2_offset = base + spec[2];
   out->l2_data = data[2];
   out->multiplier = size;
   return 0;
+}
+
+/* struct pthread's start_routine from its descriptor (nptl_db's
+ * structs.def: DB_STRUCT_FIELD (pthread, start_routine)): a 64-bit scalar.
+ * glibc's struct pthread has declared `void *arg` right after it since
+ * NPTL began (nptl/descr.h), which pst_tsd_start_routine relies on. */
+static int start_layout(const struct thread_db *db, enum pst_arch arch,
+                        int64_t *offset) {
+  uint32_t d[3];
+  int64_t base;
+  int err;
+
+  if ((err = db_read(db, "_thread_db_pthread_start_routine", d, sizeof(d))) ||
+      (err = db_base(db, arch, &base)))
+    return err;
+  if (d[0] != 64 || d[1] != 1 || d[2] < 16 || d[2] > 1 << 16)
+    return PST_EBADDATA;
+  *offset = base + d[2];
+  return 0;
+}
+
+/* The start routine's layout, from the libc's own descriptors, else its
+ * separate debug file's symbols (a libc whose .symtab was stripped and
+ * whose descriptors are not dynamic: glibc < 2.34's libpthread). Fills the
+ * start_* fields of tsd, logging a layout that stays unknown. */
+static void find_start_layout(const struct pst_elf *e, pid_t pid,
+                              const char *path, enum pst_arch arch,
+                              struct pst_tsd *tsd) {
+  struct thread_db db = {.bytes = e, .syms = e};
+  struct pst_debuginfo_where w = {.path = path, .pid = pid};
+  struct pst_elf *d = NULL;
+  char found[512];
+  int err;
+
+  err = start_layout(&db, arch, &tsd->start_offset);
+  if (err == PST_ENOSYM &&
+      pst_debuginfo_open(e, &w, &d, found, sizeof(found), NULL) == 0) {
+    db.syms = d;
+    err = start_layout(&db, arch, &tsd->start_offset);
+    if (err == 0)
+      snprintf(tsd->start_method, sizeof(tsd->start_method),
+               "_thread_db_pthread_start_routine in %.110s", found);
+    pst_elf_close(d);
+  } else if (err == 0) {
+    snprintf(tsd->start_method, sizeof(tsd->start_method),
+             "_thread_db_pthread_start_routine");
+  }
+  if (err == 0) {
+    tsd->has_start = 1;
+    return;
+  }
+  snprintf(tsd->start_method, sizeof(tsd->start_method),
+           "unknown: %s in %s (no debug file)",
+           err == PST_ENOSYM ? "no _thread_db_pthread_start_routine"
+                             : "unexpected _thread_db_pthread_start_routine",
+           path);
+  pst_info("thread start routines: %s", tsd->start_method);
 }
 
 static int decode_getspecific(const struct pst_elf *e, enum pst_arch arch,
@@ -169,10 +266,19 @@ int pst_tsd_analyse(pid_t pid, const struct pst_maps *maps,
     snprintf(tsd->method, sizeof(tsd->method),
              "default for %s (cannot open %s)",
              tsd->is_musl ? "musl" : "glibc", mp->path);
+    snprintf(tsd->start_method, sizeof(tsd->start_method),
+             "unknown: cannot open %s", mp->path);
     pst_warn("%s", tsd->method);
     return 0;
   }
-  have_db = thread_db_layout(e, &db) == 0;
+  have_db = thread_db_layout(&(struct thread_db){e, e}, arch, &db) == 0;
+  if (tsd->is_musl)
+    snprintf(tsd->start_method, sizeof(tsd->start_method),
+             "unknown for musl: its struct pthread keeps no start routine "
+             "(musl 1.2 passes it in struct start_args on the new thread's "
+             "stack)");
+  else
+    find_start_layout(e, pid, mp->path, arch, tsd);
   err = decode_getspecific(e, arch, &tsd->layout, why, sizeof(why));
   if (err == 0) {
     if (have_db && !tsd->layout.has_l2) {
@@ -208,6 +314,23 @@ int pst_tsd_analyse(pid_t pid, const struct pst_maps *maps,
     pst_warn("TSD layout: %s", tsd->method);
   }
   pst_elf_close(e);
+  return 0;
+}
+
+int pst_tsd_start_routine(const struct pst_tsd *tsd, struct pst_mem *mem,
+                          uint64_t tp, uint64_t *fn, uint64_t *arg) {
+  uint64_t v[2];
+  int err;
+
+  if (!tsd->has_start)
+    return -ENOSYS;
+  /* One read: start_routine and arg are adjacent. */
+  err = pst_mem_read(mem, tp + (uint64_t)tsd->start_offset, v, sizeof(v));
+  if (err)
+    return err;
+  *fn = v[0];
+  if (arg)
+    *arg = v[1];
   return 0;
 }
 

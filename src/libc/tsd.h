@@ -5,7 +5,9 @@
  * or the executable itself when libc is linked in statically), decodes its
  * pthread_getspecific with the disassembler, cross-checks against glibc's
  * _thread_db_* descriptors where present, and falls back to the known default
- * for the libc family, saying which it used in method.
+ * for the libc family, saying which it used in method. It also finds where
+ * glibc keeps each thread's start routine (pst_tsd_start_routine), saying
+ * how in start_method.
  */
 #ifndef PST_TSD_H
 #define PST_TSD_H
@@ -25,6 +27,12 @@ struct pst_tsd {
   int l2_only;          /* only the level-2 path is known (from _thread_db:
                            specific[0] points at specific_1stblock, so it
                            serves every key) */
+  /* Thread start routines (pst_tsd_start_routine). */
+  int has_start;        /* start_offset is known */
+  int64_t start_offset; /* glibc's struct pthread start_routine, from the
+                           thread pointer; its arg is the next word */
+  char start_method[160]; /* how start_offset was found, or why it is
+                             unknown, for `info` */
 };
 
 /* 1 when the process is dynamically linked and its loader has not mapped
@@ -36,6 +44,21 @@ int pst_tsd_loading(const struct pst_maps *maps);
  * never guesses silently: a fallback is logged and named in tsd->method. */
 int pst_tsd_analyse(pid_t pid, const struct pst_maps *maps,
                     enum pst_arch arch, struct pst_tsd *tsd);
+
+/* The start routine of the thread whose thread pointer is tp (fsbase on
+ * x86_64, tpidr_el0 on aarch64): the function its pthread_create() was
+ * given, read from glibc's struct pthread (start_routine, then arg), whose
+ * offset pst_tsd_analyse() took from libthread_db's descriptor
+ * _thread_db_pthread_start_routine (glibc >= 2.34: a GLIBC_PRIVATE dynamic
+ * symbol of libc.so.6; before, in libpthread.so.0's .symtab, or in its
+ * separate debug file). Two memory reads at most, no ptrace.
+ * Returns 0 with *fn (a target address; 0 for the main thread, which no
+ * pthread_create started) and *arg (if non-NULL: the argument it was
+ * given), -ENOSYS when the libc's layout is unknown (musl keeps no start
+ * routine in its struct pthread; tsd->start_method says why), or -EFAULT /
+ * -ESRCH from the read. */
+int pst_tsd_start_routine(const struct pst_tsd *tsd, struct pst_mem *mem,
+                          uint64_t tp, uint64_t *fn, uint64_t *arg);
 
 /* Emulates pthread_getspecific(key) for the thread whose thread pointer is
  * tp. Returns 0 with *value (possibly 0: the slot is empty), or -EFAULT. */

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "elf/elf.h"
+#include "native/debuginfo.h"
 #include "native/module.h"
 #include "native/symtab.h"
 #include "pystitch.h"
@@ -53,6 +54,12 @@ struct pst_module {
   struct pst_eh_table table;
   struct pst_symtab *symtab;  /* built at the first symbol lookup */
   int symtab_err;             /* why it could not be, or 0 */
+  char *path;                 /* as the first process that mapped it sees
+                                 it (owned), for the debug file search;
+                                 NULL for image modules */
+  pid_t pid;                  /* that process, for its root */
+  char *debug_path;           /* the separate debug file merged into
+                                 symtab (owned), or NULL */
 };
 
 struct pst_modcache {
@@ -223,6 +230,13 @@ int pst_module_get(struct pst_modcache *c, pid_t pid,
   err = fd < 0 ? fd : pst_elf_open(fd, &e);
   if (err == 0)
     err = module_from_elf(e, mp->path, &m);
+  if (err == 0) {
+    m->pid = pid;
+    if (!(m->path = strdup(mp->path))) {
+      pst_module_put(m);
+      return -ENOMEM;
+    }
+  }
   if (err == -ENOMEM)
     return err;
   if (err) {
@@ -294,6 +308,8 @@ void pst_module_put(struct pst_module *m) {
   }
   pst_symtab_free(m->symtab);
   pst_elf_close(m->elf);
+  free(m->path);
+  free(m->debug_path);
   free(m);
 }
 
@@ -321,11 +337,44 @@ int pst_module_bias(const struct pst_module *m, const struct pst_map *mp,
   return pst_elf_bias(m->elf, mp->start, mp->offset, bias);
 }
 
+/* The separate debug file of a file module whose image has no .symtab
+ * (stripped): a new pst_elf, or NULL. Its path is kept in m->debug_path. */
+static struct pst_elf *find_debug_file(struct pst_module *m) {
+  struct pst_debuginfo_where w = {.path = m->path, .pid = m->pid,
+                                  .dev = m->dev, .inode = m->inode};
+  enum pst_debuginfo_how how;
+  struct pst_elf *d = NULL;
+  uint64_t addr, size;
+  char found[4096];
+
+  if (!m->path || pst_elf_section(m->elf, ".symtab", &addr, &size) == 0)
+    return NULL; /* an image module, or not stripped */
+  if (pst_debuginfo_open(m->elf, &w, &d, found, sizeof(found), &how))
+    return NULL;
+  pst_info("%s: symbols from %s (%s)", m->path, found,
+           how == PST_DEBUGINFO_BUILD_ID ? "build-id" : ".gnu_debuglink");
+  m->debug_path = strdup(found); /* for messages only: NULL is fine */
+  return d;
+}
+
 const struct pst_symtab *pst_module_symtab(struct pst_module *m) {
   if (!m->symtab && !m->symtab_err && m->image) {
-    m->symtab_err = pst_symtab_build(m->image, m->len, &m->symtab);
+    struct pst_elf *d = find_debug_file(m);
+    const void *dimg = NULL;
+    size_t dlen = 0;
+    if (d)
+      dimg = pst_elf_image(d, &dlen);
+    m->symtab_err =
+        pst_symtab_build_debug(m->image, m->len, dimg, dlen, &m->symtab);
+    pst_elf_close(d); /* the table copied what it keeps */
     if (m->symtab_err)
       pst_debug("no symbols: %s", pst_strerror(m->symtab_err));
   }
   return m->symtab;
 }
+
+const char *pst_module_debug_file(const struct pst_module *m) {
+  return m->debug_path;
+}
+
+const char *pst_module_path(const struct pst_module *m) { return m->path; }

@@ -85,7 +85,20 @@ int pst_module_bias(const struct pst_module *m, const struct pst_map *mp,
 
 struct pst_symtab;
 /* The module's function table (symtab.h), built at the first call and
- * owned by the module; NULL when the image has none or cannot be read. */
+ * owned by the module; NULL when the image has none or cannot be read.
+ * When the image has no .symtab (stripped), its separate debug file is
+ * looked for then (debuginfo.h: build-id, .gnu_debuglink; debug
+ * directories from PST_DEBUG_DIRS, else /usr/lib/debug; the root of the
+ * process that first mapped the file first) and its symbols are merged
+ * in; the file is closed again once the table is built. */
 const struct pst_symtab *pst_module_symtab(struct pst_module *m);
+
+/* The separate debug file whose symbols pst_module_symtab() merged in
+ * (borrowed; NULL when none was, or before the table is built). */
+const char *pst_module_debug_file(const struct pst_module *m);
+
+/* The file's path as the first process that mapped it sees it (borrowed);
+ * NULL for image modules. */
+const char *pst_module_path(const struct pst_module *m);
 
 #endif

@@ -473,10 +473,15 @@ static void mark_covered(struct pst_symtab *t) {
 }
 
 int pst_symtab_build(const void *image, size_t len, struct pst_symtab **out) {
+  return pst_symtab_build_debug(image, len, NULL, 0, out);
+}
+
+int pst_symtab_build_debug(const void *image, size_t len, const void *debug,
+                           size_t debug_len, struct pst_symtab **out) {
   struct builder b = {0};
   struct pool pl = {0};
   struct pst_symtab *t = NULL;
-  struct image im;
+  struct image im, dim;
   int err;
 
   err = open_image(image, len, &im);
@@ -486,6 +491,18 @@ int pst_symtab_build(const void *image, size_t len, struct pst_symtab **out) {
   err = add_image(&im, &b, 0);
   if (err)
     goto out;
+  /* The debug file's symbols have the image's link-time addresses
+   * (objcopy --only-keep-debug keeps the section headers, with its code
+   * sections as SHT_NOBITS), so they go into the same table; duplicates
+   * of the image's own symbols are dropped by arrange(). */
+  if (debug && open_image(debug, debug_len, &dim) == 0) {
+    b.max += debug_len / sizeof(Elf64_Sym);
+    err = add_image(&dim, &b, 0);
+    if (err)
+      goto out;
+  } else if (debug) {
+    pst_debug("symtab: separate debug file is not ELF64: left out");
+  }
   arrange(&b);
   t = calloc(1, sizeof(*t));
   if (!t || (b.n && !(t->v = malloc(b.n * sizeof(*t->v))))) {

@@ -9,7 +9,9 @@
  *   - MiniDebugInfo: the .gnu_debugdata section, an xz-compressed ELF whose
  *     .symtab holds the local functions of a stripped binary (Fedora ships
  *     them; see GDB's manual, "MiniDebugInfo"). Decompressed with liblzma,
- *     at most PST_SYMTAB_MAX_DEBUGDATA bytes, not recursively.
+ *     at most PST_SYMTAB_MAX_DEBUGDATA bytes, not recursively;
+ *   - with pst_symtab_build_debug(), the .symtab of the image's separate
+ *     debug file (found by debuginfo.h: build-id or .gnu_debuglink).
  * Symbols of size 0 get the size up to the next symbol (or to the end of
  * their section). Aliases (several names at one address) are all kept; a
  * lookup returns the preferred one: a sized symbol, then GLOBAL before WEAK
@@ -62,6 +64,16 @@ struct pst_symtab;
  * is out of bounds, -ENOMEM, or -EOVERFLOW (names past 4 GiB). A corrupt symbol section, string table or
  * .gnu_debugdata is skipped, not an error. *out is untouched on failure. */
 int pst_symtab_build(const void *image, size_t len, struct pst_symtab **out);
+
+/* pst_symtab_build() of image plus the function symbols of its separate
+ * debug file (debuginfo.h), the image [debug, debug + debug_len], whose
+ * addresses are the image's link-time ones: one table, as if the image had
+ * never been stripped. Both are borrowed during the call only. A debug
+ * image that is not ELF64 is left out (logged at debug level), not an
+ * error; debug NULL is pst_symtab_build(). Same returns as
+ * pst_symtab_build(). */
+int pst_symtab_build_debug(const void *image, size_t len, const void *debug,
+                           size_t debug_len, struct pst_symtab **out);
 
 /* Frees t and its names. NULL is a no-op. */
 void pst_symtab_free(struct pst_symtab *t);

@@ -5,6 +5,7 @@
 #include "task.h"
 #include "test-list-disasm.h"
 #include "test-list-layout.h"
+#include "test-list-native.h"
 #include "test-list-output.h"
 #include "test-list-registry.h"
 #include "test-list-replay.h"
@@ -47,7 +48,8 @@
   PST_OUTPUT_TESTS(X)                                                          \
   PST_UNWIND_TESTS(X)                                                          \
   PST_MERGE_TESTS(X)                                                           \
-  PST_SYMTAB_TESTS(X)
+  PST_SYMTAB_TESTS(X)                                                          \
+  PST_NATIVE_ID_TESTS(X)
 
 #define PST_TEST_DECL(name) TEST_DECLARE(name)
 PST_TEST_LIST(PST_TEST_DECL)

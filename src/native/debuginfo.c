@@ -1,0 +1,284 @@
+/* debuginfo.c: separate debug files (build-id and .gnu_debuglink) of
+ * stripped ELF images, found and verified as gdb does (debuginfo.h).
+ *
+ * The image and every candidate are untrusted: notes and the link are
+ * parsed with bounds checks against their section's size. No state is kept
+ * between calls: the caller (module.c) remembers what it found.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "elf/elf.h"
+#include "native/debuginfo.h"
+#include "pystitch.h"
+#include "util/log.h"
+
+/* ELF note type of the GNU build-id (elf.h's NT_GNU_BUILD_ID). */
+#define NOTE_GNU_BUILD_ID 3
+/* Longest build-id accepted: ld writes 20 bytes (sha1) by default, 16 for
+ * md5/uuid; --build-id=0x... can be anything, bounded here. */
+#define MAX_BUILD_ID 64
+/* At most this many debug directories are searched. */
+#define MAX_DIRS 8
+#define DEFAULT_DIRS "/usr/lib/debug"
+
+/* What a candidate must match. */
+struct want {
+  const uint8_t *id; /* the image's build-id, or NULL */
+  size_t id_len;
+  const char *link; /* the .gnu_debuglink name, or NULL */
+  uint32_t crc;
+  int machine;
+  const struct pst_debuginfo_where *w;
+};
+
+static uint32_t get_u32(const uint8_t *p) {
+  uint32_t v;
+  memcpy(&v, p, 4); /* notes are in the file's byte order: the host's */
+  return v;
+}
+
+static size_t align4(size_t n) { return (n + 3) & ~(size_t)3; }
+
+int pst_debuginfo_build_id(const struct pst_elf *e, const uint8_t **id,
+                           size_t *len) {
+  uint64_t size = 0;
+  const uint8_t *p = pst_elf_section_bytes(e, ".note.gnu.build-id", &size);
+
+  /* Each note: namesz, descsz, type, then the name and the descriptor,
+   * each padded to 4 bytes (ELF64 notes on Linux use 4, like ELF32). */
+  while (p && size >= 12) {
+    uint32_t namesz = get_u32(p), descsz = get_u32(p + 4),
+             type = get_u32(p + 8);
+    uint64_t name_room = align4(namesz), desc_room = align4(descsz);
+    if (namesz > size || descsz > size || 12 + name_room > size ||
+        desc_room > size - 12 - name_room)
+      break;
+    if (type == NOTE_GNU_BUILD_ID && namesz == 4 &&
+        !memcmp(p + 12, "GNU", 4) && descsz >= 1 && descsz <= MAX_BUILD_ID) {
+      *id = p + 12 + name_room;
+      *len = descsz;
+      return 0;
+    }
+    p += 12 + name_room + desc_room;
+    size -= 12 + name_room + desc_room;
+  }
+  return PST_ENOSYM;
+}
+
+int pst_debuginfo_debuglink(const struct pst_elf *e, const char **name,
+                            uint32_t *crc) {
+  uint64_t size = 0;
+  const char *p = pst_elf_section_bytes(e, ".gnu_debuglink", &size);
+  size_t n, at;
+
+  /* The file name, NUL-terminated, padded to 4 bytes, then its CRC-32
+   * (binutils' bfd_create_gnu_debuglink_section). */
+  if (!p || size < 5)
+    return PST_ENOSYM;
+  n = strnlen(p, size);
+  if (n == 0 || n == size || memchr(p, '/', n) || !strcmp(p, ".") ||
+      !strcmp(p, ".."))
+    return PST_ENOSYM;
+  at = align4(n + 1);
+  if (at > size || size - at < 4)
+    return PST_ENOSYM;
+  *name = p;
+  *crc = get_u32((const uint8_t *)p + at);
+  return 0;
+}
+
+uint32_t pst_debuginfo_crc32(const void *buf, size_t len) {
+  const Bytef *p = buf;
+  uLong c = crc32(0L, Z_NULL, 0);
+
+  /* zlib takes a uInt length: feed it in pieces. */
+  while (len > 0) {
+    uInt n = len > (1u << 30) ? (1u << 30) : (uInt)len;
+    c = crc32(c, p, n);
+    p += n;
+    len -= n;
+  }
+  return (uint32_t)c;
+}
+
+/* Opens path when it is the debug file wanted. 0 with *out, -ENOENT when
+ * it does not exist or does not match (logged), -ENOMEM. */
+static int try_file(const char *path, const struct want *wt, int by_link,
+                    struct pst_elf **out) {
+  struct pst_elf *d = NULL;
+  struct stat st;
+  const uint8_t *id;
+  size_t id_len, len;
+  const void *img;
+  int fd, err;
+
+  fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -ENOENT;
+  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+      (wt->w->inode && st.st_ino == wt->w->inode &&
+       st.st_dev == wt->w->dev)) {
+    close(fd); /* not a file, or the image itself */
+    return -ENOENT;
+  }
+  err = pst_elf_open(fd, &d); /* owns fd now */
+  if (err) {
+    pst_debug("debuginfo: %s: %s", path, pst_strerror(err));
+    return err == -ENOMEM ? err : -ENOENT;
+  }
+  if (pst_elf_machine(d) != wt->machine) {
+    pst_debug("debuginfo: %s: another machine", path);
+    goto refuse;
+  }
+  if (wt->id) {
+    if (pst_debuginfo_build_id(d, &id, &id_len) || id_len != wt->id_len ||
+        memcmp(id, wt->id, id_len)) {
+      pst_debug("debuginfo: %s: build-id differs", path);
+      goto refuse;
+    }
+  }
+  if (by_link) {
+    img = pst_elf_image(d, &len);
+    if (pst_debuginfo_crc32(img, len) != wt->crc) {
+      pst_debug("debuginfo: %s: CRC-32 differs from .gnu_debuglink's",
+                path);
+      goto refuse;
+    }
+  }
+  *out = d;
+  return 0;
+refuse:
+  pst_elf_close(d);
+  return -ENOENT;
+}
+
+/* Writes the formatted path into buf; 0, or -ENAMETOOLONG. */
+static int join(char *buf, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int join(char *buf, size_t len, const char *fmt, ...) {
+  va_list ap;
+  int n;
+
+  va_start(ap, fmt);
+  n = vsnprintf(buf, len, fmt, ap);
+  va_end(ap);
+  return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* The target's root prefix when it differs from ours, else "". */
+static void target_root(pid_t pid, char *buf, size_t len) {
+  struct stat ours, theirs;
+  char path[64];
+
+  buf[0] = '\0';
+  if (pid <= 0)
+    return;
+  snprintf(path, sizeof(path), "/proc/%d/root/", (int)pid);
+  if (stat(path, &theirs) < 0 || stat("/", &ours) < 0)
+    return; /* gone, or not ours to see: our root only */
+  if (theirs.st_dev != ours.st_dev || theirs.st_ino != ours.st_ino)
+    snprintf(buf, len, "/proc/%d/root", (int)pid);
+}
+
+/* Splits the debug directories into dirs[] (pointers into s, with
+ * lengths). Returns how many. */
+static int split_dirs(const char *s, const char **dirs, int *lens) {
+  int n = 0;
+
+  while (*s && n < MAX_DIRS) {
+    const char *end = strchr(s, ':');
+    size_t l = end ? (size_t)(end - s) : strlen(s);
+    while (l > 1 && s[l - 1] == '/')
+      l--; /* "/usr/lib/debug/" */
+    if (l > 0 && s[0] == '/' && l < PATH_MAX) {
+      dirs[n] = s;
+      lens[n++] = (int)l;
+    }
+    if (!end)
+      break;
+    s = end + 1;
+  }
+  return n;
+}
+
+int pst_debuginfo_open(const struct pst_elf *e,
+                       const struct pst_debuginfo_where *w,
+                       struct pst_elf **out, char *found, size_t found_len,
+                       enum pst_debuginfo_how *how) {
+  const char *dirs_s = w->dirs ? w->dirs : getenv("PST_DEBUG_DIRS");
+  const char *dirs[MAX_DIRS];
+  int lens[MAX_DIRS], ndirs;
+  char roots[2][64], hex[2 * MAX_BUILD_ID + 1], path[PATH_MAX];
+  const char *slash = w->path ? strrchr(w->path, '/') : NULL;
+  int mod_len = slash ? (int)(slash - w->path) : 0;
+  struct want wt = {.machine = pst_elf_machine(e), .w = w};
+  int err;
+
+  if (!dirs_s)
+    dirs_s = DEFAULT_DIRS;
+  ndirs = split_dirs(dirs_s, dirs, lens);
+  target_root(w->pid, roots[0], sizeof(roots[0]));
+  roots[1][0] = '\0';
+  if (pst_debuginfo_build_id(e, &wt.id, &wt.id_len))
+    wt.id = NULL;
+  if (pst_debuginfo_debuglink(e, &wt.link, &wt.crc))
+    wt.link = NULL;
+  if (!wt.id && !wt.link)
+    return -ENOENT;
+  if (wt.id)
+    for (size_t i = 0; i < wt.id_len; i++)
+      snprintf(hex + 2 * i, 3, "%02x", wt.id[i]);
+  /* Roots: the target's (when it has its own), then ours. */
+  for (int r = roots[0][0] ? 0 : 1; r < 2; r++) {
+    const char *root = roots[r];
+    for (int d = 0; wt.id && d < ndirs; d++) {
+      if (join(path, sizeof(path), "%s%.*s/.build-id/%.2s/%s.debug", root,
+               lens[d], dirs[d], hex, hex + 2))
+        continue;
+      err = try_file(path, &wt, 0, out);
+      if (err != -ENOENT) {
+        if (how)
+          *how = PST_DEBUGINFO_BUILD_ID;
+        goto done;
+      }
+    }
+  }
+  for (int r = roots[0][0] ? 0 : 1; wt.link && r < 2; r++) {
+    const char *root = roots[r];
+    for (int k = 0; k < 2 + ndirs; k++) {
+      if (!slash)
+        break;
+      if (k == 0)
+        err = join(path, sizeof(path), "%s%.*s/%s", root, mod_len, w->path,
+                   wt.link);
+      else if (k == 1)
+        err = join(path, sizeof(path), "%s%.*s/.debug/%s", root, mod_len,
+                   w->path, wt.link);
+      else
+        err = join(path, sizeof(path), "%s%.*s%.*s/%s", root, lens[k - 2],
+                   dirs[k - 2], mod_len, w->path, wt.link);
+      if (err)
+        continue;
+      err = try_file(path, &wt, 1, out);
+      if (err != -ENOENT) {
+        if (how)
+          *how = PST_DEBUGINFO_DEBUGLINK;
+        goto done;
+      }
+    }
+  }
+  return -ENOENT;
+done:
+  if (err == 0 && found)
+    snprintf(found, found_len, "%s", path);
+  return err;
+}

@@ -1,0 +1,149 @@
+/* resolve.c: lazy per-process address-to-name lookups over the module cache
+ * (resolve.h), for names needed without the unwinder.
+ *
+ * Staleness: the maps are read at the first lookup and again only when an
+ * address lies in no mapping (a library loaded since); a library unmapped
+ * and another mapped at its place is seen at the next such reload, which
+ * is harmless for what this serves (start routines of live threads, whose
+ * code stays mapped while they run). Module references are kept by device
+ * and inode, so a reload does not reopen anything. Lookups are a bsearch
+ * of the maps plus a linear search of the modules used (a handful).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+
+#include "native/module.h"
+#include "native/resolve.h"
+#include "native/symtab.h"
+#include "proc/maps.h"
+#include "util/array.h"
+#include "util/strtab.h"
+
+/* A module this resolver used: a reference, or a failure remembered. */
+struct used {
+  dev_t dev;
+  uint64_t inode;
+  struct pst_module *mod; /* reference, or NULL when it cannot be opened */
+};
+
+struct pst_resolver {
+  pid_t pid;
+  struct pst_modcache *cache; /* reference */
+  struct pst_maps maps;
+  int loaded;                 /* maps read at least once */
+  struct used *used;
+  size_t nused, capused;
+  struct pst_strtab *strings; /* paths and names handed out */
+};
+
+int pst_resolver_new(pid_t pid, struct pst_modcache *cache,
+                     struct pst_resolver **out) {
+  struct pst_resolver *r = calloc(1, sizeof(*r));
+  int err = -ENOMEM;
+
+  if (!r)
+    return -ENOMEM;
+  r->pid = pid;
+  if (!(r->strings = pst_strtab_new()))
+    goto err;
+  if (cache)
+    r->cache = pst_modcache_get(cache);
+  else if ((err = pst_modcache_new(&r->cache)) != 0)
+    goto err;
+  *out = r;
+  return 0;
+err:
+  pst_resolver_free(r);
+  return err;
+}
+
+void pst_resolver_free(struct pst_resolver *r) {
+  if (!r)
+    return;
+  for (size_t i = 0; i < r->nused; i++)
+    pst_module_put(r->used[i].mod);
+  free(r->used);
+  if (r->loaded)
+    pst_maps_exit(&r->maps);
+  pst_modcache_put(r->cache);
+  pst_strtab_free(r->strings);
+  free(r);
+}
+
+static int reload(struct pst_resolver *r) {
+  struct pst_maps m;
+  int err = pst_maps_load(r->pid, &m);
+
+  if (err)
+    return err;
+  if (r->loaded)
+    pst_maps_exit(&r->maps);
+  r->maps = m;
+  r->loaded = 1;
+  return 0;
+}
+
+/* The module of file mapping mp (borrowed from r->used), or NULL when it
+ * cannot be opened; -ENOMEM as an error. */
+static int module_of(struct pst_resolver *r, const struct pst_map *mp,
+                     struct pst_module **out) {
+  dev_t dev = makedev(mp->dev_major, mp->dev_minor);
+  struct pst_module *m = NULL;
+  int err;
+
+  for (size_t i = 0; i < r->nused; i++)
+    if (r->used[i].inode == mp->inode && r->used[i].dev == dev) {
+      *out = r->used[i].mod;
+      return 0;
+    }
+  if (pst_array_reserve((void **)&r->used, &r->capused, r->nused + 1,
+                        sizeof(*r->used)))
+    return -ENOMEM;
+  err = pst_module_get(r->cache, r->pid, mp, &m);
+  if (err == -ENOMEM)
+    return err;
+  r->used[r->nused++] = (struct used){dev, mp->inode, err ? NULL : m};
+  *out = err ? NULL : m;
+  return 0;
+}
+
+int pst_resolver_lookup(struct pst_resolver *r, uint64_t addr,
+                        struct pst_resolved *out) {
+  const struct pst_map *mp = NULL;
+  const struct pst_symtab *t;
+  struct pst_module *m;
+  uint64_t bias;
+  int err;
+
+  memset(out, 0, sizeof(*out));
+  if (r->loaded)
+    mp = pst_maps_find(&r->maps, addr);
+  if (!mp || !mp->path[0]) {
+    /* Unknown, or anonymous: read the maps again once. */
+    if ((err = reload(r)) != 0)
+      return err;
+    mp = pst_maps_find(&r->maps, addr);
+  }
+  if (!mp || !mp->path[0])
+    return -ENOENT;
+  if (!(out->path = pst_strtab_intern(r->strings, mp->path)))
+    return -ENOMEM;
+  if (mp->path[0] != '/' || mp->inode == 0)
+    return 0; /* [vdso], [heap] and the like: no file to name it in */
+  if ((err = module_of(r, mp, &m)) != 0)
+    return err;
+  if (!m || pst_module_bias(m, mp, &bias) != 0)
+    return 0;
+  out->vaddr = out->offset = addr - bias;
+  t = pst_module_symtab(m);
+  if (t) {
+    const char *f = pst_symtab_lookup(t, out->vaddr, &out->offset);
+    if (f && !(out->func = pst_strtab_intern(r->strings, f)))
+      return -ENOMEM;
+    if (!f)
+      out->offset = out->vaddr;
+  }
+  return 0;
+}
