@@ -83,6 +83,8 @@ struct pst_thread {
   size_t nframes;
   struct pst_frame *frames; /* owned by the target, valid until next snapshot */
   int truncated;        /* 1 when the frame cap was hit */
+  char origin[320];     /* no Python state: what started it ("started by
+                           gomp_thread_start in libgomp.so.1"), else "" */
   int skipped;          /* 1 when the sample's flags left it unread
                            (PST_SAMPLE_ACTIVE_ONLY, PST_SAMPLE_GIL_ONLY) */
 };

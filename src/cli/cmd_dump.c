@@ -26,9 +26,10 @@ static void print_text(const struct pst_target_info *info,
          info->libpython[0] ? " " : "", info->libpython);
   for (int i = 0; i < n; i++) {
     const struct pst_thread *x = &th[i];
-    printf("Thread %d \"%s\" (%s%s)\n", (int)x->tid, x->name,
+    printf("Thread %d \"%s\" (%s%s%s%s)\n", (int)x->tid, x->name,
            x->idle ? "idle" : "active",
-           x->holds_gil == 1 ? ", holds GIL" : "");
+           x->holds_gil == 1 ? ", holds GIL" : "",
+           x->origin[0] ? ", native, " : "", x->origin);
     if (!x->tstate && !x->nframes) {
       if (x->error && x->error != PST_ENOTHREADSTATE)
         printf("    (no Python thread state: %s)\n", pst_strerror(x->error));
@@ -62,7 +63,9 @@ static void print_json(const struct pst_target_info *info,
     const struct pst_thread *x = &th[i];
     printf("%s\n  {\"tid\": %d, \"name\": ", i ? "," : "", (int)x->tid);
     pst_json_put_string(stdout, x->name);
-    printf(", \"name_from_python\": %s", x->name_from_python ? "true" : "false");
+    printf(", \"name_from_python\": %s, \"origin\": ",
+           x->name_from_python ? "true" : "false");
+    pst_json_put_string(stdout, x->origin);
     printf(", \"state\": \"%c\", \"idle\": %s, \"gil\": %s, "
            "\"python\": %s, \"method\": \"%s\", \"tstate\": \"0x%llx\", "
            "\"fsbase\": \"0x%llx\", \"error\": ",

@@ -40,6 +40,7 @@ struct pst_native_sampler {
 
 int pst_native_sampler_new(pid_t pid, struct pst_mem *mem,
                            const char *interp_path,
+                           struct pst_modcache *cache,
                            struct pst_native_sampler **out) {
   struct pst_native_sampler *ns = calloc(1, sizeof(*ns));
   int err = -ENOMEM;
@@ -50,7 +51,7 @@ int pst_native_sampler_new(pid_t pid, struct pst_mem *mem,
   if (!ns->strings ||
       pst_dmcache_init(&ns->cache, SYMCACHE_BITS, sizeof(struct symcache)))
     goto err;
-  err = pst_unwinder_new(pid, mem, NULL, &ns->unw);
+  err = pst_unwinder_new(pid, mem, cache, &ns->unw);
   if (err)
     goto err;
   ns->interp_path = interp_path;

@@ -24,15 +24,18 @@
 #include "pystitch.h"
 
 struct pst_mem;
+struct pst_modcache;
 struct pst_py;
 struct pst_py_hint;
 struct pst_native_sampler;
 
 /* Creates the sampler of process pid whose interpreter's code lives in
- * interp_path (libpython, or the python executable; borrowed). 0, -ENOMEM,
- * -ESRCH, -ENOSYS (architecture). */
+ * interp_path (libpython, or the python executable; borrowed). cache: the
+ * target's module cache (one more reference taken), or NULL for a private
+ * one. 0, -ENOMEM, -ESRCH, -ENOSYS (architecture). */
 int pst_native_sampler_new(pid_t pid, struct pst_mem *mem,
                            const char *interp_path,
+                           struct pst_modcache *cache,
                            struct pst_native_sampler **out);
 void pst_native_sampler_free(struct pst_native_sampler *ns);
 

@@ -26,6 +26,8 @@
 #define PST_TARGET_FRAMES_MAX 1024 /* per thread; deeper is truncated */
 
 struct pst_native_sampler;
+struct pst_modcache;
+struct pst_resolver;
 
 /* One OS thread as the target tracks it between refreshes. */
 struct pst_tthread {
@@ -38,6 +40,8 @@ struct pst_tthread {
   uint64_t ran_ns;       /* schedstat's run + wait time as last read */
   char last_state;       /* the state letter stat last gave, 0: none */
   char pyname[64];       /* threading's name once read, "" until then */
+  char comm[64];         /* its /proc comm as first seen */
+  int origin_done;       /* its start routine was looked at */
   uint64_t thread_obj;   /* the Thread object it was read from, 0: none */
   struct pst_py_name_ref name_ref; /* where that name lives (renames) */
   struct pst_py_hint hint; /* what the last walk read, and whose thread
@@ -60,6 +64,8 @@ struct pst_target {
   uint64_t torn_retries;    /* walks redone because the stack moved */
   uint64_t exact_rereads;   /* PST_SAMPLE_EXACT: threads read again stopped */
   struct pst_native_sampler *native; /* --native, made at the first use */
+  struct pst_modcache *modcache;     /* modules, for both of them: */
+  struct pst_resolver *resolver;     /* native-only threads' start routines */
   /* One tick's running reads: batched into one syscall (sample.c). */
   struct pst_py_batch batch;
   struct pst_py_prefetch *pf;  /* per thread: its part of the batch */

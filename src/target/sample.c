@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "native/module.h"
 #include "native/sample.h"
 #include "proc/proc.h"
 #include "proc/ptrace.h"
@@ -167,9 +168,11 @@ static void settle_pending(struct pst_target *t, struct pst_tpending *p) {
 static int native_init(struct pst_target *t) {
   if (t->native)
     return 0;
+  if (!t->modcache && pst_modcache_new(&t->modcache))
+    return -ENOMEM;
   return pst_native_sampler_new(
-      t->pid, &t->mem,
-      t->info.libpython[0] ? t->info.libpython : t->info.exe, &t->native);
+      t->pid, &t->mem, t->info.libpython[0] ? t->info.libpython : t->info.exe,
+      t->modcache, &t->native);
 }
 
 int pst_target_native_stats(const struct pst_target *t,

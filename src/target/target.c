@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "native/module.h"
+#include "native/resolve.h"
 #include "native/sample.h"
 #include "proc/proc.h"
 #include "target/internal.h"
@@ -120,6 +122,8 @@ void pst_target_close(struct pst_target *t) {
   if (!t)
     return;
   pst_native_sampler_free(t->native); /* borrows t->mem */
+  pst_resolver_free(t->resolver);
+  pst_modcache_put(t->modcache);
   pst_py_exit(&t->py);
   pst_maps_exit(&t->maps);
   pst_mem_exit(&t->mem);

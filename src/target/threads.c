@@ -12,6 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "native/module.h"
+#include "native/origin.h"
+#include "native/resolve.h"
 #include "proc/proc.h"
 #include "proc/ptrace.h"
 #include "target/internal.h"
@@ -29,6 +32,7 @@ void pst_tthread_init(struct pst_target *t, struct pst_tthread *x, pid_t tid,
   x->th.holds_gil = -1;
   x->starttime = starttime;
   pst_proc_task_comm(t->pid, tid, x->th.name, sizeof(x->th.name));
+  snprintf(x->comm, sizeof(x->comm), "%s", x->th.name);
   x->statfd = pst_proc_task_stat_open(t->pid, tid);
   x->schedfd = pst_proc_task_schedstat_open(t->pid, tid);
   x->tp_err = !pst_tthread_may_stop(state)
@@ -206,6 +210,43 @@ static void refresh_names(struct pst_target *t) {
   }
 }
 
+/* A thread with no Python state is named by what started it (its start
+ * routine, from glibc's struct pthread, symbolised without the unwinder),
+ * unless the program named it (its comm differs from the main thread's):
+ * "libgomp worker", "pthreadpool worker", a std::thread's callable, or
+ * "native thread TID". Looked at once per thread. */
+static void name_native(struct pst_target *t) {
+  const char *main_comm = NULL;
+
+  for (size_t i = 0; i < t->nthreads; i++)
+    if (t->threads[i].th.tid == t->pid)
+      main_comm = t->threads[i].comm;
+  for (size_t i = 0; i < t->nthreads; i++) {
+    struct pst_tthread *x = &t->threads[i];
+    struct pst_origin o;
+    uint64_t fn = 0, arg = 0;
+    int err;
+
+    if (x->th.tstate || x->origin_done || x->tp_err || !x->th.fsbase ||
+        x->th.tid == t->pid)
+      continue;
+    x->origin_done = 1;
+    if (!t->modcache && pst_modcache_new(&t->modcache))
+      return;
+    if (!t->resolver && pst_resolver_new(t->pid, t->modcache, &t->resolver))
+      return;
+    err = pst_tsd_start_routine(&t->tsd, &t->mem, x->th.fsbase, &fn, &arg);
+    if (err == 0)
+      pst_origin_describe(t->resolver, &t->mem, fn, arg, &o);
+    else
+      pst_origin_unknown(err == -ENOSYS ? t->tsd.start_method
+                                        : pst_strerror(err), &o);
+    snprintf(x->th.origin, sizeof(x->th.origin), "%s", o.detail);
+    pst_origin_thread_name(x->comm, main_comm, &o, x->th.tid, x->th.name,
+                           sizeof(x->th.name));
+  }
+}
+
 /* ---- refresh ---- */
 
 int pst_target_refresh(struct pst_target *t) {
@@ -278,8 +319,10 @@ int pst_target_refresh(struct pst_target *t) {
   t->nthreads = (size_t)n;
   free(list);
   free(tids);
-  if (!err)
+  if (!err) {
     refresh_names(t);
+    name_native(t);
+  }
   /* An exited process stays listed until its parent reaps it: with no
    * thread left but zombies, it is gone. */
   if (!err && !alive)
