@@ -21,4 +21,29 @@ for spec in sid:python3.14 trixie:python3.13; do
     status=1
   fi
 done
+# A command inside the rootfs, with /proc mounted in a mount namespace of
+# its own (gone when it ends), at most 15 minutes.
+in_root() {
+  timeout 900 unshare --mount --fork sh -c \
+    'mount -t proc proc "$1/proc" && exec chroot "$@"' sh "$@"
+}
+sid=$dir/sid-rootfs
+if [ "${PST_ROOTFS_TORCH:-1}" != 0 ] && [ -x "$sid/usr/bin/python3.14" ] &&
+   [ "$(chroot "$sid" dpkg-query -W -f='${Status}' python3-torch \
+        2>/dev/null)" != "install ok installed" ]; then
+  echo "setup-rootfs: adding python3-torch to $sid (about a minute)"
+  # Check-Valid-Until=false: a rootfs kept for weeks has a Release file
+  # past its date. apt-get clean: the 225 MB of .debs are not kept.
+  if in_root "$sid" sh -c 'export DEBIAN_FRONTEND=noninteractive
+       apt-get -o Acquire::Check-Valid-Until=false update -qq &&
+       apt-get install -y -qq --no-install-recommends python3-torch &&
+       apt-get clean' >"$dir/sid-torch.log" 2>&1 &&
+     in_root "$sid" python3.14 -c "import torch" >>"$dir/sid-torch.log" 2>&1
+  then
+    echo "setup-rootfs: python3-torch added to $sid"
+  else
+    echo "setup-rootfs: no python3-torch in $sid (see $dir/sid-torch.log);" \
+      "its torch tests will be skipped" >&2
+  fi
+fi
 exit $status

@@ -28,3 +28,16 @@ done
 # libclang-common-*-dev elsewhere; fuzz/build.sh skips when it is missing.
 apt-get install -y -qq --no-install-recommends libclang-rt-14-dev \
   >/dev/null 2>&1 || true
+# Real workloads for tests/integration/test_apps.py: Debian's PyTorch and
+# gunicorn for /usr/bin/python3 (python3.11 on Debian 12; not a pyenv shim
+# that may come first in PATH). Optional: where the distribution lacks
+# them, those tests are skipped with the reason.
+if apt-get install -y -qq --no-install-recommends python3-torch \
+     python3-gunicorn >/dev/null 2>&1; then
+  /usr/bin/python3 -c "import torch, gunicorn" 2>/dev/null ||
+    echo "install-deps.sh: python3-torch/python3-gunicorn installed but" \
+      "do not import; test_apps.py will skip" >&2
+else
+  echo "install-deps.sh: python3-torch or python3-gunicorn not available;" \
+    "test_apps.py will skip them" >&2
+fi
