@@ -177,6 +177,13 @@ struct pst_native_stats {
 PST_API int pst_target_native_stats(const struct pst_target *t,
                                     struct pst_native_stats *out);
 
+/* The process's role where the target knows it: multiprocessing's name
+ * of the process ("Process-1", "SpawnPoolWorker-3", a DataLoader
+ * worker), read once its main thread's stack shows the worker's
+ * bootstrap; "" until then or when it has none. Valid until the next
+ * sample or pst_target_close(). */
+PST_API const char *pst_target_role(const struct pst_target *t);
+
 /* Stack walks redone because the stack moved during the read. */
 PST_API uint64_t pst_target_torn_retries(const struct pst_target *t);
 

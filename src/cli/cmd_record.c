@@ -155,15 +155,15 @@ static const char *error_reason(int err) {
   case -ESRCH:
     return "gone";
   case -EFAULT:
-    return "EFAULT: memory unreadable, freed or unmapped while read";
+    return "EFAULT (memory unreadable: freed or unmapped while read)";
   case PST_EBADDATA:
-    return "EBADDATA: not a frame or code object when read";
+    return "EBADDATA (not a frame or code object when read)";
   case -EAGAIN:
-    return "EAGAIN: thread in D or T state, not stopped for --native";
+    return "EAGAIN (thread in D or T state: not stopped for --native)";
   case -ENOMEM:
-    return "ENOMEM: out of memory";
+    return "ENOMEM (out of memory)";
   case -EPERM:
-    return "EPERM: ptrace refused";
+    return "EPERM (ptrace refused)";
   default:
     return NULL;
   }
@@ -186,7 +186,7 @@ static void error_kinds(const struct pst_sampler_stats *st, char *buf,
       off += (size_t)snprintf(buf + off, len - off, ", %llu %s",
                               (unsigned long long)st->errkinds[k].count, why);
     else
-      off += (size_t)snprintf(buf + off, len - off, ", %llu %s: %s",
+      off += (size_t)snprintf(buf + off, len - off, ", %llu %s (%s)",
                               (unsigned long long)st->errkinds[k].count,
                               pst_errname(code), pst_strerror(code));
   }

@@ -29,6 +29,7 @@ struct tmap {
 /* Per process, from proc_begin to proc_end. */
 struct rproc {
   int prof_proc;
+  unsigned role_gen;     /* the process's role_gen the root was made with */
   const char *root;      /* "process PID ...", interned in the profile */
   struct tmap *tm;
   size_t ntm;
@@ -62,11 +63,40 @@ int pst_record_consumer_new(struct pst_profile *prof,
 
 void pst_record_consumer_free(struct pst_record_consumer *c) { free(c); }
 
+/* "process PID [rank R/W, ROLE, parent PPID] cmdline": the root frame of
+ * a process's samples, made again when its role becomes known. */
+static int make_root(struct pst_record_consumer *c, struct rproc *rp,
+                     const struct pst_sample_proc *p) {
+  char root[400], tags[160] = "";
+  size_t off = 0;
+
+  if (p->rank >= 0)
+    off += (size_t)snprintf(tags + off, sizeof(tags) - off, "rank %d/%d",
+                            p->rank, p->world_size);
+  if (p->role && p->role[0] && off < sizeof(tags))
+    off += (size_t)snprintf(tags + off, sizeof(tags) - off, "%s%.60s",
+                            off ? ", " : "", p->role);
+  if (p->ppid > 0 && off < sizeof(tags))
+    snprintf(tags + off, sizeof(tags) - off, "%sparent %d", off ? ", " : "",
+             (int)p->ppid);
+  if (tags[0])
+    snprintf(root, sizeof(root), "process %d [%s] %.200s", (int)p->pid, tags,
+             p->cmdline);
+  else
+    snprintf(root, sizeof(root), "process %d %.240s", (int)p->pid,
+             p->cmdline);
+  rp->root = pst_profile_intern(c->prof, root);
+  rp->role_gen = p->role_gen;
+  if (!rp->root || pst_profile_process_role(c->prof, (uint32_t)rp->prof_proc,
+                                            p->role, (int)p->ppid))
+    return -ENOMEM;
+  return 0;
+}
+
 static int proc_begin(void *ctx, const struct pst_sample_proc *p,
                       void **data) {
   struct pst_record_consumer *c = ctx;
   struct rproc *rp = calloc(1, sizeof(*rp));
-  char root[320];
 
   if (!rp)
     return -ENOMEM;
@@ -76,14 +106,7 @@ static int proc_begin(void *ctx, const struct pst_sample_proc *p,
   }
   rp->prof_proc = pst_profile_process(c->prof, p->pid, p->cmdline, p->rank,
                                       p->local_rank, p->world_size);
-  if (p->rank >= 0)
-    snprintf(root, sizeof(root), "process %d [rank %d/%d] %.200s",
-             (int)p->pid, p->rank, p->world_size, p->cmdline);
-  else
-    snprintf(root, sizeof(root), "process %d %.240s", (int)p->pid,
-             p->cmdline);
-  rp->root = pst_profile_intern(c->prof, root);
-  if (rp->prof_proc < 0 || !rp->root) {
+  if (rp->prof_proc < 0 || make_root(c, rp, p)) {
     pst_dmcache_exit(&rp->memo);
     free(rp);
     return -ENOMEM;
@@ -164,6 +187,8 @@ static int sample(void *ctx, const struct pst_sample *s) {
 
   if (s->kind != PST_SK_STACK)
     return 0;
+  if (rp->role_gen != s->proc->role_gen && make_root(c, rp, s->proc))
+    return -ENOMEM;
   if (!(m = prof_thread(c, rp, x)))
     return -ENOMEM;
   if (c->view.process_roots)

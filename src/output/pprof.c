@@ -37,8 +37,8 @@ typedef Perftools__Profiles__Line Line;
 typedef Perftools__Profiles__Function Function;
 
 /* Labels per thread at most: pid, tid, thread, rank, local_rank,
- * world_size. */
-#define MAX_LABELS 6
+ * world_size, role, ppid. */
+#define MAX_LABELS 8
 
 /* ---- string table: cleaned strings, each once ---- */
 
@@ -318,6 +318,10 @@ static int build_labels(const struct pst_profile *p, struct pprof *pp) {
       err |= add_label(pp, &l[n++], "local_rank", NULL, pr->local_rank);
     if (pr && pr->world_size >= 0)
       err |= add_label(pp, &l[n++], "world_size", NULL, pr->world_size);
+    if (pr && pr->role && pr->role[0])
+      err |= add_label(pp, &l[n++], "role", pr->role, 0);
+    if (pr && pr->ppid > 0)
+      err |= add_label(pp, &l[n++], "ppid", NULL, pr->ppid);
     if (err)
       return -ENOMEM;
     for (size_t i = 0; i < n; i++)

@@ -294,7 +294,7 @@ char *pst_writer_proc_label(const struct pst_prof_process *pr) {
 
   if (!cmd)
     return NULL;
-  size = strlen(cmd) + 96;
+  size = strlen(cmd) + 192;
   buf = malloc(size);
   if (!buf)
     goto out;
@@ -315,6 +315,15 @@ char *pst_writer_proc_label(const struct pst_prof_process *pr) {
   if (pr->local_rank >= 0) {
     len += (size_t)snprintf(buf + len, size - len, "%slocal_rank %d", sep,
                             pr->local_rank);
+    sep = ", ";
+  }
+  if (pr->role && pr->role[0]) {
+    len += (size_t)snprintf(buf + len, size - len, "%s%.60s", sep, pr->role);
+    sep = ", ";
+  }
+  if (pr->ppid > 0) {
+    len += (size_t)snprintf(buf + len, size - len, "%sparent %d", sep,
+                            pr->ppid);
     sep = ", ";
   }
   if (sep[0] == ',')

@@ -52,6 +52,8 @@ int pst_proc_status(pid_t pid, struct pst_proc_status *st) {
       st->state = line[7];
     } else if (!strncmp(line, "Tgid:\t", 6)) {
       st->tgid = (pid_t)atoi(line + 6);
+    } else if (!strncmp(line, "PPid:\t", 6)) {
+      st->ppid = (pid_t)atoi(line + 6);
     } else if (!strncmp(line, "TracerPid:\t", 11)) {
       st->tracer = (pid_t)atoi(line + 11);
     } else if (!strncmp(line, "Uid:\t", 5)) {

@@ -13,6 +13,7 @@
 struct pst_proc_status {
   char state;        /* R, S, D, T, t, Z, X, ... */
   pid_t tgid;
+  pid_t ppid;        /* parent (0 when it has none we can see) */
   pid_t nspid;       /* innermost NSpid (== pid outside namespaces) */
   uid_t uid;         /* real uid */
   pid_t tracer;      /* TracerPid: 0 when no debugger is attached */

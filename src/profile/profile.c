@@ -177,9 +177,26 @@ int pst_profile_process(struct pst_profile *p, int pid, const char *cmdline,
   if (!np)
     return -ENOMEM;
   p->procs = np;
-  p->procs[p->nprocs] = (struct pst_prof_process){pid, cmd, rank, local_rank,
-                                                  world_size};
+  p->procs[p->nprocs] = (struct pst_prof_process){
+      pid, cmd, rank, local_rank, world_size, pst_strtab_intern(p->strings, ""),
+      0};
+  if (!p->procs[p->nprocs].role)
+    return -ENOMEM;
   return (int)p->nprocs++;
+}
+
+int pst_profile_process_role(struct pst_profile *p, uint32_t proc,
+                             const char *role, int ppid) {
+  const char *r;
+
+  if (proc >= p->nprocs)
+    return -EINVAL;
+  r = pst_strtab_intern(p->strings, role ? role : "");
+  if (!r)
+    return -ENOMEM;
+  p->procs[proc].role = r;
+  p->procs[proc].ppid = ppid;
+  return 0;
 }
 
 int pst_profile_thread(struct pst_profile *p, uint32_t proc, int tid,

@@ -31,6 +31,8 @@ struct pst_prof_process {
   const char *cmdline;  /* "" when unknown */
   /* torch.distributed / vLLM labels from the environment, -1 when absent */
   int rank, local_rank, world_size;
+  const char *role;     /* multiprocessing's name of it, "" when unknown */
+  int ppid;             /* its parent when it was followed as a child, 0 */
 };
 
 struct pst_prof_thread {
@@ -54,6 +56,11 @@ void pst_profile_free(struct pst_profile *p);
 /* Registers a process (or returns the index of pid if known). -ENOMEM. */
 int pst_profile_process(struct pst_profile *p, int pid, const char *cmdline,
                         int rank, int local_rank, int world_size);
+/* Sets process index proc's role and parent (see pst_prof_process).
+ * 0, -EINVAL, -ENOMEM. */
+int pst_profile_process_role(struct pst_profile *p, uint32_t proc,
+                             const char *role, int ppid);
+
 /* Registers a thread of process index proc (or returns the index of the
  * same (proc, tid)); a new name replaces the old one. -ENOMEM. */
 int pst_profile_thread(struct pst_profile *p, uint32_t proc, int tid,

@@ -230,6 +230,14 @@ static int decode_frames(struct pst_py *py, struct pst_mem *mem,
       py->err_addr = raw[i].code;
       return err;
     }
+    /* A multiprocessing worker runs under BaseProcess._bootstrap(self):
+     * its Process object names its role ("Process-1", "SpawnPoolWorker-2"). */
+    if (!py->process_obj && locals != PST_NOFF &&
+        ends_with(f->name, "_bootstrap") &&
+        ends_with(f->filename, "multiprocessing/process.py") &&
+        pst_mem_read_u64(mem, raw[i].frame + (uint64_t)locals,
+                         &py->process_obj) == 0)
+      py->process_obj &= ~(uint64_t)py->tag_mask;
     if (thread_obj && locals != PST_NOFF &&
         ends_with(f->name, "_bootstrap_inner") &&
         ends_with(f->filename, "threading.py") &&

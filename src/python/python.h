@@ -169,6 +169,9 @@ struct pst_py {
   uint64_t shims[PST_PY_SHIMS_MAX]; /* the last walk's C-stack entry frames
                                        (3.12+), innermost first */
   int nshims;
+  uint64_t process_obj;      /* multiprocessing's Process object, once a
+                                walk met BaseProcess._bootstrap(self) (a
+                                worker's main thread), else 0 */
   uint64_t err_addr;         /* what the last failed walk could not read
                                 or decode (a code object, a frame), for
                                 diagnostics; 0 when unknown */

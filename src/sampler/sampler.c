@@ -50,6 +50,7 @@ struct entry {
   struct pst_proc_image image; /* as attached: tells pid reuse and exec */
   char cmdline[256];
   struct pst_sample_proc proc;  /* what consumers see, while attached */
+  char role[64];
   void *cdata[PST_SAMPLER_CONSUMERS_MAX]; /* each consumer's, or NULL */
   unsigned char cbegun[PST_SAMPLER_CONSUMERS_MAX]; /* proc_begin said 0 */
 };
@@ -159,8 +160,17 @@ static int attach(struct rec *r, struct entry *e) {
     return err;
   }
   read_cmdline(e->pid, e->cmdline, sizeof(e->cmdline));
-  e->proc = (struct pst_sample_proc){e->pid, e->cmdline, -1, -1, -1,
-                                     pst_target_info(e->t)};
+  e->role[0] = '\0';
+  e->proc = (struct pst_sample_proc){.pid = e->pid, .cmdline = e->cmdline,
+                                     .rank = -1, .local_rank = -1,
+                                     .world_size = -1, .ppid = 0,
+                                     .role = e->role, .role_gen = 0,
+                                     .info = pst_target_info(e->t)};
+  if (!e->given) {
+    struct pst_proc_status ps;
+    if (pst_proc_status(e->pid, &ps) == 0)
+      e->proc.ppid = ps.ppid;
+  }
   read_env_int(e->pid, "RANK", &e->proc.rank);
   read_env_int(e->pid, "LOCAL_RANK", &e->proc.local_rank);
   read_env_int(e->pid, "WORLD_SIZE", &e->proc.world_size);
@@ -305,6 +315,10 @@ static void sample_entry(struct rec *r, struct entry *e, uint64_t t_ns,
 
   if (n < 0)
     return;
+  if (strcmp(e->role, pst_target_role(e->t))) {
+    snprintf(e->role, sizeof(e->role), "%s", pst_target_role(e->t));
+    e->proc.role_gen++;
+  }
   for (int i = 0; i < n; i++) {
     struct pst_thread copy;
     struct pst_sample s = {&e->proc, NULL, NULL, PST_SK_STACK, t_ns, weight};

@@ -86,6 +86,9 @@ struct pst_sample_proc {
   pid_t pid;
   const char *cmdline;   /* arguments joined by spaces, "" if unknown */
   int rank, local_rank, world_size; /* from its environment, -1: absent */
+  pid_t ppid;            /* its parent, when it is a followed child, else 0 */
+  const char *role;      /* multiprocessing's name of it, "" until known */
+  unsigned role_gen;     /* changes when role does */
   const struct pst_target_info *info;
 };
 

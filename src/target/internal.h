@@ -73,6 +73,9 @@ struct pst_target {
   unsigned char *acts;         /* per thread: what the tick does with it */
   size_t acts_cap;
   uint64_t batch_checks;       /* walks checked from the batch alone */
+  char role[64];               /* multiprocessing's name of the process */
+  struct pst_frame *probe;     /* frames of the role's probe walk */
+  uint64_t role_obj;           /* the Process object it was read from */
   struct pst_py_thread_ent *reg; /* the thread registry, as last read */
   struct pst_py_name_ref *refs;  /* per thread, for the rename check */
   uint8_t *changed;
@@ -94,6 +97,9 @@ void pst_tthread_init(struct pst_target *t, struct pst_tthread *x, pid_t tid,
                       char state, uint64_t starttime);
 /* Closes x's stat fd. */
 void pst_tthread_exit(struct pst_tthread *x);
+
+/* The role from the Process object a walk found (sample.c). */
+void pst_target_update_role(struct pst_target *t);
 
 /* threading's name of x once known from its Thread object thread_obj
  * (read once; 0: not known yet), else "MainThread" for the main thread,

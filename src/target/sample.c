@@ -10,6 +10,7 @@
  * syscall; the check of the last thread is read on its own.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -187,6 +188,9 @@ int pst_target_native_stats(const struct pst_target *t,
 enum action {
   READ_PYTHON,  /* walk its Python stack */
   READ_NATIVE,  /* --native: stop it, both stacks */
+  READ_HELD,    /* --native, a thread that may not be stopped (D, T): its
+                   stack holds still, so its Python stack is read as it
+                   runs, under a marker saying why no native frames */
   READ_BLOCKING, /* --blocking: stop it, Python stack */
   SKIP,         /* left out, not read: skipped 1, no frames */
   GONE,         /* its stat file reads nothing: it ended */
@@ -210,10 +214,33 @@ static enum action decide(const struct pst_tthread *x, int flags,
                      th->state == 'X'))
     return GONE;
   if (flags & PST_SAMPLE_NATIVE)
-    return READ_NATIVE;
+    return pst_tthread_may_stop(th->state) ? READ_NATIVE : READ_HELD;
   if (!th->tstate)
     return NO_STATE;
   return flags & PST_SAMPLE_BLOCKING ? READ_BLOCKING : READ_PYTHON;
+}
+
+/* --native, a thread in D or T: its Python frames (n of them, at the
+ * start of its frame array) under a first frame saying why there are no
+ * native ones. Returns the new count. */
+static int held_marker(struct pst_thread *th, int n) {
+  static char d[] = "[in uninterruptible sleep (D): native stack not read]";
+  static char stopped[] = "[stopped (T): native stack not read]";
+
+  if (n >= PST_TARGET_FRAMES_MAX)
+    n = PST_TARGET_FRAMES_MAX - 1;
+  memmove(th->frames + 1, th->frames, (size_t)n * sizeof(*th->frames));
+  th->frames[0] = (struct pst_frame){th->state == 'D' ? d : stopped, "", 0,
+                                     PST_FRAME_MARKER, 0, 0};
+  return n + 1;
+}
+
+/* settle() of a second-pass walk: a held thread's gets its marker. */
+static void settle_walk(struct pst_target *t, size_t i, int n,
+                        uint64_t thread_obj) {
+  if (n >= 0 && t->acts[i] == READ_HELD)
+    n = held_marker(&t->threads[i].th, n);
+  settle(t, i, n, thread_obj);
 }
 
 /* Resets thread i's per-sample fields and reads its kernel state. */
@@ -250,6 +277,23 @@ static int tick_arrays(struct pst_target *t) {
                         sizeof(*t->acts)))
     return -ENOMEM;
   return 0;
+}
+
+/* The role, from the Process object a walk found (read once per object).
+ * Declared in internal.h. */
+void pst_target_update_role(struct pst_target *t) {
+  char *name = NULL;
+
+  if (!t->py.process_obj || t->py.process_obj == t->role_obj)
+    return;
+  t->role_obj = t->py.process_obj;
+  if (pst_py_thread_name(&t->py, &t->mem, t->role_obj, &name) == 0) {
+    snprintf(t->role, sizeof(t->role), "%s", name);
+    free(name);
+  } else {
+    t->py.process_obj = 0; /* a torn read: look again */
+    t->role_obj = 0;
+  }
 }
 
 int pst_target_sample(struct pst_target *t, int flags,
@@ -316,6 +360,14 @@ int pst_target_sample(struct pst_target *t, int flags,
       n = walk_thread(t, x, flags, 1, &thread_obj);
       settle(t, i, n, thread_obj);
       continue;
+    case READ_HELD:
+      if (!th->tstate) { /* nothing but the marker */
+        held_marker(th, 0);
+        settle(t, i, 1, 0);
+        continue;
+      }
+      /* read as it holds still, like a running one */
+      __attribute__((fallthrough));
     case READ_PYTHON:
       if (pst_py_prefetch_add(&t->py, &t->batch, th->tstate, &x->hint,
                               &t->pf[i])) {
@@ -338,7 +390,7 @@ int pst_target_sample(struct pst_target *t, int flags,
     uint64_t thread_obj = 0, top[2];
     int n, c;
 
-    if (t->acts[i] != READ_PYTHON)
+    if (t->acts[i] != READ_PYTHON && t->acts[i] != READ_HELD)
       continue;
     if (got < 0) { /* the process is gone */
       settle(t, i, got, 0);
@@ -353,18 +405,18 @@ int pst_target_sample(struct pst_target *t, int flags,
       t->torn_retries++;
       n = walk_thread(t, x, 0, TORN_RETRIES, &thread_obj);
       n = read_stopped_again(t, x, flags, n, &thread_obj);
-      settle(t, i, n, thread_obj);
+      settle_walk(t, i, n, thread_obj);
       continue;
     }
     if (n < 0) {
       n = read_stopped_again(t, x, flags, n, &thread_obj);
-      settle(t, i, n, thread_obj);
+      settle_walk(t, i, n, thread_obj);
       continue;
     }
     c = pst_py_check_batched(&t->py, &t->mem, &t->batch, &t->pf[i], top);
     if (c == 1) {
       t->batch_checks++;
-      settle(t, i, n, thread_obj);
+      settle_walk(t, i, n, thread_obj);
       continue;
     }
     /* The batch cannot tell (the walk read more after it, or the top
@@ -384,8 +436,9 @@ int pst_target_sample(struct pst_target *t, int flags,
     t->torn_retries++; /* moved */
     n = walk_thread(t, x, 0, TORN_RETRIES, &thread_obj);
     n = read_stopped_again(t, x, flags, n, &thread_obj);
-    settle(t, i, n, thread_obj);
+    settle_walk(t, i, n, thread_obj);
   }
+  pst_target_update_role(t);
   *threads = t->view;
   return (int)t->nthreads;
 }
@@ -396,6 +449,8 @@ int pst_target_snapshot(struct pst_target *t,
 
   return err < 0 ? err : pst_target_sample(t, 0, threads);
 }
+
+const char *pst_target_role(const struct pst_target *t) { return t->role; }
 
 uint64_t pst_target_torn_retries(const struct pst_target *t) {
   return t->torn_retries;

@@ -135,6 +135,7 @@ void pst_target_close(struct pst_target *t) {
   pst_py_batch_exit(&t->batch);
   free(t->pf);
   free(t->acts);
+  free(t->probe);
   free(t->reg);
   free(t->refs);
   free(t->changed);

@@ -247,6 +247,29 @@ static void name_native(struct pst_target *t) {
   }
 }
 
+/* The process's role (multiprocessing's name) comes from its main
+ * thread's stack: walked here while it is not known, so that it is known
+ * before the first sample, even when that thread sleeps and samples never
+ * walk it. */
+static void probe_role(struct pst_target *t) {
+  uint64_t top[2];
+  int truncated;
+
+  if (t->role[0] || t->py.process_obj)
+    return;
+  if (!t->probe &&
+      !(t->probe = calloc(PST_TARGET_FRAMES_MAX, sizeof(*t->probe))))
+    return;
+  for (size_t i = 0; i < t->nthreads; i++) {
+    struct pst_tthread *x = &t->threads[i];
+    if (x->th.tid != t->pid || !x->th.tstate)
+      continue;
+    if (pst_py_walk(&t->py, &t->mem, x->th.tstate, NULL, NULL, t->probe,
+                    PST_TARGET_FRAMES_MAX, &truncated, NULL, top) >= 0)
+      pst_target_update_role(t);
+  }
+}
+
 /* ---- refresh ---- */
 
 int pst_target_refresh(struct pst_target *t) {
@@ -322,6 +345,7 @@ int pst_target_refresh(struct pst_target *t) {
   if (!err) {
     refresh_names(t);
     name_native(t);
+    probe_role(t);
   }
   /* An exited process stays listed until its parent reaps it: with no
    * thread left but zombies, it is gone. */
