@@ -37,8 +37,8 @@
 
 /* The profile's start time, fixed so that -o output is reproducible.
  * Exported (the build hides symbols by default) so that it interposes. */
-__attribute__((visibility("default"))) int
-clock_gettime(clockid_t id, struct timespec *ts) {
+__attribute__((visibility("default"))) int clock_gettime(clockid_t id,
+                                                         struct timespec *ts) {
   static int (*real)(clockid_t, struct timespec *);
   if (id == CLOCK_REALTIME) {
     ts->tv_sec = 1700000000;
@@ -89,8 +89,8 @@ static int gen(struct input *in, size_t n) {
   if (!in->pool || !in->names || !in->s || !in->frames)
     return -ENOMEM;
   for (int i = 0; i < 40; i++) {
-    snprintf(buf, sizeof(buf), "/usr/lib/python3.12/pkg%d/module_%d.py",
-             i % 7, i);
+    snprintf(buf, sizeof(buf), "/usr/lib/python3.12/pkg%d/module_%d.py", i % 7,
+             i);
     files[i] = strdup(buf);
   }
   files[39] = strdup("/usr/lib/libpython3.12.so.1.0");
@@ -99,9 +99,9 @@ static int gen(struct input *in, size_t n) {
     add_name(in, strdup(buf), "", 0);
   }
   for (int i = 0; i < NFUNCS; i++) {
-    static const char *const odd[] = {"<lambda>", "a;b", "x&y\"'z",
-                                      "bad\xff\xfe", "nl\nname",
-                                      "caf\xc3\xa9", "over\xc0\xaf"};
+    static const char *const odd[] = {"<lambda>",    "a;b",      "x&y\"'z",
+                                      "bad\xff\xfe", "nl\nname", "caf\xc3\xa9",
+                                      "over\xc0\xaf"};
     if (i % 100 == 0)
       snprintf(buf, sizeof(buf), "%s_%d", odd[(i / 100) % 7], i);
     else
@@ -234,9 +234,8 @@ static struct pst_profile *build(const struct input *in, int interned,
 
     for (uint32_t d = 0; d < n; d++)
       st[d] = pool[in->frames[s->first + d]];
-    if ((interned ? pst_profile_add_interned
-                  : pst_profile_add)(p, s->thread, st, n, i * 10000000ULL,
-                                     10000000) != 0)
+    if ((interned ? pst_profile_add_interned : pst_profile_add)(
+            p, s->thread, st, n, i * 10000000ULL, 10000000) != 0)
       exit(1);
   }
   *ms = pst_now_ms() - t0;

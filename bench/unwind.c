@@ -132,8 +132,10 @@ int main(int argc, char **argv) {
       snprintf(helper, sizeof(helper), "%s", optarg);
       break;
     default:
-      fprintf(stderr, "usage: %s [-n N] [-d DEPTH] "
-                      "[-p none|locked|unlocked|all] [-t helper]\n", argv[0]);
+      fprintf(stderr,
+              "usage: %s [-n N] [-d DEPTH] "
+              "[-p none|locked|unlocked|all] [-t helper]\n",
+              argv[0]);
       return 2;
     }
   }

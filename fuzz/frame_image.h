@@ -23,9 +23,9 @@ static const int versions[] = {0x0207, 0x0306, 0x0307, 0x0308, 0x0309,
 #define NVERSIONS (sizeof(versions) / sizeof(versions[0]))
 
 struct frame_header {
-  uint8_t version;    /* index into versions[], modulo NVERSIONS */
-  uint8_t flags;      /* FLAG_* */
-  uint8_t max;        /* frames at most: 1 + max % 64 */
+  uint8_t version; /* index into versions[], modulo NVERSIONS */
+  uint8_t flags;   /* FLAG_* */
+  uint8_t max;     /* frames at most: 1 + max % 64 */
   uint8_t pad;
   uint32_t tstate;    /* the thread state walked */
   uint32_t interp;    /* PyInterpreterState (thread list, GIL) */

@@ -36,13 +36,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
   (void)pst_disasm_tsd_layout(FUZZ_ARCH, data, size, CODE_ADDR, &tsd, why,
                               sizeof(why));
-  (void)pst_disasm_tss_key(FUZZ_ARCH, data, size, CODE_ADDR, read64, NULL,
-                           &out, &is_load, shape, sizeof(shape), why,
-                           sizeof(why));
-  (void)pst_disasm_global_getter(FUZZ_ARCH, data, size, CODE_ADDR, read64,
-                                 NULL, &out, why, sizeof(why));
+  (void)pst_disasm_tss_key(FUZZ_ARCH, data, size, CODE_ADDR, read64, NULL, &out,
+                           &is_load, shape, sizeof(shape), why, sizeof(why));
+  (void)pst_disasm_global_getter(FUZZ_ARCH, data, size, CODE_ADDR, read64, NULL,
+                                 &out, why, sizeof(why));
   /* Small buffers: messages must be cut, never overflow. */
-  (void)pst_disasm_tss_key(FUZZ_ARCH, data, size, CODE_ADDR, read64, NULL,
-                           &out, &is_load, shape, 3, why, 1);
+  (void)pst_disasm_tss_key(FUZZ_ARCH, data, size, CODE_ADDR, read64, NULL, &out,
+                           &is_load, shape, 3, why, 1);
   return 0;
 }

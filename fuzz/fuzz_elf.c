@@ -16,19 +16,29 @@
 
 /* What analyse.c and libc/tsd.c look up. */
 static const char *const names[] = {
-    "Py_Initialize", "Py_Version", "_PyRuntime", "PyCode_Type",
-    "_PyThreadState_Current", "interp_head", "PyInterpreterState_Head",
-    "PyGILState_GetThisThreadState", "_Py_NoneStruct",
-    "pthread_getspecific", "__pthread_getspecific",
+    "Py_Initialize",
+    "Py_Version",
+    "_PyRuntime",
+    "PyCode_Type",
+    "_PyThreadState_Current",
+    "interp_head",
+    "PyInterpreterState_Head",
+    "PyGILState_GetThisThreadState",
+    "_Py_NoneStruct",
+    "pthread_getspecific",
+    "__pthread_getspecific",
     "_thread_db_pthread_specific",
-    "_thread_db_pthread_key_data_data", "_thread_db_sizeof_pthread_key_data",
-    "_thread_db_pthread_start_routine", "_thread_db_sizeof_pthread",
-    "main", "",
+    "_thread_db_pthread_key_data_data",
+    "_thread_db_sizeof_pthread_key_data",
+    "_thread_db_pthread_start_routine",
+    "_thread_db_sizeof_pthread",
+    "main",
+    "",
 };
 #define NNAMES (sizeof(names) / sizeof(names[0]))
 
-static const char *const sections[] = {".rodata", ".text", ".dynsym",
-                                       ".symtab", ".bss", ".data", ""};
+static const char *const sections[] = {".rodata", ".text", ".dynsym", ".symtab",
+                                       ".bss",    ".data", ""};
 
 static void read_at(const struct pst_elf *e, uint64_t vaddr, size_t len) {
   uint8_t buf[256];
@@ -74,8 +84,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     bytes = pst_elf_section_bytes(e, sections[i], &sz);
     if (bytes && sz) {
-      volatile uint8_t sink = ((const uint8_t *)bytes)[0] ^
-                              ((const uint8_t *)bytes)[sz - 1];
+      volatile uint8_t sink =
+          ((const uint8_t *)bytes)[0] ^ ((const uint8_t *)bytes)[sz - 1];
       (void)sink;
     }
   }

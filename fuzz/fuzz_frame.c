@@ -35,8 +35,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < sizeof(h))
     return 0;
   memcpy(&h, data, sizeof(h));
-  region = (struct pst_mem_region){IMAGE_BASE, data + sizeof(h),
-                                   size - sizeof(h)};
+  region =
+      (struct pst_mem_region){IMAGE_BASE, data + sizeof(h), size - sizeof(h)};
   pst_mem_init_image(&mem, &region, 1);
   pst_py_init(&py);
   version = versions[h.version % NVERSIONS];
@@ -79,9 +79,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
    * first walk's addresses into the second (guessed reads). */
   memset(&hint, 0, sizeof(hint));
   hint.owner_interp = (h.flags & FLAG_THREAD_OBJ) ? at(h.interp) : 0;
-  n = pst_py_walk(&py, &mem, at(h.tstate), &hint, NULL, frames,
-                  1 + h.max % 64, &truncated,
-                  (h.flags & FLAG_THREAD_OBJ) ? &thread_obj : NULL, top);
+  n = pst_py_walk(&py, &mem, at(h.tstate), &hint, NULL, frames, 1 + h.max % 64,
+                  &truncated, (h.flags & FLAG_THREAD_OBJ) ? &thread_obj : NULL,
+                  top);
   if (n > 1 + h.max % 64)
     abort();
   if (getenv("FUZZ_FRAME_VERBOSE")) /* to check that the seeds walk */

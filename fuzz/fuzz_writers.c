@@ -236,8 +236,7 @@ static int jvalue(struct js *j) {
 static void check_json(const char *buf, size_t len, const char *who) {
   struct js j = {buf, buf + len, 0};
   if (!jvalue(&j) || (ws(&j), j.p != j.end)) {
-    fprintf(stderr, "%s: invalid JSON at byte %zu\n", who,
-            (size_t)(j.p - buf));
+    fprintf(stderr, "%s: invalid JSON at byte %zu\n", who, (size_t)(j.p - buf));
     abort();
   }
 }
@@ -275,8 +274,7 @@ static void check_pprof(const char *buf, size_t len) {
   if (!pr->n_string_table || pr->string_table[0][0])
     abort();
   for (size_t i = 0; i < pr->n_function; i++)
-    if (!STR_OK(pr->function[i]->name) ||
-        !STR_OK(pr->function[i]->filename))
+    if (!STR_OK(pr->function[i]->name) || !STR_OK(pr->function[i]->filename))
       abort();
   for (size_t i = 0; i < pr->n_sample; i++)
     for (size_t k = 0; k < pr->sample[i]->n_label; k++)

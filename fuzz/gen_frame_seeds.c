@@ -65,8 +65,8 @@ static uint32_t bytes(const struct pst_py_layout *l, const uint8_t *b,
   return o;
 }
 
-static uint32_t code(const struct pst_py_layout *l, int version,
-                     uint32_t type, const char *name, const char *file) {
+static uint32_t code(const struct pst_py_layout *l, int version, uint32_t type,
+                     const char *name, const char *file) {
   /* Small valid tables of each format (see code.c). */
   static const uint8_t lnotab[] = {2, 1, 4, 1, 6, 2};
   static const uint8_t t310[] = {4, 1, 6, 1, 8, 0x80, 4, 2};
@@ -102,10 +102,10 @@ static int write_seed(const char *dir, int idx, const struct pst_py_layout *l,
   type = alloc(0x100);
   none = alloc(0x20);
   runtime = alloc(max3(l->rt_interp_head, l->rt_gil_tstate, l->rt_tss) + 8);
-  interp = alloc(max3(l->is_tstate_head, l->is_gil,
-                      l->is_gil_inline + max3(l->gil_locked,
-                                              l->gil_last_holder, 0)) +
-                 16);
+  interp = alloc(
+      max3(l->is_tstate_head, l->is_gil,
+           l->is_gil_inline + max3(l->gil_locked, l->gil_last_holder, 0)) +
+      16);
   ts = alloc(l->ts_size > 1024 ? l->ts_size : 1024);
   thread = alloc(0x200);
   c1 = code(l, version, type, "work", "/srv/app.py");
@@ -145,7 +145,7 @@ static int write_seed(const char *dir, int idx, const struct pst_py_layout *l,
     f1 = f2 + (uint32_t)l->if_size + 64;
     end = f1 + (uint32_t)l->if_size + 64;
     put64(chunk, 8, 24 + 2 * (l->if_size + 64)); /* size */
-    put64(chunk, 16, A(end));                     /* top */
+    put64(chunk, 16, A(end));                    /* top */
     put64(f1, l->if_previous, A(f2));
     put64(f1, l->if_code, A(c1));
     put64(f1, l->if_instr, A(c1) + (uint64_t)l->co_code_adaptive + 6);
@@ -173,8 +173,8 @@ static int write_seed(const char *dir, int idx, const struct pst_py_layout *l,
   h.runtime = runtime;
   snprintf(path, sizeof(path), "%s/py%x", dir, version);
   f = fopen(path, "wb");
-  if (!f || fwrite(&h, sizeof(h), 1, f) != 1 ||
-      fwrite(img, used, 1, f) != 1 || fclose(f)) {
+  if (!f || fwrite(&h, sizeof(h), 1, f) != 1 || fwrite(img, used, 1, f) != 1 ||
+      fclose(f)) {
     perror(path);
     return 1;
   }

@@ -2,14 +2,33 @@
 # run.sh: runs every test (unit runner, integration suites) from the build
 # directory, then lint, fuzzing and the sanitizer build (unless
 # PST_QUICK=1), and prints one last line: "N passed, M failed, K skipped".
+# Arguments name the suites to run (a part of the name is enough, as with
+# the unit runner): tests/run.sh dump native  runs test_dump and
+# test_native only; unit, lint, fuzz and asan are suites too.
 set -u
+wanted="$*"
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${PST_BUILDDIR:-$top}
 export PST_BUILDDIR=$build PST_SRCDIR=$top PST=$build/pystitch
 pass=0 fail=0 skip=0
 log=$(mktemp)
 
+# Is suite $1 asked for? All are when no names were given.
+wanted_suite() {
+  [ -z "$wanted" ] && return 0
+  for w in $wanted; do
+    case "$1" in *"$w"*) return 0 ;; esac
+  done
+  return 1
+}
+
 suite() {
+  script=$1
+  for a in "$@"; do
+    case "$a" in */*) script=$a ;; esac
+  done
+  wanted_suite "$(basename "$(dirname "$script")")/$(basename "$script")" ||
+    return 0
   echo "== $*"
   t0=$(date +%s)
   "$@" 2>&1 | tee "$log"

@@ -47,12 +47,12 @@
 /* 3.7: internal/ is reached with its prefix from the main include dir. */
 #include "internal/pystate.h" /* _PyRuntimeState, gilstate, ceval.gil */
 #elif PY_VERSION_HEX >= 0x03080000 && PY_VERSION_HEX < 0x03090000
+#include "pycore_gil.h"
 #include "pycore_pystate.h" /* _PyRuntimeState, struct _is */
-#include "pycore_gil.h"
 #elif PY_VERSION_HEX >= 0x03090000
-#include "pycore_runtime.h"
-#include "pycore_interp.h"
 #include "pycore_gil.h"
+#include "pycore_interp.h"
+#include "pycore_runtime.h"
 #if PY_VERSION_HEX >= 0x030b0000
 #include "pycore_frame.h" /* _PyInterpreterFrame */
 #endif
@@ -202,7 +202,7 @@ static void tstate_fields(void) {
 #if PY_VERSION_HEX >= 0x030b0000
   OFF(ts_datastack_chunk, PyThreadState, datastack_chunk);
 #else
-  NOFF(ts_datastack_chunk); /* frames are heap objects before 3.11 */
+  NOFF(ts_datastack_chunk);  /* frames are heap objects before 3.11 */
 #endif
 
 #if PY_VERSION_HEX >= 0x030b0000 && PY_VERSION_HEX < 0x030d0000

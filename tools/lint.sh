@@ -1,5 +1,6 @@
 #!/bin/sh
-# lint.sh: static analysis of src/ with cppcheck and clang-tidy, as one
+# lint.sh: the style (clang-format) and static analysis of src/ (cppcheck,
+# clang-tidy), as one
 # test: prints "ok 1 - lint ..." or "not ok 1 - lint ..." with every
 # finding as a "#" line, then "N passed, M failed, K skipped" (tests/run.sh
 # adds it up). Findings that are not bugs are suppressed where they are,
@@ -19,6 +20,16 @@ trap 'rm -rf "$out"' EXIT
 cd "$top"
 srcs=$(find src -name '*.c' | sort)
 ran="" missing="" bad=0
+
+fmt=${CLANG_FORMAT:-$(command -v clang-format-14 || echo clang-format)}
+if command -v "$fmt" >/dev/null; then
+  ran="$ran clang-format"
+  # The one style (.clang-format), on every C file of the tree.
+  find src tests/unit tests/helpers fuzz tools bench -name '*.[ch]' | sort |
+    xargs "$fmt" --dry-run --Werror >"$out/clang-format" 2>&1 || bad=1
+else
+  missing="$missing clang-format"
+fi
 
 if command -v cppcheck >/dev/null; then
   ran="$ran cppcheck"
@@ -61,7 +72,7 @@ if [ $bad -eq 0 ]; then
   exit 0
 fi
 echo "not ok 1 - lint:$ran found problems"
-for f in "$out/cppcheck" "$out/clang-tidy"; do
+for f in "$out/clang-format" "$out/cppcheck" "$out/clang-tidy"; do
   [ -s "$f" ] && sed 's/^/#   /' "$f"
 done
 [ -f "$out/tidy-failed" ] && [ ! -s "$out/clang-tidy" ] &&

@@ -22,13 +22,12 @@ static const char *method_name(enum pst_map_method m) {
 static void print_text(const struct pst_target_info *info,
                        const struct pst_thread *th, int n) {
   printf("Process %d: %s\n", (int)info->pid, info->exe);
-  printf("Python %s%s%s\n\n", info->version,
-         info->libpython[0] ? " " : "", info->libpython);
+  printf("Python %s%s%s\n\n", info->version, info->libpython[0] ? " " : "",
+         info->libpython);
   for (int i = 0; i < n; i++) {
     const struct pst_thread *x = &th[i];
     printf("Thread %d \"%s\" (%s%s%s%s)\n", (int)x->tid, x->name,
-           x->idle ? "idle" : "active",
-           x->holds_gil == 1 ? ", holds GIL" : "",
+           x->idle ? "idle" : "active", x->holds_gil == 1 ? ", holds GIL" : "",
            x->origin[0] ? ", native, " : "", x->origin);
     if (!x->tstate && !x->nframes) {
       if (x->error && x->error != PST_ENOTHREADSTATE)
@@ -56,7 +55,8 @@ static void print_text(const struct pst_target_info *info,
 static void print_json(const struct pst_target_info *info,
                        const struct pst_thread *th, int n, double snap_ms) {
   printf("{\"pid\": %d, \"analysis_ms\": %.3f, \"snapshot_ms\": %.3f, "
-         "\"version\": ", (int)info->pid, info->analysis_ms, snap_ms);
+         "\"version\": ",
+         (int)info->pid, info->analysis_ms, snap_ms);
   pst_json_put_string(stdout, info->version);
   printf(", \"threads\": [");
   for (int i = 0; i < n; i++) {
@@ -70,7 +70,9 @@ static void print_json(const struct pst_target_info *info,
            "\"python\": %s, \"method\": \"%s\", \"tstate\": \"0x%llx\", "
            "\"fsbase\": \"0x%llx\", \"error\": ",
            x->state, x->idle ? "true" : "false",
-           x->holds_gil == 1 ? "true" : x->holds_gil == 0 ? "false" : "null",
+           x->holds_gil == 1   ? "true"
+           : x->holds_gil == 0 ? "false"
+                               : "null",
            x->tstate ? "true" : "false", method_name(x->method),
            (unsigned long long)x->tstate, (unsigned long long)x->fsbase);
     if (x->error && x->error != PST_ENOTHREADSTATE)

@@ -31,8 +31,8 @@ int pst_cmd_info(const struct pst_opts *o) {
   printf("pid:            %d (in its namespace: %d)\n", (int)i->pid,
          (int)i->nspid);
   printf("executable:     %s\n", i->exe);
-  printf("libpython:      %s\n", i->libpython[0] ? i->libpython
-                                                  : "(none: static)");
+  printf("libpython:      %s\n",
+         i->libpython[0] ? i->libpython : "(none: static)");
   printf("version:        %s\n", i->version);
   printf("layout:         %s\n", i->layout_method);
   printf("_PyRuntime:     0x%llx\n", (unsigned long long)i->runtime_addr);
@@ -44,11 +44,11 @@ int pst_cmd_info(const struct pst_opts *o) {
     printf("tss key:        none\n");
   printf("  found by:     %s\n", i->key_method);
   printf("libc:           %s\n", i->libc);
-  printf("tsd layout:     {offset %s0x%llx, multiplier %lld, indirect %d}",
-         i->tsd_offset < 0 ? "-" : "",
-         (unsigned long long)(i->tsd_offset < 0 ? -i->tsd_offset
-                                                : i->tsd_offset),
-         (long long)i->tsd_multiplier, i->tsd_indirect);
+  printf(
+      "tsd layout:     {offset %s0x%llx, multiplier %lld, indirect %d}",
+      i->tsd_offset < 0 ? "-" : "",
+      (unsigned long long)(i->tsd_offset < 0 ? -i->tsd_offset : i->tsd_offset),
+      (long long)i->tsd_multiplier, i->tsd_indirect);
   if (i->tsd_has_l2)
     printf(" + level 2 at 0x%llx", (unsigned long long)i->tsd_l2_offset);
   printf("\n  found by:     %s\n", i->tsd_method);
@@ -63,9 +63,9 @@ int pst_cmd_info(const struct pst_opts *o) {
   printf("  %-8s %-16s %-18s %-16s %s\n", "tid", "name", "fsbase",
          "PyThreadState", "mapped by");
   for (int k = 0; k < n; k++)
-    printf("  %-8d %-16s 0x%-16llx 0x%-14llx %s\n", (int)th[k].tid,
-           th[k].name, (unsigned long long)th[k].fsbase,
-           (unsigned long long)th[k].tstate, method_text(th[k].method));
+    printf("  %-8d %-16s 0x%-16llx 0x%-14llx %s\n", (int)th[k].tid, th[k].name,
+           (unsigned long long)th[k].fsbase, (unsigned long long)th[k].tstate,
+           method_text(th[k].method));
   pst_target_close(t);
   return PST_EXIT_OK;
 }

@@ -12,14 +12,14 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "consumer/record.h"
 #include "output/writer.h"
 #include "proc/proc.h"
 #include "pystitch.h"
-#include "consumer/record.h"
 #include "sampler/sampler.h"
 
-#define RATE_MAX 20000.0             /* Hz: beyond, samples overlap */
-#define DURATION_MAX (30.0 * 86400)  /* seconds */
+#define RATE_MAX 20000.0            /* Hz: beyond, samples overlap */
+#define DURATION_MAX (30.0 * 86400) /* seconds */
 
 static const char record_usage[] =
     "usage: pystitch record [options] -p PID[,PID...]\n"
@@ -57,8 +57,10 @@ static const char record_usage[] =
     "  pystitch record -f speedscope -- python3 app.py --workers 4\n";
 
 static int usage_error(const char *what, const char *arg) {
-  fprintf(stderr, "pystitch: error: %s '%s' (see 'pystitch record "
-                  "--help')\n", what, arg);
+  fprintf(stderr,
+          "pystitch: error: %s '%s' (see 'pystitch record "
+          "--help')\n",
+          what, arg);
   return PST_EXIT_USAGE;
 }
 
@@ -105,8 +107,10 @@ static int check_output(const char *path) {
   const char *slash = strrchr(path, '/');
 
   if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-    fprintf(stderr, "pystitch: error: output path %s is a directory; give "
-                    "a file name\n", path);
+    fprintf(stderr,
+            "pystitch: error: output path %s is a directory; give "
+            "a file name\n",
+            path);
     return PST_EXIT_USAGE;
   }
   if (!slash)
@@ -115,14 +119,17 @@ static int check_output(const char *path) {
     snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path + (slash == path)),
              path);
   if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-    fprintf(stderr, "pystitch: error: directory %s of the output does not "
-                    "exist; create it or choose another -o\n", dir);
+    fprintf(stderr,
+            "pystitch: error: directory %s of the output does not "
+            "exist; create it or choose another -o\n",
+            dir);
     return PST_EXIT_USAGE;
   }
   if (access(dir, W_OK) != 0) {
-    fprintf(stderr, "pystitch: error: directory %s of the output is not "
-                    "writable (%s); choose another -o\n", dir,
-            strerror(errno));
+    fprintf(stderr,
+            "pystitch: error: directory %s of the output is not "
+            "writable (%s); choose another -o\n",
+            dir, strerror(errno));
     return PST_EXIT_USAGE;
   }
   return 0;
@@ -213,23 +220,26 @@ static void summary(const char *path, const struct pst_writer_ops *w,
           (unsigned long long)st->idle_skipped,
           (unsigned long long)st->late_ticks, st->max_lag_ms);
   if (st->native_only_samples)
-    fprintf(stderr, "pystitch: %llu samples of threads without Python "
-                    "state, shown as [native thread] (--native shows "
-                    "their C/C++ stacks)\n",
+    fprintf(stderr,
+            "pystitch: %llu samples of threads without Python "
+            "state, shown as [native thread] (--native shows "
+            "their C/C++ stacks)\n",
             (unsigned long long)st->native_only_samples);
   if (st->consumer_errors)
-    fprintf(stderr, "pystitch: %llu samples could not be added to the "
-                    "profile (out of memory)\n",
+    fprintf(stderr,
+            "pystitch: %llu samples could not be added to the "
+            "profile (out of memory)\n",
             (unsigned long long)st->consumer_errors);
   if (st->torn_retries)
-    fprintf(stderr, "pystitch: %llu walks redone because the stack moved "
-                    "while it was read\n",
+    fprintf(stderr,
+            "pystitch: %llu walks redone because the stack moved "
+            "while it was read\n",
             (unsigned long long)st->torn_retries);
   if (st->native_samples)
-    fprintf(stderr, "pystitch: native: %llu of %llu thread-samples merged "
-                    "(%.3f%%), %llu kept unmerged under a marker\n",
-            (unsigned long long)(st->native_samples -
-                                 st->native_mismatches),
+    fprintf(stderr,
+            "pystitch: native: %llu of %llu thread-samples merged "
+            "(%.3f%%), %llu kept unmerged under a marker\n",
+            (unsigned long long)(st->native_samples - st->native_mismatches),
             (unsigned long long)st->native_samples,
             100.0 * (double)(st->native_samples - st->native_mismatches) /
                 (double)st->native_samples,
@@ -237,8 +247,17 @@ static void summary(const char *path, const struct pst_writer_ops *w,
 }
 
 int pst_cmd_record(int argc, char **argv) {
-  enum { O_IDLE = 256, O_GIL, O_THREADS, O_FUNCTION, O_BLOCKING, O_NATIVE,
-         O_NATIVE_ALL, O_KEEP_RUNNING, O_NONBLOCKING };
+  enum {
+    O_IDLE = 256,
+    O_GIL,
+    O_THREADS,
+    O_FUNCTION,
+    O_BLOCKING,
+    O_NATIVE,
+    O_NATIVE_ALL,
+    O_KEEP_RUNNING,
+    O_NONBLOCKING
+  };
   static const struct option longopts[] = {
       {"pid", required_argument, NULL, 'p'},
       {"rate", required_argument, NULL, 'r'},
@@ -372,15 +391,15 @@ int pst_cmd_record(int argc, char **argv) {
   if (err) {
     pst_profile_free(prof);
     if (err == -ENOENT && o.argv) {
-      fprintf(stderr, "pystitch: error: command not found: %s\n",
-              o.argv[0]);
+      fprintf(stderr, "pystitch: error: command not found: %s\n", o.argv[0]);
       return PST_EXIT_NO_PROCESS;
     }
     return pst_cli_explain(o.npids ? o.pids[0] : 0, err);
   }
   if (st.child_stopped && st.child_exited)
-    fprintf(stderr, "pystitch: the recording ended first: the command was "
-                    "stopped (SIGINT) and exited with status %d\n",
+    fprintf(stderr,
+            "pystitch: the recording ended first: the command was "
+            "stopped (SIGINT) and exited with status %d\n",
             st.child_status);
   else if (st.child_exited && st.child_status != 0)
     fprintf(stderr, "pystitch: the command exited with status %d\n",

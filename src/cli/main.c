@@ -90,7 +90,8 @@ int main(int argc, char **argv) {
     return pst_cmd_record(argc, argv);
   if (strcmp(cmd, "dump") && strcmp(cmd, "info"))
     return usage_error("unknown command '%s' (expected record, dump or "
-                       "info)", cmd);
+                       "info)",
+                       cmd);
   optind = 2;
   opterr = 0; /* our own one-line messages */
   while ((c = getopt_long(argc, argv, "p:vhV", longopts, NULL)) != -1) {
@@ -121,8 +122,7 @@ int main(int argc, char **argv) {
       printf("pystitch %s\n", PACKAGE_VERSION);
       return PST_EXIT_OK;
     default:
-      return usage_error("unknown or incomplete option '%s'",
-                         argv[optind - 1]);
+      return usage_error("unknown or incomplete option '%s'", argv[optind - 1]);
     }
   }
   if (optind < argc)

@@ -9,12 +9,16 @@
 int pst_cli_explain(pid_t pid, int err) {
   switch (err) {
   case -ESRCH:
-    fprintf(stderr, "pystitch: error: no such process: %d (check the pid "
-                    "with 'ps -p %d')\n", (int)pid, (int)pid);
+    fprintf(stderr,
+            "pystitch: error: no such process: %d (check the pid "
+            "with 'ps -p %d')\n",
+            (int)pid, (int)pid);
     return PST_EXIT_NO_PROCESS;
   case PST_EZOMBIE:
-    fprintf(stderr, "pystitch: error: process %d is a zombie (it has exited "
-                    "and waits for its parent to reap it)\n", (int)pid);
+    fprintf(stderr,
+            "pystitch: error: process %d is a zombie (it has exited "
+            "and waits for its parent to reap it)\n",
+            (int)pid);
     return PST_EXIT_NO_PROCESS;
   case -EPERM:
   case -EACCES:
@@ -26,30 +30,38 @@ int pst_cli_explain(pid_t pid, int err) {
             (int)pid);
     return PST_EXIT_PERMISSION;
   case PST_ENOTPY:
-    fprintf(stderr, "pystitch: error: process %d is not a Python process "
-                    "(no libpython and no Python symbols in its "
-                    "executable); give the pid of a python process\n",
+    fprintf(stderr,
+            "pystitch: error: process %d is not a Python process "
+            "(no libpython and no Python symbols in its "
+            "executable); give the pid of a python process\n",
             (int)pid);
     return PST_EXIT_NOT_PYTHON;
   case PST_EPYVERSION:
-    fprintf(stderr, "pystitch: error: process %d runs a CPython version "
-                    "pystitch does not support (supported: 2.7, 3.6-3.14 "
-                    "and later versions with _Py_DebugOffsets)\n", (int)pid);
+    fprintf(stderr,
+            "pystitch: error: process %d runs a CPython version "
+            "pystitch does not support (supported: 2.7, 3.6-3.14 "
+            "and later versions with _Py_DebugOffsets)\n",
+            (int)pid);
     return PST_EXIT_PY_VERSION;
   case PST_ETRACED:
-    fprintf(stderr, "pystitch: error: process %d is already traced by "
-                    "another debugger (see TracerPid in /proc/%d/status); "
-                    "detach gdb or strace and try again\n", (int)pid,
-            (int)pid);
+    fprintf(stderr,
+            "pystitch: error: process %d is already traced by "
+            "another debugger (see TracerPid in /proc/%d/status); "
+            "detach gdb or strace and try again\n",
+            (int)pid, (int)pid);
     return PST_EXIT_TRACED;
   case PST_ENOTREADY:
-    fprintf(stderr, "pystitch: error: process %d is still starting: its "
-                    "Python interpreter was not initialised within a "
-                    "second; try again once it runs\n", (int)pid);
+    fprintf(stderr,
+            "pystitch: error: process %d is still starting: its "
+            "Python interpreter was not initialised within a "
+            "second; try again once it runs\n",
+            (int)pid);
     return PST_EXIT_NOT_PYTHON;
   case PST_ESELF:
-    fprintf(stderr, "pystitch: error: %d is pystitch's own pid; give the "
-                    "pid of the Python process to profile\n", (int)pid);
+    fprintf(stderr,
+            "pystitch: error: %d is pystitch's own pid; give the "
+            "pid of the Python process to profile\n",
+            (int)pid);
     return PST_EXIT_SELF;
   }
   fprintf(stderr, "pystitch: error: cannot attach to process %d: %s\n",

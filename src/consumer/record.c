@@ -23,14 +23,14 @@ struct tmap {
   pid_t tid;
   int prof_thread;
   char name[64];
-  const char *root;      /* "thread TID \"name\"", interned in the profile */
+  const char *root; /* "thread TID \"name\"", interned in the profile */
 };
 
 /* Per process, from proc_begin to proc_end. */
 struct rproc {
   int prof_proc;
-  unsigned role_gen;     /* the process's role_gen the root was made with */
-  const char *root;      /* "process PID ...", interned in the profile */
+  unsigned role_gen; /* the process's role_gen the root was made with */
+  const char *root;  /* "process PID ...", interned in the profile */
   struct tmap *tm;
   size_t ntm;
   struct pst_dmcache memo; /* struct memo, by source pointer */
@@ -39,7 +39,7 @@ struct rproc {
 struct pst_record_consumer {
   struct pst_profile *prof;
   struct pst_record_view view;
-  const char *empty;     /* "" interned in prof */
+  const char *empty; /* "" interned in prof */
   struct pst_prof_frame frames[STACK_MAX];
 };
 
@@ -83,8 +83,7 @@ static int make_root(struct pst_record_consumer *c, struct rproc *rp,
     snprintf(root, sizeof(root), "process %d [%s] %.200s", (int)p->pid, tags,
              p->cmdline);
   else
-    snprintf(root, sizeof(root), "process %d %.240s", (int)p->pid,
-             p->cmdline);
+    snprintf(root, sizeof(root), "process %d %.240s", (int)p->pid, p->cmdline);
   rp->root = pst_profile_intern(c->prof, root);
   rp->role_gen = p->role_gen;
   if (!rp->root || pst_profile_process_role(c->prof, (uint32_t)rp->prof_proc,
@@ -93,8 +92,7 @@ static int make_root(struct pst_record_consumer *c, struct rproc *rp,
   return 0;
 }
 
-static int proc_begin(void *ctx, const struct pst_sample_proc *p,
-                      void **data) {
+static int proc_begin(void *ctx, const struct pst_sample_proc *p, void **data) {
   struct pst_record_consumer *c = ctx;
   struct rproc *rp = calloc(1, sizeof(*rp));
 
@@ -115,8 +113,7 @@ static int proc_begin(void *ctx, const struct pst_sample_proc *p,
   return 0;
 }
 
-static void proc_end(void *ctx, const struct pst_sample_proc *p,
-                     void *data) {
+static void proc_end(void *ctx, const struct pst_sample_proc *p, void *data) {
   struct rproc *rp = data;
 
   (void)ctx;
@@ -129,8 +126,7 @@ static void proc_end(void *ctx, const struct pst_sample_proc *p,
 }
 
 /* The profile thread of x (registered again when its name changed). */
-static struct tmap *prof_thread(struct pst_record_consumer *c,
-                                struct rproc *rp,
+static struct tmap *prof_thread(struct pst_record_consumer *c, struct rproc *rp,
                                 const struct pst_thread *x) {
   struct tmap *m = NULL, *nm;
   const char *root;
@@ -164,8 +160,8 @@ static struct tmap *prof_thread(struct pst_record_consumer *c,
 }
 
 /* The profile's copy of target string s, through the process's memo. */
-static const char *memo_intern(struct pst_record_consumer *c,
-                               struct rproc *rp, const char *s) {
+static const char *memo_intern(struct pst_record_consumer *c, struct rproc *rp,
+                               const char *s) {
   struct memo *m = pst_dmcache_slot(&rp->memo, (uintptr_t)s >> 3);
   if (m->src != s) {
     const char *d = pst_profile_intern(c->prof, s);
@@ -201,11 +197,11 @@ static int sample(void *ctx, const struct pst_sample *s) {
     const char *file = memo_intern(c, rp, pf->filename ? pf->filename : "");
     if (!name || !file)
       return -ENOMEM;
-    frames[k++] = (struct pst_prof_frame){name, file,
-                                          c->view.by_function ? 0 : pf->line};
+    frames[k++] =
+        (struct pst_prof_frame){name, file, c->view.by_function ? 0 : pf->line};
   }
-  return pst_profile_add_interned(c->prof, (uint32_t)m->prof_thread, frames,
-                                  k, s->t_ns, s->weight_ns);
+  return pst_profile_add_interned(c->prof, (uint32_t)m->prof_thread, frames, k,
+                                  s->t_ns, s->weight_ns);
 }
 
 const struct pst_consumer_ops pst_record_consumer_ops = {

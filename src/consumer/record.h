@@ -13,9 +13,9 @@
 #include "sampler/sampler.h"
 
 struct pst_record_view {
-  int process_roots;  /* a root frame per process: "process PID cmd" */
-  int thread_roots;   /* a root frame per thread: "thread TID \"name\"" */
-  int by_function;    /* lines dropped: aggregate by function */
+  int process_roots; /* a root frame per process: "process PID cmd" */
+  int thread_roots;  /* a root frame per thread: "thread TID \"name\"" */
+  int by_function;   /* lines dropped: aggregate by function */
 };
 
 struct pst_record_consumer;

@@ -8,8 +8,7 @@
 
 /* The evaluator for arch, or NULL (with why set) when there is none. */
 static const struct pst_disasm_ops *ops_for(enum pst_arch arch, char *why,
-                                            size_t why_len)
-{
+                                            size_t why_len) {
   switch (arch) {
   case PST_ARCH_X86_64:
     return &pst_disasm_x86_64_ops;
@@ -23,8 +22,7 @@ static const struct pst_disasm_ops *ops_for(enum pst_arch arch, char *why,
 /* Checks what every entry point shares and fills *c. */
 static int prepare(enum pst_arch arch, const uint8_t *code, size_t len,
                    uint64_t addr, const struct pst_disasm_ops **ops,
-                   struct pst_dx_code *c, char *why, size_t why_len)
-{
+                   struct pst_dx_code *c, char *why, size_t why_len) {
   *ops = ops_for(arch, why, why_len);
   if (*ops == NULL)
     return -ENOTSUP;
@@ -38,11 +36,9 @@ static int prepare(enum pst_arch arch, const uint8_t *code, size_t len,
   return 0;
 }
 
-int pst_disasm_tsd_layout(enum pst_arch arch, const uint8_t *code,
-                          size_t len, uint64_t addr,
-                          struct pst_tsd_layout *out, char *why,
-                          size_t why_len)
-{
+int pst_disasm_tsd_layout(enum pst_arch arch, const uint8_t *code, size_t len,
+                          uint64_t addr, struct pst_tsd_layout *out, char *why,
+                          size_t why_len) {
   const struct pst_disasm_ops *ops;
   struct pst_dx_code c;
   int err;
@@ -58,8 +54,7 @@ int pst_disasm_tsd_layout(enum pst_arch arch, const uint8_t *code,
 int pst_disasm_tss_key(enum pst_arch arch, const uint8_t *code, size_t len,
                        uint64_t addr, pst_disasm_read64_fn read64, void *arg,
                        uint64_t *out, int *is_load, char *shape,
-                       size_t shape_len, char *why, size_t why_len)
-{
+                       size_t shape_len, char *why, size_t why_len) {
   const struct pst_disasm_ops *ops;
   struct pst_dx_code c;
   int err;
@@ -76,8 +71,7 @@ int pst_disasm_tss_key(enum pst_arch arch, const uint8_t *code, size_t len,
 int pst_disasm_global_getter(enum pst_arch arch, const uint8_t *code,
                              size_t len, uint64_t addr,
                              pst_disasm_read64_fn read64, void *arg,
-                             uint64_t *out, char *why, size_t why_len)
-{
+                             uint64_t *out, char *why, size_t why_len) {
   const struct pst_disasm_ops *ops;
   struct pst_dx_code c;
   int err;

@@ -56,9 +56,8 @@ struct pst_tsd_layout {
  * key in 32..1023. Returns 0, -EINVAL when the code does not compute a TSD
  * lookup (message in why, if non-NULL), -ENOMEM, or -ENOTSUP for an arch
  * this build cannot decode. */
-int pst_disasm_tsd_layout(enum pst_arch arch, const uint8_t *code,
-                          size_t len, uint64_t addr,
-                          struct pst_tsd_layout *out, char *why,
+int pst_disasm_tsd_layout(enum pst_arch arch, const uint8_t *code, size_t len,
+                          uint64_t addr, struct pst_tsd_layout *out, char *why,
                           size_t why_len);
 
 /* Decodes PyGILState_GetThisThreadState (3.6-3.14) starting at addr up to its

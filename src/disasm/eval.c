@@ -11,44 +11,36 @@
 
 /* ---- Values -------------------------------------------------------------- */
 
-struct pst_dx_val pst_dx_unknown(void)
-{
+struct pst_dx_val pst_dx_unknown(void) {
   struct pst_dx_val v = {0};
   return v;
 }
 
-struct pst_dx_val pst_dx_const(uint64_t c)
-{
+struct pst_dx_val pst_dx_const(uint64_t c) {
   struct pst_dx_val v = {.known = 1, .c = c};
   return v;
 }
 
-struct pst_dx_val pst_dx_key(void)
-{
+struct pst_dx_val pst_dx_key(void) {
   struct pst_dx_val v = {.known = 1, .key = 1};
   return v;
 }
 
-struct pst_dx_val pst_dx_tp(void)
-{
+struct pst_dx_val pst_dx_tp(void) {
   struct pst_dx_val v = {.known = 1, .tp = 1};
   return v;
 }
 
 /* Whether v has no term but (possibly) the constant. */
-static int no_terms(const struct pst_dx_val *v)
-{
-  return v->key == 0 && v->tp == 0 && v->hi == 0 && v->lo == 0 &&
-         v->load == 0;
+static int no_terms(const struct pst_dx_val *v) {
+  return v->key == 0 && v->tp == 0 && v->hi == 0 && v->lo == 0 && v->load == 0;
 }
 
-int pst_dx_is_const(const struct pst_dx_val *v)
-{
+int pst_dx_is_const(const struct pst_dx_val *v) {
   return v->known && no_terms(v);
 }
 
-int pst_dx_is_key(const struct pst_dx_val *v)
-{
+int pst_dx_is_key(const struct pst_dx_val *v) {
   struct pst_dx_val rest = *v;
 
   rest.key = 0;
@@ -56,8 +48,7 @@ int pst_dx_is_key(const struct pst_dx_val *v)
 }
 
 /* Whether v is exactly KEY >> split (want_hi) or KEY & mask (!want_hi). */
-static int is_split(const struct pst_dx_val *v, int want_hi)
-{
+static int is_split(const struct pst_dx_val *v, int want_hi) {
   struct pst_dx_val rest = *v;
 
   rest.hi = rest.lo = 0;
@@ -66,8 +57,7 @@ static int is_split(const struct pst_dx_val *v, int want_hi)
 }
 
 const struct pst_dx_load *pst_dx_pure_load(const struct pst_dx_eval *ev,
-                                           const struct pst_dx_val *v)
-{
+                                           const struct pst_dx_val *v) {
   struct pst_dx_val rest = *v;
 
   rest.load = 0;
@@ -78,8 +68,7 @@ const struct pst_dx_load *pst_dx_pure_load(const struct pst_dx_eval *ev,
 
 /* ---- Arithmetic ---------------------------------------------------------- */
 
-int pst_dx_resolve(struct pst_dx_eval *ev, struct pst_dx_val *v)
-{
+int pst_dx_resolve(struct pst_dx_eval *ev, struct pst_dx_val *v) {
   struct pst_dx_load *l;
   int err;
 
@@ -106,8 +95,7 @@ int pst_dx_resolve(struct pst_dx_eval *ev, struct pst_dx_val *v)
 }
 
 struct pst_dx_val pst_dx_add(struct pst_dx_eval *ev, struct pst_dx_val a,
-                             struct pst_dx_val b)
-{
+                             struct pst_dx_val b) {
   struct pst_dx_val r;
 
   if (!a.known || !b.known)
@@ -131,8 +119,7 @@ struct pst_dx_val pst_dx_add(struct pst_dx_eval *ev, struct pst_dx_val a,
 }
 
 struct pst_dx_val pst_dx_mul(struct pst_dx_eval *ev, struct pst_dx_val a,
-                             uint64_t k)
-{
+                             uint64_t k) {
   if (k == 0)
     return pst_dx_const(0);
   if (!a.known || k == 1)
@@ -149,15 +136,13 @@ struct pst_dx_val pst_dx_mul(struct pst_dx_eval *ev, struct pst_dx_val a,
 }
 
 struct pst_dx_val pst_dx_shl(struct pst_dx_eval *ev, struct pst_dx_val a,
-                             unsigned n)
-{
+                             unsigned n) {
   return n < 64 ? pst_dx_mul(ev, a, (uint64_t)1 << n) : pst_dx_const(0);
 }
 
 /* Sets the width of the hi/lo split of KEY, which must be the same for every
  * shift and mask on the path (glibc splits at 5: 32 keys per block). */
-static int use_split(struct pst_dx_eval *ev, unsigned n)
-{
+static int use_split(struct pst_dx_eval *ev, unsigned n) {
   if (n == 0 || n >= 32 || (ev->split != 0 && ev->split != n))
     return 0;
   ev->split = n;
@@ -165,8 +150,7 @@ static int use_split(struct pst_dx_eval *ev, unsigned n)
 }
 
 struct pst_dx_val pst_dx_shr(struct pst_dx_eval *ev, struct pst_dx_val a,
-                             unsigned n)
-{
+                             unsigned n) {
   struct pst_dx_val r = {.known = 1, .hi = 1};
 
   if (n == 0)
@@ -179,8 +163,7 @@ struct pst_dx_val pst_dx_shr(struct pst_dx_eval *ev, struct pst_dx_val a,
 }
 
 struct pst_dx_val pst_dx_and(struct pst_dx_eval *ev, struct pst_dx_val a,
-                             uint64_t mask)
-{
+                             uint64_t mask) {
   struct pst_dx_val r = {.known = 1, .lo = 1};
   unsigned bits;
 
@@ -209,8 +192,7 @@ struct pst_dx_val pst_dx_and(struct pst_dx_eval *ev, struct pst_dx_val a,
 }
 
 struct pst_dx_val pst_dx_trunc32(const struct pst_dx_eval *ev,
-                                 struct pst_dx_val a)
-{
+                                 struct pst_dx_val a) {
   if (!a.known)
     return a;
   if (pst_dx_is_const(&a))
@@ -223,9 +205,8 @@ struct pst_dx_val pst_dx_trunc32(const struct pst_dx_eval *ev,
   return a;
 }
 
-struct pst_dx_val pst_dx_sext(const struct pst_dx_eval *ev,
-                              struct pst_dx_val a, int bytes)
-{
+struct pst_dx_val pst_dx_sext(const struct pst_dx_eval *ev, struct pst_dx_val a,
+                              int bytes) {
   unsigned sh = 64 - 8 * (unsigned)bytes;
 
   if (pst_dx_is_const(&a))
@@ -236,8 +217,7 @@ struct pst_dx_val pst_dx_sext(const struct pst_dx_eval *ev,
 }
 
 struct pst_dx_val pst_dx_load(struct pst_dx_eval *ev, struct pst_dx_val addr,
-                              int size)
-{
+                              int size) {
   struct pst_dx_val v = {.known = 1};
   struct pst_dx_load *l;
 
@@ -257,8 +237,7 @@ struct pst_dx_val pst_dx_load(struct pst_dx_eval *ev, struct pst_dx_val addr,
 /* ---- Branch decisions ---------------------------------------------------- */
 
 /* Whether cc holds for x compared with y (as unsigned uy, signed sy). */
-static int holds(enum pst_dx_cc cc, uint64_t x, uint64_t uy, int64_t sy)
-{
+static int holds(enum pst_dx_cc cc, uint64_t x, uint64_t uy, int64_t sy) {
   int64_t sx = (int64_t)x; /* keys are far below 2^63 */
 
   switch (cc) {
@@ -290,8 +269,7 @@ static int holds(enum pst_dx_cc cc, uint64_t x, uint64_t uy, int64_t sy)
 
 /* KEY against the constant rhs, for every KEY of the range. */
 static int decide_key(const struct pst_dx_eval *ev, uint64_t rhs, int bits,
-                      enum pst_dx_cc cc)
-{
+                      enum pst_dx_cc cc) {
   uint64_t uy = bits == 32 ? (uint32_t)rhs : rhs;
   int64_t sy = bits == 32 ? (int32_t)rhs : (int64_t)rhs;
   int at_min, at_max;
@@ -308,8 +286,7 @@ static int decide_key(const struct pst_dx_eval *ev, uint64_t rhs, int bits,
 }
 
 /* A value known only to be non-zero, against 0. Signed order is unknown. */
-static int decide_nonzero(enum pst_dx_cc cc)
-{
+static int decide_nonzero(enum pst_dx_cc cc) {
   switch (cc) {
   case PST_DX_CC_NE:
   case PST_DX_CC_UGT:
@@ -325,8 +302,7 @@ static int decide_nonzero(enum pst_dx_cc cc)
 }
 
 /* Two equal values. */
-static int decide_equal(enum pst_dx_cc cc)
-{
+static int decide_equal(enum pst_dx_cc cc) {
   switch (cc) {
   case PST_DX_CC_EQ:
   case PST_DX_CC_UGE:
@@ -342,8 +318,7 @@ static int decide_equal(enum pst_dx_cc cc)
 }
 
 int pst_dx_decide(const struct pst_dx_eval *ev, const struct pst_dx_val *lhs,
-                  const struct pst_dx_val *rhs, int bits, enum pst_dx_cc cc)
-{
+                  const struct pst_dx_val *rhs, int bits, enum pst_dx_cc cc) {
   if (cc == PST_DX_CC_NONE || !lhs->known || !rhs->known)
     return -1;
   if (pst_dx_is_key(lhs) && pst_dx_is_const(rhs))
@@ -357,8 +332,7 @@ int pst_dx_decide(const struct pst_dx_eval *ev, const struct pst_dx_val *lhs,
 
 /* ---- Walking a path ------------------------------------------------------ */
 
-void pst_dx_why(char *why, size_t why_len, const char *fmt, ...)
-{
+void pst_dx_why(char *why, size_t why_len, const char *fmt, ...) {
   va_list ap;
 
   if (why == NULL || why_len == 0)
@@ -369,8 +343,7 @@ void pst_dx_why(char *why, size_t why_len, const char *fmt, ...)
 }
 
 void pst_dx_init(struct pst_dx_eval *ev, const struct pst_disasm_ops *ops,
-                 pst_disasm_read64_fn read64, void *arg)
-{
+                 pst_disasm_read64_fn read64, void *arg) {
   memset(ev, 0, sizeof(*ev));
   ev->ops = ops;
   ev->key_min = 0;
@@ -382,8 +355,7 @@ void pst_dx_init(struct pst_dx_eval *ev, const struct pst_disasm_ops *ops,
 /* Opens a capstone handle in detail mode for ops' arch; on failure nothing
  * is left open. */
 static int open_cs(const struct pst_disasm_ops *ops, csh *h, char *why,
-                   size_t why_len)
-{
+                   size_t why_len) {
   cs_err cerr;
 
   cerr = cs_open(ops->cs_arch, ops->cs_mode, h);
@@ -412,8 +384,7 @@ struct cursor {
 
 /* Moves cur to target, which must lie inside the code. */
 static int seek(const struct pst_dx_code *code, uint64_t target,
-                struct cursor *cur)
-{
+                struct cursor *cur) {
   if (target < code->addr || target - code->addr >= code->len)
     return -EINVAL;
   cur->p = code->bytes + (target - code->addr);
@@ -422,8 +393,7 @@ static int seek(const struct pst_dx_code *code, uint64_t target,
   return 0;
 }
 
-static const char *until_name(enum pst_dx_until until)
-{
+static const char *until_name(enum pst_dx_until until) {
   return until == PST_DX_UNTIL_RET ? "ret" : "call or jmp";
 }
 
@@ -431,8 +401,7 @@ static const char *until_name(enum pst_dx_until until)
  * there, 0 to go on at *cur, or -EINVAL with why set. */
 static int follow(const struct pst_dx_code *code, enum pst_dx_until until,
                   const cs_insn *insn, const struct pst_dx_flow *flow,
-                  struct cursor *cur, char *why, size_t why_len)
-{
+                  struct cursor *cur, char *why, size_t why_len) {
   int stop_here;
 
   switch (flow->kind) {
@@ -466,8 +435,7 @@ static int follow(const struct pst_dx_code *code, enum pst_dx_until until,
     pst_dx_why(why, why_len,
                "%s at 0x%" PRIx64 " leaves the code for 0x%" PRIx64
                " before any %s",
-               insn->mnemonic, insn->address, flow->target,
-               until_name(until));
+               insn->mnemonic, insn->address, flow->target, until_name(until));
     return -EINVAL;
   }
   return 0;
@@ -478,8 +446,7 @@ static int follow(const struct pst_dx_code *code, enum pst_dx_until until,
 static int one_step(struct pst_dx_eval *ev, const struct pst_dx_code *code,
                     enum pst_dx_until until, csh h, cs_insn *insn,
                     struct cursor *cur, struct pst_dx_flow *flow, char *why,
-                    size_t why_len)
-{
+                    size_t why_len) {
   if (cur->left == 0) {
     pst_dx_why(why, why_len,
                "EOF: the %zu bytes at 0x%" PRIx64 " end before any %s",
@@ -500,8 +467,7 @@ static int one_step(struct pst_dx_eval *ev, const struct pst_dx_code *code,
 
 int pst_dx_run(struct pst_dx_eval *ev, const struct pst_dx_code *code,
                enum pst_dx_until until, struct pst_dx_stop *stop, char *why,
-               size_t why_len)
-{
+               size_t why_len) {
   struct cursor cur = {code->bytes, code->len, code->addr};
   struct pst_dx_flow flow;
   cs_insn *insn = NULL;

@@ -22,8 +22,7 @@ _Static_assert(ARM64_REG_X28 - ARM64_REG_X0 == 28, "x0-x28 contiguous");
 
 /* The slot of a general-purpose register and its width in bytes; -1 for
  * registers we do not track (vector, floating point, system). */
-static int slot_of(unsigned reg, int *width)
-{
+static int slot_of(unsigned reg, int *width) {
   *width = 8;
   if (reg >= ARM64_REG_X0 && reg <= ARM64_REG_X28)
     return (int)(reg - ARM64_REG_X0);
@@ -51,16 +50,14 @@ static int slot_of(unsigned reg, int *width)
   }
 }
 
-static int reg_bits(unsigned reg)
-{
+static int reg_bits(unsigned reg) {
   int width;
 
   slot_of(reg, &width);
   return 8 * width;
 }
 
-static struct pst_dx_val read_reg(const struct pst_dx_eval *ev, unsigned reg)
-{
+static struct pst_dx_val read_reg(const struct pst_dx_eval *ev, unsigned reg) {
   int width, slot = slot_of(reg, &width);
 
   if (slot == ZR_SLOT)
@@ -72,8 +69,7 @@ static struct pst_dx_val read_reg(const struct pst_dx_eval *ev, unsigned reg)
 
 /* A write to a w register zero-extends into the x register. */
 static void write_reg(struct pst_dx_eval *ev, unsigned reg,
-                      struct pst_dx_val v)
-{
+                      struct pst_dx_val v) {
   int width, slot = slot_of(reg, &width);
 
   if (slot < 0)
@@ -83,8 +79,7 @@ static void write_reg(struct pst_dx_eval *ev, unsigned reg,
 
 /* Applies an operand's extend (uxtw, sxtw...) to v. */
 static struct pst_dx_val extend(const struct pst_dx_eval *ev,
-                                struct pst_dx_val v, arm64_extender ext)
-{
+                                struct pst_dx_val v, arm64_extender ext) {
   switch (ext) {
   case ARM64_EXT_INVALID:
   case ARM64_EXT_UXTX:
@@ -106,8 +101,7 @@ static struct pst_dx_val extend(const struct pst_dx_eval *ev,
 
 /* Applies an operand's shift (lsl #4...) to v. */
 static struct pst_dx_val shift(struct pst_dx_eval *ev, struct pst_dx_val v,
-                               arm64_shifter type, unsigned n)
-{
+                               arm64_shifter type, unsigned n) {
   if (type == ARM64_SFT_INVALID || n == 0)
     return v;
   if (type == ARM64_SFT_LSL)
@@ -122,8 +116,7 @@ static struct pst_dx_val shift(struct pst_dx_eval *ev, struct pst_dx_val v,
 /* The value of a register or immediate source operand, shifted and
  * extended as the instruction says. */
 static struct pst_dx_val src_val(struct pst_dx_eval *ev,
-                                 const cs_arm64_op *op)
-{
+                                 const cs_arm64_op *op) {
   struct pst_dx_val v;
 
   if (op->type == ARM64_OP_IMM || op->type == ARM64_OP_CIMM)
@@ -137,8 +130,7 @@ static struct pst_dx_val src_val(struct pst_dx_eval *ev,
 
 /* The address of [base, #disp] or [base, index{, ext/shift}]. */
 static struct pst_dx_val mem_addr(struct pst_dx_eval *ev,
-                                  const cs_arm64_op *op)
-{
+                                  const cs_arm64_op *op) {
   struct pst_dx_val a = read_reg(ev, op->mem.base), idx;
 
   if (op->mem.index == ARM64_REG_INVALID)
@@ -150,8 +142,7 @@ static struct pst_dx_val mem_addr(struct pst_dx_eval *ev,
 
 /* The base register of a pre- or post-indexed access, after the access. */
 static void writeback(struct pst_dx_eval *ev, const cs_arm64 *a,
-                      const cs_arm64_op *mem)
-{
+                      const cs_arm64_op *mem) {
   const cs_arm64_op *last = &a->operands[a->op_count - 1];
   struct pst_dx_val base = read_reg(ev, mem->mem.base);
 
@@ -167,8 +158,7 @@ static void writeback(struct pst_dx_eval *ev, const cs_arm64 *a,
 }
 
 /* The first memory operand of insn, or NULL. */
-static const cs_arm64_op *mem_op(const cs_arm64 *a)
-{
+static const cs_arm64_op *mem_op(const cs_arm64 *a) {
   uint8_t i;
 
   for (i = 0; i < a->op_count; i++)
@@ -180,8 +170,7 @@ static const cs_arm64_op *mem_op(const cs_arm64 *a)
 /* Anything else: whatever register it writes becomes unknown. Compares,
  * stores and branches never get here, so a register first operand is a
  * destination (A64 puts it first), whatever capstone's access flags say. */
-static void clobber(struct pst_dx_eval *ev, const cs_insn *insn)
-{
+static void clobber(struct pst_dx_eval *ev, const cs_insn *insn) {
   const cs_detail *d = insn->detail;
   const cs_arm64 *a = &d->arm64;
   const cs_arm64_op *mem = mem_op(a);
@@ -199,8 +188,7 @@ static void clobber(struct pst_dx_eval *ev, const cs_insn *insn)
 
 /* How many bytes a load reads (0: not a load we model) and whether it
  * sign-extends them. */
-static int load_size(unsigned id, unsigned dst, int *sext)
-{
+static int load_size(unsigned id, unsigned dst, int *sext) {
   *sext = 0;
   switch (id) {
   case ARM64_INS_LDR:
@@ -234,8 +222,7 @@ static int load_size(unsigned id, unsigned dst, int *sext)
 
 /* ldr and friends: [base, #imm], [base, reg], pre/post-index, literal. */
 static void do_load(struct pst_dx_eval *ev, const cs_insn *insn, int size,
-                    int sext)
-{
+                    int sext) {
   const cs_arm64 *a = &insn->detail->arm64;
   const cs_arm64_op *dst = &a->operands[0], *src = &a->operands[1];
   int post = a->op_count > 2 && a->operands[2].type == ARM64_OP_IMM;
@@ -248,8 +235,7 @@ static void do_load(struct pst_dx_eval *ev, const cs_insn *insn, int size,
   if (src->type == ARM64_OP_IMM) { /* a pc-relative literal */
     v = pst_dx_load(ev, pst_dx_const((uint64_t)src->imm), size);
   } else if (src->type == ARM64_OP_MEM) {
-    v = pst_dx_load(ev, post ? read_reg(ev, src->mem.base)
-                              : mem_addr(ev, src),
+    v = pst_dx_load(ev, post ? read_reg(ev, src->mem.base) : mem_addr(ev, src),
                     size);
     writeback(ev, a, src);
   } else {
@@ -259,13 +245,19 @@ static void do_load(struct pst_dx_eval *ev, const cs_insn *insn, int size,
   write_reg(ev, dst->reg, sext ? pst_dx_sext(ev, v, size) : v);
 }
 
-static int is_store(unsigned id)
-{
+static int is_store(unsigned id) {
   switch (id) {
-  case ARM64_INS_STR: case ARM64_INS_STRB: case ARM64_INS_STRH:
-  case ARM64_INS_STUR: case ARM64_INS_STURB: case ARM64_INS_STURH:
-  case ARM64_INS_STP: case ARM64_INS_STNP: case ARM64_INS_STLR:
-  case ARM64_INS_STLRB: case ARM64_INS_STLRH:
+  case ARM64_INS_STR:
+  case ARM64_INS_STRB:
+  case ARM64_INS_STRH:
+  case ARM64_INS_STUR:
+  case ARM64_INS_STURB:
+  case ARM64_INS_STURH:
+  case ARM64_INS_STP:
+  case ARM64_INS_STNP:
+  case ARM64_INS_STLR:
+  case ARM64_INS_STLRB:
+  case ARM64_INS_STLRH:
     return 1;
   default:
     return 0;
@@ -273,8 +265,7 @@ static int is_store(unsigned id)
 }
 
 /* movz, movn, movk: a 16-bit immediate at a shift. */
-static void do_movw(struct pst_dx_eval *ev, const cs_insn *insn)
-{
+static void do_movw(struct pst_dx_eval *ev, const cs_insn *insn) {
   const cs_arm64 *a = &insn->detail->arm64;
   const cs_arm64_op *imm = &a->operands[1];
   unsigned sh = imm->shift.type == ARM64_SFT_LSL ? imm->shift.value : 0;
@@ -296,15 +287,13 @@ static void do_movw(struct pst_dx_eval *ev, const cs_insn *insn)
 }
 
 /* The low `bits` ones. */
-static uint64_t low_mask(uint64_t bits)
-{
+static uint64_t low_mask(uint64_t bits) {
   return bits >= 64 ? ~0ULL : (1ULL << bits) - 1;
 }
 
 /* ubfiz d, n, #lsb, #width = (n & mask(width)) << lsb;
  * ubfx d, n, #lsb, #width = (n >> lsb) & mask(width). */
-static struct pst_dx_val bitfield(struct pst_dx_eval *ev, const cs_insn *insn)
-{
+static struct pst_dx_val bitfield(struct pst_dx_eval *ev, const cs_insn *insn) {
   const cs_arm64 *a = &insn->detail->arm64;
   struct pst_dx_val v = read_reg(ev, a->operands[1].reg);
   unsigned lsb = (unsigned)a->operands[2].imm & 63;
@@ -317,8 +306,7 @@ static struct pst_dx_val bitfield(struct pst_dx_eval *ev, const cs_insn *insn)
 
 /* and/orr/eor with constant or zero operands (orr with xzr is a move). */
 static struct pst_dx_val bitwise(struct pst_dx_eval *ev, unsigned id,
-                                 struct pst_dx_val a, struct pst_dx_val b)
-{
+                                 struct pst_dx_val a, struct pst_dx_val b) {
   int ca = pst_dx_is_const(&a), cb = pst_dx_is_const(&b);
 
   if (ca && cb)
@@ -326,14 +314,14 @@ static struct pst_dx_val bitwise(struct pst_dx_eval *ev, unsigned id,
                         : id == ARM64_INS_ORR ? a.c | b.c
                                               : a.c ^ b.c);
   if (id == ARM64_INS_AND)
-    return cb ? pst_dx_and(ev, a, b.c) : ca ? pst_dx_and(ev, b, a.c)
-                                            : pst_dx_unknown();
+    return cb   ? pst_dx_and(ev, a, b.c)
+           : ca ? pst_dx_and(ev, b, a.c)
+                : pst_dx_unknown();
   return cb && b.c == 0 ? a : ca && a.c == 0 ? b : pst_dx_unknown();
 }
 
 /* Three-operand data processing: d = n OP m. */
-static struct pst_dx_val data3(struct pst_dx_eval *ev, const cs_insn *insn)
-{
+static struct pst_dx_val data3(struct pst_dx_eval *ev, const cs_insn *insn) {
   const cs_arm64 *a = &insn->detail->arm64;
   struct pst_dx_val n = read_reg(ev, a->operands[1].reg);
   struct pst_dx_val m = src_val(ev, &a->operands[2]);
@@ -359,8 +347,7 @@ static struct pst_dx_val data3(struct pst_dx_eval *ev, const cs_insn *insn)
 }
 
 /* Two-operand moves and extensions: d = f(n). */
-static struct pst_dx_val data2(struct pst_dx_eval *ev, const cs_insn *insn)
-{
+static struct pst_dx_val data2(struct pst_dx_eval *ev, const cs_insn *insn) {
   const cs_arm64 *a = &insn->detail->arm64;
   const cs_arm64_op *src = &a->operands[1];
 
@@ -387,8 +374,7 @@ static struct pst_dx_val data2(struct pst_dx_eval *ev, const cs_insn *insn)
 
 /* `cmp reg, #imm` and `cmp reg, reg` are remembered for the b.cond after
  * them. */
-static void do_cmp(struct pst_dx_eval *ev, const cs_insn *insn)
-{
+static void do_cmp(struct pst_dx_eval *ev, const cs_insn *insn) {
   const cs_arm64 *a = &insn->detail->arm64;
 
   if (a->op_count != 2 || a->operands[0].type != ARM64_OP_REG)
@@ -399,8 +385,7 @@ static void do_cmp(struct pst_dx_eval *ev, const cs_insn *insn)
   ev->cmp.bits = reg_bits(a->operands[0].reg);
 }
 
-static enum pst_dx_cc cc_of(arm64_cc cc)
-{
+static enum pst_dx_cc cc_of(arm64_cc cc) {
   switch (cc) {
   case ARM64_CC_EQ:
     return PST_DX_CC_EQ;
@@ -428,8 +413,7 @@ static enum pst_dx_cc cc_of(arm64_cc cc)
 }
 
 static void go_to(struct pst_dx_flow *flow, enum pst_dx_flow_kind kind,
-                  const cs_arm64_op *target)
-{
+                  const cs_arm64_op *target) {
   flow->kind = kind;
   if (target->type == ARM64_OP_IMM) {
     flow->has_target = 1;
@@ -440,8 +424,7 @@ static void go_to(struct pst_dx_flow *flow, enum pst_dx_flow_kind kind,
 /* b, b.cond, cbz, cbnz. A conditional branch goes the way pst_dx_decide
  * says the successful lookup goes, and falls through when it cannot tell. */
 static void do_branch(struct pst_dx_eval *ev, const cs_insn *insn,
-                      struct pst_dx_flow *flow)
-{
+                      struct pst_dx_flow *flow) {
   const cs_arm64 *a = &insn->detail->arm64;
   struct pst_dx_val lhs, zero = pst_dx_const(0);
   enum pst_dx_cc cc;
@@ -468,8 +451,7 @@ static void do_branch(struct pst_dx_eval *ev, const cs_insn *insn,
 
 /* Whether insn transfers control (capstone 4 files bl under "jump"). It
  * cannot use cs_insn_group, which wants the handle. */
-static int is_control(const cs_insn *insn)
-{
+static int is_control(const cs_insn *insn) {
   const cs_detail *d = insn->detail;
   uint8_t i;
 
@@ -483,8 +465,7 @@ static int is_control(const cs_insn *insn)
 }
 
 /* Control transfers other than b/b.cond/cbz/cbnz. */
-static void do_control(const cs_insn *insn, struct pst_dx_flow *flow)
-{
+static void do_control(const cs_insn *insn, struct pst_dx_flow *flow) {
   switch (insn->id) {
   case ARM64_INS_BL:
   case ARM64_INS_BLR:
@@ -508,13 +489,20 @@ static void do_control(const cs_insn *insn, struct pst_dx_flow *flow)
 /* Instructions that change no tracked register: hints (bti, paciasp and
  * autiasp are hints to capstone 4), barriers, prefetches, and compares
  * whose flags we do not use. */
-static int is_inert(unsigned id)
-{
+static int is_inert(unsigned id) {
   switch (id) {
-  case ARM64_INS_HINT: case ARM64_INS_NOP: case ARM64_INS_CLREX:
-  case ARM64_INS_DMB: case ARM64_INS_DSB: case ARM64_INS_ISB:
-  case ARM64_INS_PRFM: case ARM64_INS_PRFUM: case ARM64_INS_CMN:
-  case ARM64_INS_TST: case ARM64_INS_CCMP: case ARM64_INS_CCMN:
+  case ARM64_INS_HINT:
+  case ARM64_INS_NOP:
+  case ARM64_INS_CLREX:
+  case ARM64_INS_DMB:
+  case ARM64_INS_DSB:
+  case ARM64_INS_ISB:
+  case ARM64_INS_PRFM:
+  case ARM64_INS_PRFUM:
+  case ARM64_INS_CMN:
+  case ARM64_INS_TST:
+  case ARM64_INS_CCMP:
+  case ARM64_INS_CCMN:
   case ARM64_INS_FCMP:
     return 1;
   default:
@@ -523,30 +511,39 @@ static int is_inert(unsigned id)
 }
 
 /* Data processing we model, writing operand 0; 0 when insn is not one. */
-static int do_data(struct pst_dx_eval *ev, const cs_insn *insn)
-{
+static int do_data(struct pst_dx_eval *ev, const cs_insn *insn) {
   const cs_arm64 *a = &insn->detail->arm64;
   unsigned dst = a->operands[0].reg;
 
   switch (insn->id) {
-  case ARM64_INS_MOVZ: case ARM64_INS_MOVN: case ARM64_INS_MOVK:
+  case ARM64_INS_MOVZ:
+  case ARM64_INS_MOVN:
+  case ARM64_INS_MOVK:
     do_movw(ev, insn);
     return 1;
-  case ARM64_INS_UBFIZ: case ARM64_INS_UBFX:
-    write_reg(ev, dst, a->op_count == 4 ? bitfield(ev, insn)
-                                        : pst_dx_unknown());
+  case ARM64_INS_UBFIZ:
+  case ARM64_INS_UBFX:
+    write_reg(ev, dst,
+              a->op_count == 4 ? bitfield(ev, insn) : pst_dx_unknown());
     return 1;
-  case ARM64_INS_ADD: case ARM64_INS_SUB: case ARM64_INS_AND:
-  case ARM64_INS_ORR: case ARM64_INS_EOR: case ARM64_INS_LSL:
-  case ARM64_INS_LSR: case ARM64_INS_MUL:
-    write_reg(ev, dst, a->op_count == 3 ? data3(ev, insn)
-                                        : pst_dx_unknown());
+  case ARM64_INS_ADD:
+  case ARM64_INS_SUB:
+  case ARM64_INS_AND:
+  case ARM64_INS_ORR:
+  case ARM64_INS_EOR:
+  case ARM64_INS_LSL:
+  case ARM64_INS_LSR:
+  case ARM64_INS_MUL:
+    write_reg(ev, dst, a->op_count == 3 ? data3(ev, insn) : pst_dx_unknown());
     return 1;
-  case ARM64_INS_MOV: case ARM64_INS_ADR: case ARM64_INS_ADRP:
-  case ARM64_INS_SXTW: case ARM64_INS_UXTB: case ARM64_INS_UXTH:
+  case ARM64_INS_MOV:
+  case ARM64_INS_ADR:
+  case ARM64_INS_ADRP:
+  case ARM64_INS_SXTW:
+  case ARM64_INS_UXTB:
+  case ARM64_INS_UXTH:
   case ARM64_INS_MRS:
-    write_reg(ev, dst, a->op_count == 2 ? data2(ev, insn)
-                                        : pst_dx_unknown());
+    write_reg(ev, dst, a->op_count == 2 ? data2(ev, insn) : pst_dx_unknown());
     return 1;
   default:
     return 0;
@@ -554,8 +551,7 @@ static int do_data(struct pst_dx_eval *ev, const cs_insn *insn)
 }
 
 static void step(struct pst_dx_eval *ev, const cs_insn *insn,
-                 struct pst_dx_flow *flow)
-{
+                 struct pst_dx_flow *flow) {
   const cs_arm64 *a = &insn->detail->arm64;
   int size, sext;
 
@@ -587,12 +583,12 @@ static void step(struct pst_dx_eval *ev, const cs_insn *insn,
 }
 
 const struct pst_disasm_ops pst_disasm_aarch64_ops = {
-  .name = "aarch64",
-  .cs_arch = CS_ARCH_ARM64,
-  .cs_mode = CS_MODE_ARM,
-  .arg_slot = X0,
-  .ret_slot = X0,
-  .arg_name = "x0",
-  .ret_name = "x0",
-  .step = step,
+    .name = "aarch64",
+    .cs_arch = CS_ARCH_ARM64,
+    .cs_mode = CS_MODE_ARM,
+    .arg_slot = X0,
+    .ret_slot = X0,
+    .arg_name = "x0",
+    .ret_name = "x0",
+    .step = step,
 };

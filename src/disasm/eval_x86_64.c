@@ -20,30 +20,19 @@ struct gpr {
   [X86_REG_##w] = {(slot) + 1, 2}, [X86_REG_##b] = {(slot) + 1, 1}
 
 static const struct gpr gprs[X86_REG_ENDING] = {
-  GPR(0, RAX, EAX, AX, AL),
-  GPR(1, RCX, ECX, CX, CL),
-  GPR(2, RDX, EDX, DX, DL),
-  GPR(3, RBX, EBX, BX, BL),
-  GPR(4, RSP, ESP, SP, SPL),
-  GPR(5, RBP, EBP, BP, BPL),
-  GPR(6, RSI, ESI, SI, SIL),
-  GPR(7, RDI, EDI, DI, DIL),
-  GPR(8, R8, R8D, R8W, R8B),
-  GPR(9, R9, R9D, R9W, R9B),
-  GPR(10, R10, R10D, R10W, R10B),
-  GPR(11, R11, R11D, R11W, R11B),
-  GPR(12, R12, R12D, R12W, R12B),
-  GPR(13, R13, R13D, R13W, R13B),
-  GPR(14, R14, R14D, R14W, R14B),
-  GPR(15, R15, R15D, R15W, R15B),
-  [X86_REG_AH] = {RAX + 1, 0},
-  [X86_REG_CH] = {RCX + 1, 0},
-  [X86_REG_DH] = {RDX + 1, 0},
-  [X86_REG_BH] = {RBX + 1, 0},
+    GPR(0, RAX, EAX, AX, AL),       GPR(1, RCX, ECX, CX, CL),
+    GPR(2, RDX, EDX, DX, DL),       GPR(3, RBX, EBX, BX, BL),
+    GPR(4, RSP, ESP, SP, SPL),      GPR(5, RBP, EBP, BP, BPL),
+    GPR(6, RSI, ESI, SI, SIL),      GPR(7, RDI, EDI, DI, DIL),
+    GPR(8, R8, R8D, R8W, R8B),      GPR(9, R9, R9D, R9W, R9B),
+    GPR(10, R10, R10D, R10W, R10B), GPR(11, R11, R11D, R11W, R11B),
+    GPR(12, R12, R12D, R12W, R12B), GPR(13, R13, R13D, R13W, R13B),
+    GPR(14, R14, R14D, R14W, R14B), GPR(15, R15, R15D, R15W, R15B),
+    [X86_REG_AH] = {RAX + 1, 0},    [X86_REG_CH] = {RCX + 1, 0},
+    [X86_REG_DH] = {RDX + 1, 0},    [X86_REG_BH] = {RBX + 1, 0},
 };
 
-static const struct gpr *gpr_of(unsigned reg)
-{
+static const struct gpr *gpr_of(unsigned reg) {
   if (reg >= X86_REG_ENDING || gprs[reg].slot1 == 0)
     return NULL;
   return &gprs[reg];
@@ -51,8 +40,7 @@ static const struct gpr *gpr_of(unsigned reg)
 
 /* The low `width` bytes of v. */
 static struct pst_dx_val narrow(const struct pst_dx_eval *ev,
-                                struct pst_dx_val v, int width)
-{
+                                struct pst_dx_val v, int width) {
   if (width == 8)
     return v;
   if (width == 4)
@@ -62,8 +50,7 @@ static struct pst_dx_val narrow(const struct pst_dx_eval *ev,
   return pst_dx_unknown();
 }
 
-static struct pst_dx_val read_reg(const struct pst_dx_eval *ev, unsigned reg)
-{
+static struct pst_dx_val read_reg(const struct pst_dx_eval *ev, unsigned reg) {
   const struct gpr *g = gpr_of(reg);
 
   if (g == NULL)
@@ -74,8 +61,7 @@ static struct pst_dx_val read_reg(const struct pst_dx_eval *ev, unsigned reg)
 /* A 32-bit write zero-extends into the 64-bit register; an 8- or 16-bit write
  * merges with bits we would have to track apart, so it gives up. */
 static void write_reg(struct pst_dx_eval *ev, unsigned reg,
-                      struct pst_dx_val v)
-{
+                      struct pst_dx_val v) {
   const struct gpr *g = gpr_of(reg);
 
   if (g == NULL)
@@ -87,8 +73,7 @@ static void write_reg(struct pst_dx_eval *ev, unsigned reg,
 
 /* The address a memory operand names (not what is stored there). */
 static struct pst_dx_val mem_addr(struct pst_dx_eval *ev, const cs_insn *insn,
-                                  const x86_op_mem *m)
-{
+                                  const x86_op_mem *m) {
   struct pst_dx_val a = pst_dx_const((uint64_t)m->disp);
 
   if (m->base == X86_REG_RIP || m->base == X86_REG_EIP)
@@ -115,8 +100,7 @@ static struct pst_dx_val mem_addr(struct pst_dx_eval *ev, const cs_insn *insn,
  * self pointer), and glibc's tcbhead_t repeats it at 0x10 (`self`), which is
  * what its pthread_getspecific reads: `mov %fs:0x10,%rdx` or
  * `add %fs:0x10,%rax`. */
-static int is_tp_self(const struct pst_dx_val *addr)
-{
+static int is_tp_self(const struct pst_dx_val *addr) {
   struct pst_dx_val rest = *addr;
 
   rest.tp = 0;
@@ -126,8 +110,7 @@ static int is_tp_self(const struct pst_dx_val *addr)
 }
 
 static struct pst_dx_val load_op(struct pst_dx_eval *ev, const cs_insn *insn,
-                                 const cs_x86_op *op)
-{
+                                 const cs_x86_op *op) {
   struct pst_dx_val addr = mem_addr(ev, insn, &op->mem);
 
   if (op->size == 8 && is_tp_self(&addr))
@@ -137,8 +120,7 @@ static struct pst_dx_val load_op(struct pst_dx_eval *ev, const cs_insn *insn,
 
 /* The value an operand reads. */
 static struct pst_dx_val op_val(struct pst_dx_eval *ev, const cs_insn *insn,
-                                const cs_x86_op *op)
-{
+                                const cs_x86_op *op) {
   switch (op->type) {
   case X86_OP_REG:
     return read_reg(ev, op->reg);
@@ -153,8 +135,7 @@ static struct pst_dx_val op_val(struct pst_dx_eval *ev, const cs_insn *insn,
 
 /* mov, movabs, movzx (zero-extension is what a narrow read already gives)
  * and movsx/movsxd. A store to memory changes nothing we track. */
-static void do_mov(struct pst_dx_eval *ev, const cs_insn *insn)
-{
+static void do_mov(struct pst_dx_eval *ev, const cs_insn *insn) {
   const cs_x86 *x = &insn->detail->x86;
   struct pst_dx_val v;
 
@@ -166,20 +147,17 @@ static void do_mov(struct pst_dx_eval *ev, const cs_insn *insn)
   write_reg(ev, x->operands[0].reg, v);
 }
 
-static void do_lea(struct pst_dx_eval *ev, const cs_insn *insn)
-{
+static void do_lea(struct pst_dx_eval *ev, const cs_insn *insn) {
   const cs_x86 *x = &insn->detail->x86;
 
   if (x->op_count == 2 && x->operands[0].type == X86_OP_REG &&
       x->operands[1].type == X86_OP_MEM)
-    write_reg(ev, x->operands[0].reg,
-              mem_addr(ev, insn, &x->operands[1].mem));
+    write_reg(ev, x->operands[0].reg, mem_addr(ev, insn, &x->operands[1].mem));
 }
 
 /* The shift count of shl/shr: an immediate (1 when omitted), masked the way
  * the CPU masks it; -1 for a count in cl. */
-static int shift_count(const cs_x86 *x)
-{
+static int shift_count(const cs_x86 *x) {
   unsigned mask = x->operands[0].size == 8 ? 63 : 31;
 
   if (x->op_count == 1)
@@ -192,25 +170,24 @@ static int shift_count(const cs_x86 *x)
 /* and/or/xor: bitwise operations keep a value only in the forms
  * pst_dx_and knows, or when one side is 0. */
 static struct pst_dx_val bitwise(struct pst_dx_eval *ev, unsigned id,
-                                 struct pst_dx_val a, struct pst_dx_val b)
-{
+                                 struct pst_dx_val a, struct pst_dx_val b) {
   int ca = pst_dx_is_const(&a), cb = pst_dx_is_const(&b);
 
   if (ca && cb)
-    return pst_dx_const(id == X86_INS_AND   ? a.c & b.c
+    return pst_dx_const(id == X86_INS_AND  ? a.c & b.c
                         : id == X86_INS_OR ? a.c | b.c
                                            : a.c ^ b.c);
   if (id == X86_INS_AND)
-    return cb ? pst_dx_and(ev, a, b.c) : ca ? pst_dx_and(ev, b, a.c)
-                                            : pst_dx_unknown();
+    return cb   ? pst_dx_and(ev, a, b.c)
+           : ca ? pst_dx_and(ev, b, a.c)
+                : pst_dx_unknown();
   /* x | 0 and x ^ 0 are x. */
   return cb && b.c == 0 ? a : ca && a.c == 0 ? b : pst_dx_unknown();
 }
 
 /* Two-operand arithmetic on a register destination. */
 static struct pst_dx_val arith(struct pst_dx_eval *ev, const cs_insn *insn,
-                               struct pst_dx_val a, struct pst_dx_val b)
-{
+                               struct pst_dx_val a, struct pst_dx_val b) {
   const cs_x86 *x = &insn->detail->x86;
   int n;
 
@@ -237,8 +214,7 @@ static struct pst_dx_val arith(struct pst_dx_eval *ev, const cs_insn *insn,
 }
 
 /* add, sub, and, or, xor, shl, shr, imul, inc, dec, neg. */
-static void do_arith(struct pst_dx_eval *ev, const cs_insn *insn)
-{
+static void do_arith(struct pst_dx_eval *ev, const cs_insn *insn) {
   const cs_x86 *x = &insn->detail->x86;
   const cs_x86_op *dst = &x->operands[0];
   struct pst_dx_val a, b;
@@ -267,15 +243,13 @@ static void do_arith(struct pst_dx_eval *ev, const cs_insn *insn)
     a = op_val(ev, insn, &x->operands[1]);
     b = op_val(ev, insn, &x->operands[2]);
   } else {
-    b = x->op_count > 1 ? op_val(ev, insn, &x->operands[1])
-                        : pst_dx_unknown();
+    b = x->op_count > 1 ? op_val(ev, insn, &x->operands[1]) : pst_dx_unknown();
   }
   write_reg(ev, dst->reg, arith(ev, insn, a, b));
 }
 
 /* `cmp a, b` and `test r, r` are remembered for the branch after them. */
-static void do_cmp(struct pst_dx_eval *ev, const cs_insn *insn)
-{
+static void do_cmp(struct pst_dx_eval *ev, const cs_insn *insn) {
   const cs_x86 *x = &insn->detail->x86;
   const cs_x86_op *a = &x->operands[0], *b = &x->operands[1];
 
@@ -295,8 +269,7 @@ static void do_cmp(struct pst_dx_eval *ev, const cs_insn *insn)
 }
 
 /* The condition a jcc tests, or -1 when insn is no jcc we name. */
-static int jcc_cc(unsigned id)
-{
+static int jcc_cc(unsigned id) {
   switch (id) {
   case X86_INS_JE:
     return PST_DX_CC_EQ;
@@ -337,12 +310,10 @@ static int jcc_cc(unsigned id)
  * lookup goes. When it cannot tell (something unknown is tested) the path
  * falls through, which compilers make the likely side. */
 static void do_jcc(struct pst_dx_eval *ev, const cs_insn *insn, int cc,
-                   struct pst_dx_flow *flow)
-{
+                   struct pst_dx_flow *flow) {
   const cs_x86 *x = &insn->detail->x86;
 
-  if (!ev->cmp.valid || x->op_count != 1 ||
-      x->operands[0].type != X86_OP_IMM)
+  if (!ev->cmp.valid || x->op_count != 1 || x->operands[0].type != X86_OP_IMM)
     return;
   if (pst_dx_decide(ev, &ev->cmp.lhs, &ev->cmp.rhs, ev->cmp.bits,
                     (enum pst_dx_cc)cc) == 1) {
@@ -352,8 +323,7 @@ static void do_jcc(struct pst_dx_eval *ev, const cs_insn *insn, int cc,
   }
 }
 
-static void do_jmp(const cs_insn *insn, struct pst_dx_flow *flow)
-{
+static void do_jmp(const cs_insn *insn, struct pst_dx_flow *flow) {
   const cs_x86 *x = &insn->detail->x86;
 
   flow->kind = PST_DX_JUMP;
@@ -366,8 +336,7 @@ static void do_jmp(const cs_insn *insn, struct pst_dx_flow *flow)
 /* Anything else: whatever register it writes becomes unknown, and so does
  * a register first operand (the destination in Intel order) even when
  * capstone does not say it is written: forgetting is always safe. */
-static void clobber(struct pst_dx_eval *ev, const cs_insn *insn)
-{
+static void clobber(struct pst_dx_eval *ev, const cs_insn *insn) {
   const cs_detail *d = insn->detail;
   const cs_x86 *x = &d->x86;
   uint8_t i;
@@ -380,8 +349,7 @@ static void clobber(struct pst_dx_eval *ev, const cs_insn *insn)
     write_reg(ev, d->regs_write[i], pst_dx_unknown());
 }
 
-static int writes_flags(const cs_insn *insn)
-{
+static int writes_flags(const cs_insn *insn) {
   const cs_detail *d = insn->detail;
   uint8_t i;
 
@@ -393,8 +361,7 @@ static int writes_flags(const cs_insn *insn)
 
 /* Instructions that leave every tracked register alone, or (push) change
  * only rsp, which is never tracked. */
-static int is_inert(unsigned id)
-{
+static int is_inert(unsigned id) {
   switch (id) {
   case X86_INS_NOP:
   case X86_INS_ENDBR64:
@@ -406,8 +373,7 @@ static int is_inert(unsigned id)
   }
 }
 
-static void do_control(const cs_insn *insn, struct pst_dx_flow *flow)
-{
+static void do_control(const cs_insn *insn, struct pst_dx_flow *flow) {
   switch (insn->id) {
   case X86_INS_JMP:
     do_jmp(insn, flow);
@@ -425,8 +391,7 @@ static void do_control(const cs_insn *insn, struct pst_dx_flow *flow)
 }
 
 static void step(struct pst_dx_eval *ev, const cs_insn *insn,
-                 struct pst_dx_flow *flow)
-{
+                 struct pst_dx_flow *flow) {
   int cc = jcc_cc(insn->id);
 
   if (writes_flags(insn))
@@ -446,9 +411,18 @@ static void step(struct pst_dx_eval *ev, const cs_insn *insn,
   case X86_INS_LEA:
     do_lea(ev, insn);
     break;
-  case X86_INS_ADD: case X86_INS_SUB: case X86_INS_AND: case X86_INS_OR:
-  case X86_INS_XOR: case X86_INS_SHL: case X86_INS_SAL: case X86_INS_SHR:
-  case X86_INS_IMUL: case X86_INS_INC: case X86_INS_DEC: case X86_INS_NEG:
+  case X86_INS_ADD:
+  case X86_INS_SUB:
+  case X86_INS_AND:
+  case X86_INS_OR:
+  case X86_INS_XOR:
+  case X86_INS_SHL:
+  case X86_INS_SAL:
+  case X86_INS_SHR:
+  case X86_INS_IMUL:
+  case X86_INS_INC:
+  case X86_INS_DEC:
+  case X86_INS_NEG:
     if (insn->id == X86_INS_IMUL && insn->detail->x86.op_count == 1)
       clobber(ev, insn); /* rdx:rax = rax * src */
     else
@@ -458,8 +432,12 @@ static void step(struct pst_dx_eval *ev, const cs_insn *insn,
   case X86_INS_TEST:
     do_cmp(ev, insn);
     break;
-  case X86_INS_JMP: case X86_INS_CALL: case X86_INS_RET:
-  case X86_INS_UD2: case X86_INS_HLT: case X86_INS_INT3:
+  case X86_INS_JMP:
+  case X86_INS_CALL:
+  case X86_INS_RET:
+  case X86_INS_UD2:
+  case X86_INS_HLT:
+  case X86_INS_INT3:
     do_control(insn, flow);
     break;
   default:
@@ -470,12 +448,12 @@ static void step(struct pst_dx_eval *ev, const cs_insn *insn,
 }
 
 const struct pst_disasm_ops pst_disasm_x86_64_ops = {
-  .name = "x86_64",
-  .cs_arch = CS_ARCH_X86,
-  .cs_mode = CS_MODE_64,
-  .arg_slot = RDI,
-  .ret_slot = RAX,
-  .arg_name = "rdi",
-  .ret_name = "rax",
-  .step = step,
+    .name = "x86_64",
+    .cs_arch = CS_ARCH_X86,
+    .cs_mode = CS_MODE_64,
+    .arg_slot = RDI,
+    .ret_slot = RAX,
+    .arg_name = "rdi",
+    .ret_name = "rax",
+    .step = step,
 };

@@ -54,8 +54,8 @@ struct pst_dx_load {
 };
 
 /* The code is short (a libc or libpython stub): these bound the work. */
-#define PST_DX_NREGS 32     /* aarch64: x0-x30 and sp; x86_64 uses 16 */
-#define PST_DX_NLOADS 64    /* memory reads remembered on one path */
+#define PST_DX_NREGS 32      /* aarch64: x0-x30 and sp; x86_64 uses 16 */
+#define PST_DX_NLOADS 64     /* memory reads remembered on one path */
 #define PST_DX_MAX_STEPS 256 /* instructions executed on one path */
 
 /* Condition codes after a compare of lhs with rhs, arch-neutral. */
@@ -90,13 +90,13 @@ struct pst_dx_eval {
   struct pst_dx_val reg[PST_DX_NREGS];
   struct pst_dx_load loads[PST_DX_NLOADS];
   unsigned nloads;
-  unsigned split;          /* the shift of the hi/lo atoms; 0 until seen */
+  unsigned split; /* the shift of the hi/lo atoms; 0 until seen */
   struct pst_dx_cmp cmp;
-  uint64_t key_min;        /* KEY is assumed in [key_min, key_max]: this */
-  uint64_t key_max;        /* picks the side of a branch that tests it */
+  uint64_t key_min;            /* KEY is assumed in [key_min, key_max]: this */
+  uint64_t key_max;            /* picks the side of a branch that tests it */
   pst_disasm_read64_fn read64; /* may be NULL: loads then stay symbolic */
   void *arg;
-  int read_err;            /* first error read64 returned, for messages */
+  int read_err; /* first error read64 returned, for messages */
 };
 
 struct pst_dx_val pst_dx_unknown(void);
@@ -126,8 +126,8 @@ struct pst_dx_val pst_dx_and(struct pst_dx_eval *ev, struct pst_dx_val a,
 struct pst_dx_val pst_dx_trunc32(const struct pst_dx_eval *ev,
                                  struct pst_dx_val a);
 /* Sign-extends the low `bytes` bytes (1, 2 or 4). */
-struct pst_dx_val pst_dx_sext(const struct pst_dx_eval *ev,
-                              struct pst_dx_val a, int bytes);
+struct pst_dx_val pst_dx_sext(const struct pst_dx_eval *ev, struct pst_dx_val a,
+                              int bytes);
 
 /* The value of a `size`-byte read at addr. When addr has a loaded term that
  * read64 can resolve, it is resolved first (see pst_dx_resolve). */
@@ -173,7 +173,7 @@ struct pst_dx_flow {
 
 /* The per-arch half of the evaluator. */
 struct pst_disasm_ops {
-  const char *name;     /* "x86_64" */
+  const char *name; /* "x86_64" */
   cs_arch cs_arch;
   cs_mode cs_mode;
   int arg_slot;         /* pst_dx_eval.reg index of the first argument */
@@ -233,14 +233,13 @@ int pst_dx_tsd_layout(const struct pst_disasm_ops *ops,
                       struct pst_tsd_layout *out, char *why, size_t why_len);
 
 int pst_dx_tss_key(const struct pst_disasm_ops *ops,
-                   const struct pst_dx_code *code,
-                   pst_disasm_read64_fn read64, void *arg, uint64_t *out,
-                   int *is_load, char *shape, size_t shape_len, char *why,
-                   size_t why_len);
+                   const struct pst_dx_code *code, pst_disasm_read64_fn read64,
+                   void *arg, uint64_t *out, int *is_load, char *shape,
+                   size_t shape_len, char *why, size_t why_len);
 
 int pst_dx_global_getter(const struct pst_disasm_ops *ops,
                          const struct pst_dx_code *code,
-                         pst_disasm_read64_fn read64, void *arg,
-                         uint64_t *out, char *why, size_t why_len);
+                         pst_disasm_read64_fn read64, void *arg, uint64_t *out,
+                         char *why, size_t why_len);
 
 #endif

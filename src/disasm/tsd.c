@@ -27,8 +27,7 @@
 #define L2_PTR_SIZE 8
 
 /* Whether v is TP + c with nothing else; sets *c. */
-static int is_tp_plus(const struct pst_dx_val *v, int64_t *c)
-{
+static int is_tp_plus(const struct pst_dx_val *v, int64_t *c) {
   struct pst_dx_val rest = *v;
 
   rest.tp = 0;
@@ -41,8 +40,7 @@ static int is_tp_plus(const struct pst_dx_val *v, int64_t *c)
 
 /* The 8-byte load the function returns, or NULL with why set. */
 static const struct pst_dx_load *returned_load(const struct pst_dx_eval *ev,
-                                               char *why, size_t why_len)
-{
+                                               char *why, size_t why_len) {
   const struct pst_dx_val *v = &ev->reg[ev->ops->ret_slot];
   const struct pst_dx_load *l = pst_dx_pure_load(ev, v);
 
@@ -58,8 +56,7 @@ static const struct pst_dx_load *returned_load(const struct pst_dx_eval *ev,
 /* Level one: the load's address is TP + offset + m*KEY, or
  * [TP + offset] + m*KEY. */
 static int match_level1(const struct pst_dx_eval *ev,
-                        struct pst_tsd_layout *out, char *why, size_t why_len)
-{
+                        struct pst_tsd_layout *out, char *why, size_t why_len) {
   const struct pst_dx_load *l = returned_load(ev, why, why_len), *base;
   struct pst_dx_val a;
 
@@ -86,16 +83,14 @@ static int match_level1(const struct pst_dx_eval *ev,
 /* Level two: the load's address is [TP + l2_offset + 8*HI] + m*LO + data,
  * with m the multiplier of level one. Returns 1 when it matches. */
 static int match_level2(const struct pst_dx_eval *ev,
-                        struct pst_tsd_layout *out)
-{
+                        struct pst_tsd_layout *out) {
   const struct pst_dx_load *l = returned_load(ev, NULL, 0), *block;
   struct pst_dx_val a, b;
 
   if (l == NULL || ev->split != L2_SPLIT)
     return 0;
   a = l->addr;
-  if (a.key != 0 || a.tp != 0 || a.hi != 0 ||
-      (int64_t)a.lo != out->multiplier)
+  if (a.key != 0 || a.tp != 0 || a.hi != 0 || (int64_t)a.lo != out->multiplier)
     return 0;
   if (a.load == 0 || ev->loads[a.load - 1].size != 8)
     return 0;
@@ -113,8 +108,7 @@ static int match_level2(const struct pst_dx_eval *ev,
 /* Runs the function with KEY in [key_min, key_max] up to its ret. */
 static int run_range(struct pst_dx_eval *ev, const struct pst_disasm_ops *ops,
                      const struct pst_dx_code *code, uint64_t key_min,
-                     uint64_t key_max, char *why, size_t why_len)
-{
+                     uint64_t key_max, char *why, size_t why_len) {
   struct pst_dx_stop stop;
 
   pst_dx_init(ev, ops, NULL, NULL);
@@ -126,8 +120,7 @@ static int run_range(struct pst_dx_eval *ev, const struct pst_disasm_ops *ops,
 
 int pst_dx_tsd_layout(const struct pst_disasm_ops *ops,
                       const struct pst_dx_code *code,
-                      struct pst_tsd_layout *out, char *why, size_t why_len)
-{
+                      struct pst_tsd_layout *out, char *why, size_t why_len) {
   struct pst_tsd_layout l = {0};
   struct pst_dx_eval *ev;
   int err;
@@ -143,8 +136,7 @@ int pst_dx_tsd_layout(const struct pst_disasm_ops *ops,
     goto out;
   /* The second level is optional: musl has none, and a truncated copy of
    * glibc's function may not reach it. */
-  if (run_range(ev, ops, code, 32, 1023, NULL, 0) == 0 &&
-      match_level2(ev, &l))
+  if (run_range(ev, ops, code, 32, 1023, NULL, 0) == 0 && match_level2(ev, &l))
     l.has_l2 = 1;
   else
     l.l2_offset = l.l2_data = 0;

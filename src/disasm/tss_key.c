@@ -27,15 +27,13 @@ struct source {
 /* Says in why that reg, at the stop, is `problem`. Returns -EINVAL. */
 static int not_constant(const struct pst_dx_eval *ev, const char *reg,
                         const char *problem, const struct pst_dx_stop *stop,
-                        char *why, size_t why_len)
-{
+                        char *why, size_t why_len) {
   char detail[64] = "";
 
   /* The number, not strerror(), which is not thread-safe. */
   if (ev->read_err != 0)
     snprintf(detail, sizeof(detail),
-             " (reading a GOT slot failed: read64 returned %d)",
-             ev->read_err);
+             " (reading a GOT slot failed: read64 returned %d)", ev->read_err);
   pst_dx_why(why, why_len, "%s at the %s at 0x%" PRIx64 " is %s%s", reg,
              stop->mnemonic, stop->addr, problem, detail);
   return -EINVAL;
@@ -45,8 +43,7 @@ static int not_constant(const struct pst_dx_eval *ev, const char *reg,
  * nothing added is taken as the argument itself (the key, is_load 1), even
  * when 8 bytes wide: the caller sees where it was read and can judge. */
 static int classify(struct pst_dx_eval *ev, struct pst_dx_val v,
-                    struct source *src)
-{
+                    struct source *src) {
   const struct pst_dx_load *l = pst_dx_pure_load(ev, &v);
 
   if (l != NULL) {
@@ -71,8 +68,7 @@ static int classify(struct pst_dx_eval *ev, struct pst_dx_val v,
 
 static void describe(const struct pst_dx_eval *ev, const struct source *src,
                      const struct pst_dx_stop *stop, char *shape,
-                     size_t shape_len)
-{
+                     size_t shape_len) {
   const char *got = src->got ? " (GOT-relative)" : "";
 
   if (shape == NULL || shape_len == 0)
@@ -86,11 +82,9 @@ static void describe(const struct pst_dx_eval *ev, const struct source *src,
 }
 
 int pst_dx_tss_key(const struct pst_disasm_ops *ops,
-                   const struct pst_dx_code *code,
-                   pst_disasm_read64_fn read64, void *arg, uint64_t *out,
-                   int *is_load, char *shape, size_t shape_len, char *why,
-                   size_t why_len)
-{
+                   const struct pst_dx_code *code, pst_disasm_read64_fn read64,
+                   void *arg, uint64_t *out, int *is_load, char *shape,
+                   size_t shape_len, char *why, size_t why_len) {
   struct pst_dx_stop stop;
   struct pst_dx_eval *ev;
   struct source src;
@@ -121,9 +115,8 @@ out:
 
 int pst_dx_global_getter(const struct pst_disasm_ops *ops,
                          const struct pst_dx_code *code,
-                         pst_disasm_read64_fn read64, void *arg,
-                         uint64_t *out, char *why, size_t why_len)
-{
+                         pst_disasm_read64_fn read64, void *arg, uint64_t *out,
+                         char *why, size_t why_len) {
   const struct pst_dx_load *l;
   struct pst_dx_stop stop;
   struct pst_dx_eval *ev;

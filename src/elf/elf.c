@@ -46,8 +46,8 @@ int pst_elf_open(int fd, struct pst_elf **out) {
     goto err;
   }
   e->elf = elf_memory(e->map, e->size);
-  if (!e->elf || elf_kind(e->elf) != ELF_K_ELF || !gelf_getehdr(e->elf,
-                                                                 &e->ehdr)) {
+  if (!e->elf || elf_kind(e->elf) != ELF_K_ELF ||
+      !gelf_getehdr(e->elf, &e->ehdr)) {
     err = -ENOEXEC;
     goto err;
   }
@@ -72,8 +72,8 @@ void pst_elf_close(struct pst_elf *e) {
 int pst_elf_machine(const struct pst_elf *e) { return e->ehdr.e_machine; }
 int pst_elf_type(const struct pst_elf *e) { return e->ehdr.e_type; }
 
-int pst_elf_symbols(const struct pst_elf *e, const char *const *names,
-                    size_t n, uint64_t *values, uint64_t *sizes) {
+int pst_elf_symbols(const struct pst_elf *e, const char *const *names, size_t n,
+                    uint64_t *values, uint64_t *sizes) {
   static const unsigned types[] = {SHT_DYNSYM, SHT_SYMTAB};
   size_t found = 0;
   char *done = calloc(n ? n : 1, 1);
@@ -91,8 +91,8 @@ int pst_elf_symbols(const struct pst_elf *e, const char *const *names,
       GElf_Shdr sh;
       Elf_Data *data;
       size_t count;
-      if (!gelf_getshdr(scn, &sh) || sh.sh_type != types[t] ||
-          !sh.sh_entsize || !(data = elf_getdata(scn, NULL)))
+      if (!gelf_getshdr(scn, &sh) || sh.sh_type != types[t] || !sh.sh_entsize ||
+          !(data = elf_getdata(scn, NULL)))
         continue;
       count = sh.sh_size / sh.sh_entsize;
       for (size_t k = 1; k < count && found < n; k++) {
@@ -117,8 +117,8 @@ int pst_elf_symbols(const struct pst_elf *e, const char *const *names,
   return (int)found;
 }
 
-int pst_elf_symbol(const struct pst_elf *e, const char *name,
-                   uint64_t *value, uint64_t *size) {
+int pst_elf_symbol(const struct pst_elf *e, const char *name, uint64_t *value,
+                   uint64_t *size) {
   uint64_t v, sz;
 
   if (pst_elf_symbols(e, &name, 1, &v, &sz) != 1)
@@ -148,8 +148,8 @@ static int find_section(const struct pst_elf *e, const char *name,
   return -1;
 }
 
-int pst_elf_section(const struct pst_elf *e, const char *name,
-                    uint64_t *addr, uint64_t *size) {
+int pst_elf_section(const struct pst_elf *e, const char *name, uint64_t *addr,
+                    uint64_t *size) {
   GElf_Shdr sh;
 
   if (find_section(e, name, &sh))

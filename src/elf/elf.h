@@ -24,19 +24,19 @@ int pst_elf_type(const struct pst_elf *e);
 
 /* Looks name up in .dynsym, then .symtab (local symbols included). Returns
  * 0 with *value (and *size if non-NULL), or PST_ENOSYM. */
-int pst_elf_symbol(const struct pst_elf *e, const char *name,
-                   uint64_t *value, uint64_t *size);
+int pst_elf_symbol(const struct pst_elf *e, const char *name, uint64_t *value,
+                   uint64_t *size);
 
 /* Looks up n names in one pass over .dynsym and .symtab (a missing name
  * costs one full scan per call, so batch them). values[i] (and sizes[i] if
  * sizes is non-NULL) are set for each name found and left 0 otherwise.
  * Returns the number of names found. */
-int pst_elf_symbols(const struct pst_elf *e, const char *const *names,
-                    size_t n, uint64_t *values, uint64_t *sizes);
+int pst_elf_symbols(const struct pst_elf *e, const char *const *names, size_t n,
+                    uint64_t *values, uint64_t *sizes);
 
 /* Address and size of section name, or PST_ENOSYM. */
-int pst_elf_section(const struct pst_elf *e, const char *name,
-                    uint64_t *addr, uint64_t *size);
+int pst_elf_section(const struct pst_elf *e, const char *name, uint64_t *addr,
+                    uint64_t *size);
 
 /* The file bytes of section name (borrowed from the mapping, valid until
  * pst_elf_close), or NULL. */

@@ -216,8 +216,8 @@ int pst_tsd_loading(const struct pst_maps *maps) {
   return loader;
 }
 
-int pst_tsd_analyse(pid_t pid, const struct pst_maps *maps,
-                    enum pst_arch arch, struct pst_tsd *tsd) {
+int pst_tsd_analyse(pid_t pid, const struct pst_maps *maps, enum pst_arch arch,
+                    struct pst_tsd *tsd) {
   const struct pst_map *mp;
   struct pst_elf *e = NULL;
   struct pst_tsd_layout db;
@@ -264,8 +264,8 @@ int pst_tsd_analyse(pid_t pid, const struct pst_maps *maps,
   if (!e) {
     set_default(tsd, arch);
     snprintf(tsd->method, sizeof(tsd->method),
-             "default for %s (cannot open %s)",
-             tsd->is_musl ? "musl" : "glibc", mp->path);
+             "default for %s (cannot open %s)", tsd->is_musl ? "musl" : "glibc",
+             mp->path);
     snprintf(tsd->start_method, sizeof(tsd->start_method),
              "unknown: cannot open %s", mp->path);
     pst_warn("%s", tsd->method);
@@ -352,9 +352,11 @@ int pst_tsd_get(const struct pst_tsd *tsd, struct pst_mem *mem, uint64_t tp,
       *value = 0;
       return 0;
     }
-    return pst_mem_read_u64(
-        mem, l2 + (uint64_t)(key & 31) * (uint64_t)l->multiplier +
-                 (uint64_t)l->l2_data, value);
+    return pst_mem_read_u64(mem,
+                            l2 +
+                                (uint64_t)(key & 31) * (uint64_t)l->multiplier +
+                                (uint64_t)l->l2_data,
+                            value);
   }
   base = tp + (uint64_t)l->offset;
   if (l->indirect) {

@@ -21,15 +21,15 @@
 
 struct pst_tsd {
   struct pst_tsd_layout layout;
-  char libc_path[512];  /* as the target sees it */
-  char method[160];     /* how the layout was found, for `info` */
+  char libc_path[512]; /* as the target sees it */
+  char method[160];    /* how the layout was found, for `info` */
   int is_musl;
-  int l2_only;          /* only the level-2 path is known (from _thread_db:
+  int l2_only; /* only the level-2 path is known (from _thread_db:
                            specific[0] points at specific_1stblock, so it
                            serves every key) */
   /* Thread start routines (pst_tsd_start_routine). */
-  int has_start;        /* start_offset is known */
-  int64_t start_offset; /* glibc's struct pthread start_routine, from the
+  int has_start;          /* start_offset is known */
+  int64_t start_offset;   /* glibc's struct pthread start_routine, from the
                            thread pointer; its arg is the next word */
   char start_method[160]; /* how start_offset was found, or why it is
                              unknown, for `info` */
@@ -42,8 +42,8 @@ int pst_tsd_loading(const struct pst_maps *maps);
 
 /* Fills *tsd. Returns 0 or PST_ENOTSD (no libc found and no usable default);
  * never guesses silently: a fallback is logged and named in tsd->method. */
-int pst_tsd_analyse(pid_t pid, const struct pst_maps *maps,
-                    enum pst_arch arch, struct pst_tsd *tsd);
+int pst_tsd_analyse(pid_t pid, const struct pst_maps *maps, enum pst_arch arch,
+                    struct pst_tsd *tsd);
 
 /* The start routine of the thread whose thread pointer is tp (fsbase on
  * x86_64, tpidr_el0 on aarch64): the function its pthread_create() was

@@ -62,8 +62,8 @@ int pst_debuginfo_build_id(const struct pst_elf *e, const uint8_t **id,
     if (namesz > size || descsz > size || 12 + name_room > size ||
         desc_room > size - 12 - name_room)
       break;
-    if (type == NOTE_GNU_BUILD_ID && namesz == 4 &&
-        !memcmp(p + 12, "GNU", 4) && descsz >= 1 && descsz <= MAX_BUILD_ID) {
+    if (type == NOTE_GNU_BUILD_ID && namesz == 4 && !memcmp(p + 12, "GNU", 4) &&
+        descsz >= 1 && descsz <= MAX_BUILD_ID) {
       *id = p + 12 + name_room;
       *len = descsz;
       return 0;
@@ -125,8 +125,7 @@ static int try_file(const char *path, const struct want *wt, int by_link,
   if (fd < 0)
     return -ENOENT;
   if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-      (wt->w->inode && st.st_ino == wt->w->inode &&
-       st.st_dev == wt->w->dev)) {
+      (wt->w->inode && st.st_ino == wt->w->inode && st.st_dev == wt->w->dev)) {
     close(fd); /* not a file, or the image itself */
     return -ENOENT;
   }
@@ -149,8 +148,7 @@ static int try_file(const char *path, const struct want *wt, int by_link,
   if (by_link) {
     img = pst_elf_image(d, &len);
     if (pst_debuginfo_crc32(img, len) != wt->crc) {
-      pst_debug("debuginfo: %s: CRC-32 differs from .gnu_debuglink's",
-                path);
+      pst_debug("debuginfo: %s: CRC-32 differs from .gnu_debuglink's", path);
       goto refuse;
     }
   }

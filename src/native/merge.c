@@ -6,22 +6,50 @@
 /* Call machinery between eval-loop calls: hidden by default. Matched as
  * prefixes, so that ".cold", ".part.N" and "Tstate" variants go too. */
 static const char *const plumbing[] = {
-    "_PyEval_EvalCode", "PyEval_EvalCode", "_PyEval_Vector",
+    "_PyEval_EvalCode",
+    "PyEval_EvalCode",
+    "_PyEval_Vector",
     "_PyEval_EvalFrame", /* the inline wrapper when not inlined (not the
                             eval loop itself, checked first) */
     "PyEval_EvalFrame",  /* 3.x wrapper PyEval_EvalFrameEx */
-    "_PyFunction_", "function_code_fastcall", "_PyObject_Call",
-    "PyObject_Call", "_PyObject_Vectorcall", "PyObject_Vectorcall",
-    "_PyObject_FastCall", "_PyObject_MakeTpCall", "_PyVectorcall_",
-    "PyVectorcall_", "method_vectorcall", "cfunction_vectorcall",
-    "cfunction_call", "_PyCFunction_", "PyCFunction_Call", "call_function",
-    "do_call_core", "slot_tp_call", "object_vacall", "vectorcall_",
-    "_PyMethodDescr_", "method_call", "function_call", "call_unbound",
-    "fast_function", "ext_do_call", "PyEval_CallObject",
+    "_PyFunction_",
+    "function_code_fastcall",
+    "_PyObject_Call",
+    "PyObject_Call",
+    "_PyObject_Vectorcall",
+    "PyObject_Vectorcall",
+    "_PyObject_FastCall",
+    "_PyObject_MakeTpCall",
+    "_PyVectorcall_",
+    "PyVectorcall_",
+    "method_vectorcall",
+    "cfunction_vectorcall",
+    "cfunction_call",
+    "_PyCFunction_",
+    "PyCFunction_Call",
+    "call_function",
+    "do_call_core",
+    "slot_tp_call",
+    "object_vacall",
+    "vectorcall_",
+    "_PyMethodDescr_",
+    "method_call",
+    "function_call",
+    "call_unbound",
+    "fast_function",
+    "ext_do_call",
+    "PyEval_CallObject",
     "_Py_CheckFunctionResult",
     /* start-up: between main() and the first Python frame */
-    "run_eval_code_obj", "run_mod", "run_pyc_file", "_PyRun_", "PyRun_",
-    "pymain_", "Py_RunMain", "Py_BytesMain", "Py_Main",
+    "run_eval_code_obj",
+    "run_mod",
+    "run_pyc_file",
+    "_PyRun_",
+    "PyRun_",
+    "pymain_",
+    "Py_RunMain",
+    "Py_BytesMain",
+    "Py_Main",
 };
 
 static int starts_with(const char *s, const char *p) {
@@ -79,10 +107,10 @@ static int hidden(const unsigned *flags, size_t nn, size_t i,
          ((flags[i] & PST_NF_PLUMBING) || between_evals(flags, nn, i));
 }
 
-size_t pst_merge(const struct pst_frame *nat, const unsigned *flags,
-                 size_t nn, const struct pst_frame *py, size_t np,
-                 int show_plumbing, const char *marker,
-                 struct pst_frame *out, size_t max, int *mismatch) {
+size_t pst_merge(const struct pst_frame *nat, const unsigned *flags, size_t nn,
+                 const struct pst_frame *py, size_t np, int show_plumbing,
+                 const char *marker, struct pst_frame *out, size_t max,
+                 int *mismatch) {
   size_t evals = 0, k = 0, p = 0;
 
   for (size_t i = 0; i < nn; i++)

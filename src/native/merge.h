@@ -20,9 +20,10 @@
 #include "pystitch.h"
 
 /* Flags of a native frame, set by the caller with pst_native_classify(). */
-#define PST_NF_EVAL 1      /* an eval-loop frame of the interpreter */
-#define PST_NF_PLUMBING 2  /* interpreter call machinery */
-#define PST_NF_INTERP 4    /* in the interpreter's own text (libpython or
+#define PST_NF_EVAL 1     /* an eval-loop frame of the interpreter */
+#define PST_NF_PLUMBING 2 /* interpreter call machinery */
+#define PST_NF_INTERP                                                          \
+  4 /* in the interpreter's own text (libpython or
                               the python executable), named or not: such
                               frames between two eval-loop frames are call
                               machinery too, hidden like PST_NF_PLUMBING */
@@ -40,10 +41,10 @@ unsigned pst_native_classify(const char *func, int version_hex);
  * eval-frame count and the Python entry count differ (then out holds the
  * Python frames, a marker frame and the native frames). Returns the number
  * of frames written. marker is the marker frame's text (caller-owned). */
-size_t pst_merge(const struct pst_frame *nat, const unsigned *flags,
-                 size_t nn, const struct pst_frame *py, size_t np,
-                 int show_plumbing, const char *marker,
-                 struct pst_frame *out, size_t max, int *mismatch);
+size_t pst_merge(const struct pst_frame *nat, const unsigned *flags, size_t nn,
+                 const struct pst_frame *py, size_t np, int show_plumbing,
+                 const char *marker, struct pst_frame *out, size_t max,
+                 int *mismatch);
 
 /* How many eval-loop calls the Python frames need: their entry frames (a
  * trailing partial group counts as one). */

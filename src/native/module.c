@@ -46,25 +46,25 @@ struct pst_module {
   unsigned refs;
   dev_t dev;
   uint64_t inode;
-  int err;                    /* open/parse error remembered, or 0 */
-  struct pst_elf *elf;        /* NULL when err */
+  int err;             /* open/parse error remembered, or 0 */
+  struct pst_elf *elf; /* NULL when err */
   const void *image;
   size_t len;
   int has_table;
   struct pst_eh_table table;
-  struct pst_symtab *symtab;  /* built at the first symbol lookup */
-  int symtab_err;             /* why it could not be, or 0 */
-  char *path;                 /* as the first process that mapped it sees
+  struct pst_symtab *symtab; /* built at the first symbol lookup */
+  int symtab_err;            /* why it could not be, or 0 */
+  char *path;                /* as the first process that mapped it sees
                                  it (owned), for the debug file search;
                                  NULL for image modules */
-  pid_t pid;                  /* that process, for its root */
-  char *debug_path;           /* the separate debug file merged into
+  pid_t pid;                 /* that process, for its root */
+  char *debug_path;          /* the separate debug file merged into
                                  symtab (owned), or NULL */
 };
 
 struct pst_modcache {
   unsigned refs;
-  struct pst_module **v;      /* live modules (borrowed: they remove
+  struct pst_module **v; /* live modules (borrowed: they remove
                                  themselves when freed) and failed
                                  entries (owned) */
   size_t n, cap;
@@ -158,7 +158,8 @@ static void parse_eh_frame_hdr(struct pst_module *m, const char *name) {
      * dwarf_find_debug_frame (built without --enable-debug-frame on
      * x86_64), and files without .eh_frame_hdr are rare on Linux. */
     pst_info("%s: no .eh_frame_hdr; its frames are unwound by frame "
-             "pointer only", name);
+             "pointer only",
+             name);
     return;
   }
   if (off > m->len || size > m->len - off || size < 4)
@@ -183,7 +184,8 @@ static void parse_eh_frame_hdr(struct pst_module *m, const char *name) {
   return;
 bad:
   pst_info("%s: .eh_frame_hdr in an unsupported form; its frames are "
-           "unwound by frame pointer only", name);
+           "unwound by frame pointer only",
+           name);
 }
 
 /* Builds a module around an opened ELF (ownership of e passes to m). */
@@ -211,8 +213,8 @@ static struct pst_module *cache_find(const struct pst_modcache *c, dev_t dev,
   return NULL;
 }
 
-int pst_module_get(struct pst_modcache *c, pid_t pid,
-                   const struct pst_map *mp, struct pst_module **out) {
+int pst_module_get(struct pst_modcache *c, pid_t pid, const struct pst_map *mp,
+                   struct pst_module **out) {
   dev_t dev = makedev(mp->dev_major, mp->dev_minor);
   struct pst_module *m = cache_find(c, dev, mp->inode);
   struct pst_elf *e = NULL;
@@ -323,7 +325,9 @@ const void *pst_module_image(const struct pst_module *m, size_t *len) {
   return m->image;
 }
 
-struct pst_elf *pst_module_elf(const struct pst_module *m) { return m->elf; }
+struct pst_elf *pst_module_elf(const struct pst_module *m) {
+  return m->elf;
+}
 
 int pst_module_eh_table(const struct pst_module *m, struct pst_eh_table *t) {
   if (!m->has_table)
@@ -340,8 +344,8 @@ int pst_module_bias(const struct pst_module *m, const struct pst_map *mp,
 /* The separate debug file of a file module whose image has no .symtab
  * (stripped): a new pst_elf, or NULL. Its path is kept in m->debug_path. */
 static struct pst_elf *find_debug_file(struct pst_module *m) {
-  struct pst_debuginfo_where w = {.path = m->path, .pid = m->pid,
-                                  .dev = m->dev, .inode = m->inode};
+  struct pst_debuginfo_where w = {
+      .path = m->path, .pid = m->pid, .dev = m->dev, .inode = m->inode};
   enum pst_debuginfo_how how;
   struct pst_elf *d = NULL;
   uint64_t addr, size;

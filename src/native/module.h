@@ -55,8 +55,8 @@ void pst_modcache_put(struct pst_modcache *c);
  * (the file is gone, not readable, not ELF). A failure is remembered for
  * that device and inode, so a file that cannot be opened costs one attempt
  * per cache, not one per maps reload. */
-int pst_module_get(struct pst_modcache *c, pid_t pid,
-                   const struct pst_map *mp, struct pst_module **out);
+int pst_module_get(struct pst_modcache *c, pid_t pid, const struct pst_map *mp,
+                   struct pst_module **out);
 
 /* A module made from a copy of an in-memory ELF image (the [vdso] read from
  * the target). Not in any cache. name is for messages. Returns 0 and a new

@@ -250,8 +250,8 @@ static void std_thread(struct pst_resolver *r, struct pst_mem *mem,
     return;
   }
   snprintf(o->func, sizeof(o->func), "%s", callable);
-  snprintf(o->detail, sizeof(o->detail), "std::thread running %s%s%s",
-           callable, where ? " in " : "", where ? where : "");
+  snprintf(o->detail, sizeof(o->detail), "std::thread running %s%s%s", callable,
+           where ? " in " : "", where ? where : "");
   if ((end = strstr(callable, "::*)")) && (cls = strchr(callable, '(')) &&
       cls < end) {
     /* A member function pointer, void (ns::C::*)(...): its class. */
@@ -279,8 +279,7 @@ void pst_origin_describe(struct pst_resolver *r, struct pst_mem *mem,
   o->fn = fn;
   if (fn == 0) {
     o->kind = PST_ORIGIN_MAIN;
-    snprintf(o->detail, sizeof(o->detail),
-             "no start routine: the main thread");
+    snprintf(o->detail, sizeof(o->detail), "no start routine: the main thread");
     return;
   }
   if (pst_resolver_lookup(r, fn, &at) || !at.path) {
@@ -336,10 +335,10 @@ void pst_origin_unknown(const char *why, struct pst_origin *o) {
 }
 
 char *pst_origin_thread_name(const char *comm, const char *main_comm,
-                             const struct pst_origin *o, pid_t tid,
-                             char *buf, size_t len) {
-  int pool = o && (o->kind == PST_ORIGIN_OPENMP ||
-                   o->kind == PST_ORIGIN_PTHREADPOOL);
+                             const struct pst_origin *o, pid_t tid, char *buf,
+                             size_t len) {
+  int pool =
+      o && (o->kind == PST_ORIGIN_OPENMP || o->kind == PST_ORIGIN_PTHREADPOOL);
 
   if (len == 0)
     return buf;

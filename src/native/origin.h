@@ -102,8 +102,8 @@ void pst_origin_unknown(const char *why, struct pst_origin *out);
  * pthreadpool worker, else o's label (o may be NULL), else "native thread
  * TID". comm or main_comm NULL: not compared. Returns buf. */
 char *pst_origin_thread_name(const char *comm, const char *main_comm,
-                             const struct pst_origin *o, pid_t tid,
-                             char *buf, size_t len);
+                             const struct pst_origin *o, pid_t tid, char *buf,
+                             size_t len);
 
 /* Shortens a demangled function name to what fits a label: no parameter
  * list, template arguments, lambda or clone suffix, and a constructor

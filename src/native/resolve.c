@@ -32,7 +32,7 @@ struct pst_resolver {
   pid_t pid;
   struct pst_modcache *cache; /* reference */
   struct pst_maps maps;
-  int loaded;                 /* maps read at least once */
+  int loaded; /* maps read at least once */
   struct used *used;
   size_t nused, capused;
   struct pst_strtab *strings; /* paths and names handed out */

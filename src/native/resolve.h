@@ -29,12 +29,12 @@ struct pst_resolver;
 
 /* One resolved address. */
 struct pst_resolved {
-  const char *path;  /* the file mapped at the address, as the target sees
+  const char *path; /* the file mapped at the address, as the target sees
                         it; NULL when the address is in no file mapping */
-  const char *func;  /* the function containing it (demangled), or NULL */
-  uint64_t vaddr;    /* the address in the file's link-time address space
+  const char *func; /* the function containing it (demangled), or NULL */
+  uint64_t vaddr;   /* the address in the file's link-time address space
                         (address minus load bias); 0 when path is NULL */
-  uint64_t offset;   /* from the function's start when func is set, else
+  uint64_t offset;  /* from the function's start when func is set, else
                         vaddr */
 };
 

@@ -14,8 +14,8 @@
 #include "util/log.h"
 #include "util/strtab.h"
 
-#define NATIVE_MAX 256     /* native frames per thread */
-#define PY_MAX 1024        /* Python frames per thread */
+#define NATIVE_MAX 256 /* native frames per thread */
+#define PY_MAX 1024    /* Python frames per thread */
 #define SYMCACHE_BITS 12
 
 /* A symbolised instruction pointer, cached by address. */
@@ -27,10 +27,10 @@ struct symcache {
 
 struct pst_native_sampler {
   struct pst_unwinder *unw;
-  struct pst_strtab *strings;     /* native names and module names */
-  struct pst_dmcache cache;       /* struct symcache, by ip */
-  uint64_t reloads;               /* unwinder maps reloads seen */
-  const char *interp_path;        /* libpython, or the python executable */
+  struct pst_strtab *strings; /* native names and module names */
+  struct pst_dmcache cache;   /* struct symcache, by ip */
+  uint64_t reloads;           /* unwinder maps reloads seen */
+  const char *interp_path;    /* libpython, or the python executable */
   uint64_t ips[NATIVE_MAX], sps[NATIVE_MAX];
   struct pst_frame nat[NATIVE_MAX];
   unsigned flags[NATIVE_MAX];
@@ -39,8 +39,7 @@ struct pst_native_sampler {
 };
 
 int pst_native_sampler_new(pid_t pid, struct pst_mem *mem,
-                           const char *interp_path,
-                           struct pst_modcache *cache,
+                           const char *interp_path, struct pst_modcache *cache,
                            struct pst_native_sampler **out) {
   struct pst_native_sampler *ns = calloc(1, sizeof(*ns));
   int err = -ENOMEM;
@@ -136,8 +135,8 @@ static void eval_by_shims(struct pst_native_sampler *ns,
   if (found != py->nshims)
     return;
   for (int i = 0; i < nn; i++)
-    ns->flags[i] = (ns->flags[i] & ~(unsigned)PST_NF_EVAL) |
-                   (mark[i] ? PST_NF_EVAL : 0);
+    ns->flags[i] =
+        (ns->flags[i] & ~(unsigned)PST_NF_EVAL) | (mark[i] ? PST_NF_EVAL : 0);
 }
 
 int pst_native_sample(struct pst_native_sampler *ns, struct pst_py *py,
@@ -165,8 +164,8 @@ int pst_native_sample(struct pst_native_sampler *ns, struct pst_py *py,
   if (nn < 0 && np <= 0)
     return nn;
   if (np < 0) {
-    pst_debug("thread %d: Python walk failed under --native: %s",
-              (int)r->tid, pst_strerror(np));
+    pst_debug("thread %d: Python walk failed under --native: %s", (int)r->tid,
+              pst_strerror(np));
     ns->stats.python_errors++;
     np = 0;
   }
@@ -180,8 +179,9 @@ int pst_native_sample(struct pst_native_sampler *ns, struct pst_py *py,
     /* A return address points after the call: look up the call. */
     const struct symcache *c =
         symbolise(ns, py->version_hex, i ? ns->ips[i] - 1 : ns->ips[i]);
-    ns->nat[i] = (struct pst_frame){c ? c->name : "?", c ? c->module : "",
-                                    0, PST_FRAME_NATIVE, 0, ns->ips[i]};
+    ns->nat[i] = (struct pst_frame){
+        c ? c->name : "?", c ? c->module : "", 0, PST_FRAME_NATIVE, 0,
+        ns->ips[i]};
     ns->flags[i] = c ? c->flags : 0;
   }
   if (np > 0)
@@ -191,8 +191,8 @@ int pst_native_sample(struct pst_native_sampler *ns, struct pst_py *py,
                 (size_t)max, &mismatch);
   if (mismatch)
     pst_debug("thread %d: %d native frames, %d Python frames (%zu calls): "
-              "not merged (tstate 0x%llx, state %c)", (int)r->tid, nn, np,
-              pst_merge_py_groups(ns->py, (size_t)np),
+              "not merged (tstate 0x%llx, state %c)",
+              (int)r->tid, nn, np, pst_merge_py_groups(ns->py, (size_t)np),
               (unsigned long long)r->tstate, r->state);
   ns->stats.samples++;
   ns->stats.mismatches += (uint64_t)mismatch;

@@ -34,8 +34,7 @@ struct pst_native_sampler;
  * target's module cache (one more reference taken), or NULL for a private
  * one. 0, -ENOMEM, -ESRCH, -ENOSYS (architecture). */
 int pst_native_sampler_new(pid_t pid, struct pst_mem *mem,
-                           const char *interp_path,
-                           struct pst_modcache *cache,
+                           const char *interp_path, struct pst_modcache *cache,
                            struct pst_native_sampler **out);
 void pst_native_sampler_free(struct pst_native_sampler *ns);
 

@@ -86,8 +86,7 @@ struct image {
 #endif
 
 /* Copies n bytes at offset off of the image, or fails without reading. */
-static bool read_at(const struct image *im, uint64_t off, void *dst,
-                    size_t n) {
+static bool read_at(const struct image *im, uint64_t off, void *dst, size_t n) {
   if (off > im->len || n > im->len - off)
     return false;
   memcpy(dst, im->p + off, n);
@@ -97,8 +96,7 @@ static bool read_at(const struct image *im, uint64_t off, void *dst,
 static bool section(const struct image *im, size_t i, Elf64_Shdr *sh) {
   if (i >= im->shnum)
     return false;
-  return read_at(im, im->shoff + (uint64_t)i * im->shentsize, sh,
-                 sizeof(*sh));
+  return read_at(im, im->shoff + (uint64_t)i * im->shentsize, sh, sizeof(*sh));
 }
 
 /* The bytes of a section that has file contents, bounds-checked. */
@@ -119,8 +117,7 @@ static int open_image(const void *p, size_t len, struct image *im) {
   im->len = len;
   im->shnum = 0;
   if (!read_at(im, 0, &eh, sizeof(eh)) || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
-      eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-      eh.e_ident[EI_DATA] != HOST_ELFDATA)
+      eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != HOST_ELFDATA)
     return -ENOEXEC;
   if (eh.e_shoff == 0)
     return 0; /* no section headers: no symbols */
@@ -173,8 +170,7 @@ static uint64_t section_end(const struct image *im, unsigned shndx,
 
   if (shndx >= SHN_LORESERVE || !section(im, shndx, &sh) ||
       !(sh.sh_flags & SHF_ALLOC) || value < sh.sh_addr ||
-      sh.sh_size > UINT64_MAX - sh.sh_addr ||
-      value >= sh.sh_addr + sh.sh_size)
+      sh.sh_size > UINT64_MAX - sh.sh_addr || value >= sh.sh_addr + sh.sh_size)
     return 0;
   return sh.sh_addr + sh.sh_size;
 }
@@ -426,8 +422,8 @@ static int64_t pool_add(struct pool *pl, const struct raw *r) {
     return -EOVERFLOW;
   if (r->len > 2 && r->len <= MAX_MANGLED && r->name[0] == '_' &&
       r->name[1] == 'Z') {
-    if (!cplus_demangle_v3_callback(r->name, DMGL_PARAMS | DMGL_ANSI,
-                                    pool_put, pl) ||
+    if (!cplus_demangle_v3_callback(r->name, DMGL_PARAMS | DMGL_ANSI, pool_put,
+                                    pl) ||
         pl->overflow)
       pl->len = pl->mark; /* keep the mangled name */
   }

@@ -44,11 +44,9 @@
  * declares it the same way). UNW_OBJ gives the remote, arch-prefixed name
  * _Ux86_64_dwarf_search_unwind_table. */
 extern int UNW_OBJ(dwarf_search_unwind_table)(unw_addr_space_t as,
-                                              unw_word_t ip,
-                                              unw_dyn_info_t *di,
+                                              unw_word_t ip, unw_dyn_info_t *di,
                                               unw_proc_info_t *pi,
-                                              int need_unwind_info,
-                                              void *arg);
+                                              int need_unwind_info, void *arg);
 #define dwarf_search_unwind_table UNW_OBJ(dwarf_search_unwind_table)
 
 /* ---- Architecture: libunwind register numbers to user_regs_struct ----
@@ -102,25 +100,25 @@ struct region {
 struct umap {
   struct pst_module *mod; /* reference, or NULL */
   uint64_t bias;
-  int tried;              /* module lookup done (mod may still be NULL) */
+  int tried; /* module lookup done (mod may still be NULL) */
 };
 
 struct pst_unwinder {
   pid_t pid;
-  struct pst_mem *mem;          /* borrowed */
-  struct pst_modcache *cache;   /* reference */
+  struct pst_mem *mem;        /* borrowed */
+  struct pst_modcache *cache; /* reference */
   struct pst_maps maps;
-  struct umap *umaps;           /* parallel to maps.v */
-  struct pst_module *vdso;      /* reference, or NULL */
+  struct umap *umaps;      /* parallel to maps.v */
+  struct pst_module *vdso; /* reference, or NULL */
   uint64_t vdso_start, vdso_end;
   unw_addr_space_t as;
   uint64_t last_reload_ns;
   /* Per unwind. */
   struct user_regs_struct regs;
-  struct cpage *pages;          /* CPAGES_MAX */
+  struct cpage *pages; /* CPAGES_MAX */
   int npages;
-  struct region hot_stack;      /* last page cache hit */
-  struct region hot_img;        /* last image hit */
+  struct region hot_stack; /* last page cache hit */
+  struct region hot_img;   /* last image hit */
   struct pst_unwind_stats stats;
 };
 
@@ -333,8 +331,8 @@ static int read_cached(struct pst_unwinder *u, uint64_t addr, void *buf,
                        size_t len) {
   while (len > 0) {
     uint64_t page = addr & ~(uint64_t)(CPAGE - 1);
-    size_t off = (size_t)(addr - page), n = CPAGE - off < len ? CPAGE - off
-                                                               : len;
+    size_t off = (size_t)(addr - page),
+           n = CPAGE - off < len ? CPAGE - off : len;
     struct cpage *p = page_find(u, page);
     if (!p && !(p = page_fill(u, page)))
       return -EFAULT;
@@ -361,10 +359,9 @@ static int read_slow(struct pst_unwinder *u, uint64_t addr, unw_word_t *val) {
     const unsigned char *img = m ? pst_module_image(m, &len) : NULL;
     if (img && mp->offset < len) {
       uint64_t avail = len - mp->offset;
-      struct region r = {mp->start,
-                         mp->end - mp->start < avail ? mp->end
-                                                     : mp->start + avail,
-                         img + mp->offset};
+      struct region r = {
+          mp->start, mp->end - mp->start < avail ? mp->end : mp->start + avail,
+          img + mp->offset};
       if (region_has(&r, addr, sizeof(*val))) {
         u->hot_img = r;
         memcpy(val, r.base + (addr - r.lo), sizeof(*val));
@@ -423,8 +420,8 @@ static int acc_get_dyn_info_list_addr(unw_addr_space_t as, unw_word_t *dilap,
   return -UNW_ENOINFO;
 }
 
-static int acc_access_mem(unw_addr_space_t as, unw_word_t addr,
-                          unw_word_t *val, int write, void *arg) {
+static int acc_access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val,
+                          int write, void *arg) {
   struct pst_unwinder *u = arg;
 
   (void)as;
@@ -475,9 +472,8 @@ static int acc_resume(unw_addr_space_t as, unw_cursor_t *c, void *arg) {
   return -UNW_EINVAL;
 }
 
-static int acc_get_proc_name(unw_addr_space_t as, unw_word_t addr,
-                             char *buf, size_t len, unw_word_t *off,
-                             void *arg) {
+static int acc_get_proc_name(unw_addr_space_t as, unw_word_t addr, char *buf,
+                             size_t len, unw_word_t *off, void *arg) {
   /* Symbol names are the symbol side's job (pst_unwinder_module). */
   (void)as;
   (void)addr;
@@ -578,8 +574,8 @@ int pst_unwinder_set_cache(struct pst_unwinder *u, enum pst_unwind_cache c) {
   return 0;
 }
 
-int pst_unwinder_new(pid_t pid, struct pst_mem *mem,
-                     struct pst_modcache *cache, struct pst_unwinder **out) {
+int pst_unwinder_new(pid_t pid, struct pst_mem *mem, struct pst_modcache *cache,
+                     struct pst_unwinder **out) {
   struct pst_unwinder *u = calloc(1, sizeof(*u));
   int err;
 
@@ -708,9 +704,8 @@ out:
   return n;
 }
 
-int pst_unwinder_module(struct pst_unwinder *u, uint64_t ip,
-                        const char **path, uint64_t *bias,
-                        const void **image, size_t *image_len) {
+int pst_unwinder_module(struct pst_unwinder *u, uint64_t ip, const char **path,
+                        uint64_t *bias, const void **image, size_t *image_len) {
   ptrdiff_t i = map_index(u, ip);
   struct pst_module *m;
   size_t len;
@@ -734,9 +729,8 @@ int pst_unwinder_module(struct pst_unwinder *u, uint64_t ip,
   return 0;
 }
 
-int pst_unwinder_symbol(struct pst_unwinder *u, uint64_t ip,
-                        const char **func, uint64_t *offset,
-                        const char **path) {
+int pst_unwinder_symbol(struct pst_unwinder *u, uint64_t ip, const char **func,
+                        uint64_t *offset, const char **path) {
   ptrdiff_t i = map_index(u, ip);
   const struct pst_symtab *st;
   struct pst_module *m;
@@ -768,8 +762,8 @@ void pst_unwinder_stats(const struct pst_unwinder *u,
 
 /* aarch64 (and others): libunwind's remote API is the same, but the
  * register table above and the tests are x86_64 only for now. */
-int pst_unwinder_new(pid_t pid, struct pst_mem *mem,
-                     struct pst_modcache *cache, struct pst_unwinder **out) {
+int pst_unwinder_new(pid_t pid, struct pst_mem *mem, struct pst_modcache *cache,
+                     struct pst_unwinder **out) {
   (void)pid;
   (void)mem;
   (void)cache;
@@ -791,9 +785,8 @@ int pst_unwind_thread(struct pst_unwinder *u, pid_t tid, uint64_t *ips,
   (void)max;
   return -ENOSYS;
 }
-int pst_unwinder_module(struct pst_unwinder *u, uint64_t ip,
-                        const char **path, uint64_t *bias,
-                        const void **image, size_t *image_len) {
+int pst_unwinder_module(struct pst_unwinder *u, uint64_t ip, const char **path,
+                        uint64_t *bias, const void **image, size_t *image_len) {
   (void)u;
   (void)ip;
   (void)path;
@@ -802,9 +795,8 @@ int pst_unwinder_module(struct pst_unwinder *u, uint64_t ip,
   (void)image_len;
   return -ENOSYS;
 }
-int pst_unwinder_symbol(struct pst_unwinder *u, uint64_t ip,
-                        const char **func, uint64_t *offset,
-                        const char **path) {
+int pst_unwinder_symbol(struct pst_unwinder *u, uint64_t ip, const char **func,
+                        uint64_t *offset, const char **path) {
   (void)u;
   (void)ip;
   *func = *path = NULL;

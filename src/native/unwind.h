@@ -72,8 +72,8 @@ struct pst_unwind_stats {
  * private one. Loads /proc/PID/maps, opens the mapped files lazily.
  * Returns 0 and *out, -ESRCH, -ENOMEM, -ENOSYS (architecture), or another
  * -errno. */
-int pst_unwinder_new(pid_t pid, struct pst_mem *mem,
-                     struct pst_modcache *cache, struct pst_unwinder **out);
+int pst_unwinder_new(pid_t pid, struct pst_mem *mem, struct pst_modcache *cache,
+                     struct pst_unwinder **out);
 /* Frees u and drops its module references. NULL is ignored. */
 void pst_unwinder_free(struct pst_unwinder *u);
 
@@ -104,18 +104,16 @@ int pst_unwind_thread(struct pst_unwinder *u, pid_t tid, uint64_t *ips,
  * -ENOENT (ip in no file mapping, a writable one, or one whose file could
  * not be opened; the cause is logged at debug level). Borrowed results:
  * see the ownership note above. */
-int pst_unwinder_module(struct pst_unwinder *u, uint64_t ip,
-                        const char **path, uint64_t *bias,
-                        const void **image, size_t *image_len);
+int pst_unwinder_module(struct pst_unwinder *u, uint64_t ip, const char **path,
+                        uint64_t *bias, const void **image, size_t *image_len);
 
 /* Symbolises ip (subtract 1 from a return address first): *func is the
  * function containing it (demangled, borrowed like the module's strings)
  * and *offset the offset into it, or, without a symbol, *func NULL and
  * *offset the file-relative address; *path the mapping's path (NULL when
  * ip is in no mapping). 0 when a symbol was found, else -ENOENT. */
-int pst_unwinder_symbol(struct pst_unwinder *u, uint64_t ip,
-                        const char **func, uint64_t *offset,
-                        const char **path);
+int pst_unwinder_symbol(struct pst_unwinder *u, uint64_t ip, const char **func,
+                        uint64_t *offset, const char **path);
 
 /* Reloads /proc/PID/maps now (dlopen, dlclose, exec): new files are
  * picked up, gone ones released, and libunwind's cache flushed if a

@@ -80,8 +80,7 @@ static int build_slices(const struct pst_profile *p, uint32_t ti,
       s->v[s->open[d]].e = e;
     if (pst_array_reserve((void **)&s->v, &s->cap, s->n + (n - k),
                           sizeof(*s->v)) ||
-        pst_array_reserve((void **)&s->open, &s->open_cap, n,
-                          sizeof(*s->open)))
+        pst_array_reserve((void **)&s->open, &s->open_cap, n, sizeof(*s->open)))
       return -ENOMEM;
     for (size_t d = k; d < n; d++) {
       s->open[d] = (uint32_t)s->n;

@@ -278,8 +278,7 @@ static int build_locations(const struct pst_profile *p, struct pprof *pp) {
 
 static int add_label(struct pprof *pp, Label *l, const char *key,
                      const char *str, int64_t num) {
-  int64_t k = str_index(pp->strs, key),
-          s = str ? str_index(pp->strs, str) : 0;
+  int64_t k = str_index(pp->strs, key), s = str ? str_index(pp->strs, str) : 0;
 
   if (k < 0 || s < 0)
     return -ENOMEM;

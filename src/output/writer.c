@@ -49,8 +49,7 @@ static int open_temp(const char *path, char **tmp, int *fd) {
   name = malloc(size);
   if (!name)
     return -ENOMEM;
-  seed = ((uint64_t)getpid() << 32) ^ pst_now_ns() ^
-         (uint64_t)(uintptr_t)name;
+  seed = ((uint64_t)getpid() << 32) ^ pst_now_ns() ^ (uint64_t)(uintptr_t)name;
   /* O_EXCL makes a collision harmless: try another name. */
   for (int tries = 0; tries < 100 && err == -EEXIST; tries++) {
     seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -322,8 +321,8 @@ char *pst_writer_proc_label(const struct pst_prof_process *pr) {
     sep = ", ";
   }
   if (pr->ppid > 0) {
-    len += (size_t)snprintf(buf + len, size - len, "%sparent %d", sep,
-                            pr->ppid);
+    len +=
+        (size_t)snprintf(buf + len, size - len, "%sparent %d", sep, pr->ppid);
     sep = ", ";
   }
   if (sep[0] == ',')

@@ -16,12 +16,12 @@
 #define PST_MAP_X 4
 
 struct pst_map {
-  uint64_t start, end;  /* [start, end) */
-  uint64_t offset;      /* file offset of start */
-  unsigned perms;       /* PST_MAP_* */
+  uint64_t start, end; /* [start, end) */
+  uint64_t offset;     /* file offset of start */
+  unsigned perms;      /* PST_MAP_* */
   unsigned dev_major, dev_minor;
   uint64_t inode;
-  char *path;           /* "" for anonymous mappings */
+  char *path; /* "" for anonymous mappings */
 };
 
 struct pst_maps {

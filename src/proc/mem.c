@@ -23,8 +23,7 @@ void pst_mem_init(struct pst_mem *m, pid_t pid) {
   m->record_arg = NULL;
 }
 
-void pst_mem_set_recorder(struct pst_mem *m, pst_mem_record_cb cb,
-                          void *arg) {
+void pst_mem_set_recorder(struct pst_mem *m, pst_mem_record_cb cb, void *arg) {
   m->record = cb;
   m->record_arg = arg;
 }
@@ -73,8 +72,7 @@ static int enter_fallback(struct pst_mem *m, int why) {
   return 0;
 }
 
-static int pread_all(struct pst_mem *m, uint64_t addr, void *buf,
-                     size_t len) {
+static int pread_all(struct pst_mem *m, uint64_t addr, void *buf, size_t len) {
   ssize_t n;
 
   m->reads++;
@@ -156,8 +154,7 @@ static int live_readv(struct pst_mem *m, const struct pst_mem_iov *iov,
   return (int)n;
 }
 
-int pst_mem_readv(struct pst_mem *m, const struct pst_mem_iov *iov,
-                  size_t n) {
+int pst_mem_readv(struct pst_mem *m, const struct pst_mem_iov *iov, size_t n) {
   int got;
 
   if (m->image)

@@ -40,8 +40,8 @@ typedef void (*pst_mem_record_cb)(void *arg, uint64_t addr, const void *buf,
 
 struct pst_mem {
   pid_t pid;
-  int memfd;         /* /proc/pid/mem when in fallback mode, else -1 */
-  uint64_t reads;    /* syscalls made, for the benchmarks */
+  int memfd;           /* /proc/pid/mem when in fallback mode, else -1 */
+  uint64_t reads;      /* syscalls made, for the benchmarks */
   uint64_t fault_addr; /* start of the last piece that could not be read
                           (diagnostics: which address a sample lost) */
   const struct pst_mem_region *image; /* replay regions, or NULL (live) */

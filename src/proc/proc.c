@@ -186,8 +186,7 @@ int pst_proc_stat_fd(int fd, char *state, uint64_t *starttime) {
   return pst_proc_parse_stat(buf, state, starttime);
 }
 
-int pst_proc_task_stat(pid_t pid, pid_t tid, char *state,
-                       uint64_t *starttime) {
+int pst_proc_task_stat(pid_t pid, pid_t tid, char *state, uint64_t *starttime) {
   char path[80], buf[1024];
   ssize_t n;
 

@@ -11,13 +11,13 @@
 #include <sys/types.h>
 
 struct pst_proc_status {
-  char state;        /* R, S, D, T, t, Z, X, ... */
+  char state; /* R, S, D, T, t, Z, X, ... */
   pid_t tgid;
-  pid_t ppid;        /* parent (0 when it has none we can see) */
-  pid_t nspid;       /* innermost NSpid (== pid outside namespaces) */
-  uid_t uid;         /* real uid */
-  pid_t tracer;      /* TracerPid: 0 when no debugger is attached */
-  char name[64];     /* comm */
+  pid_t ppid;    /* parent (0 when it has none we can see) */
+  pid_t nspid;   /* innermost NSpid (== pid outside namespaces) */
+  uid_t uid;     /* real uid */
+  pid_t tracer;  /* TracerPid: 0 when no debugger is attached */
+  char name[64]; /* comm */
 };
 
 /* Reads up to len-1 bytes of a /proc file into buf (NUL-terminated).
@@ -37,8 +37,7 @@ int pst_proc_tasks(pid_t pid, pid_t **tids);
  * -EINVAL. */
 int pst_proc_parse_stat(const char *buf, char *state, uint64_t *starttime);
 /* The same for one thread of pid, read afresh. */
-int pst_proc_task_stat(pid_t pid, pid_t tid, char *state,
-                       uint64_t *starttime);
+int pst_proc_task_stat(pid_t pid, pid_t tid, char *state, uint64_t *starttime);
 
 /* Opens /proc/pid/task/tid/stat for repeated reads (O_CLOEXEC): the fd
  * names that thread for its whole life, and reads fail once it is gone,
@@ -63,9 +62,9 @@ int pst_proc_stat_fd(int fd, char *state, uint64_t *starttime);
  * environment (an exec() maps a new program: with address randomisation
  * they change, without it the same program is laid out the same way). */
 struct pst_proc_image {
-  char state;          /* R, S, D, T, t, Z, X, ... */
-  uint64_t starttime;  /* clock ticks since boot (stat field 22) */
-  uint64_t addr[5];    /* startcode, startstack, start_brk, arg_start,
+  char state;         /* R, S, D, T, t, Z, X, ... */
+  uint64_t starttime; /* clock ticks since boot (stat field 22) */
+  uint64_t addr[5];   /* startcode, startstack, start_brk, arg_start,
                           env_start (fields 26, 28, 47, 48, 50); 0 when
                           the reader may not trace the process, or for a
                           zombie */

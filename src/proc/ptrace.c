@@ -86,7 +86,8 @@ static void detach(pid_t tid, int stopped) {
     stopped = wait_stop(tid) == 0;
   }
   pst_warn("could not detach from thread %d; it stays traced until "
-           "pystitch exits", (int)tid);
+           "pystitch exits",
+           (int)tid);
 }
 
 int pst_ptrace_stop(pid_t tid) {

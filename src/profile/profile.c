@@ -21,12 +21,12 @@ struct pst_profile {
   struct pst_strtab *strings;
   struct pst_prof_frame *frames;
   size_t nframes, frames_cap;
-  struct pst_hash frame_ids;  /* frame hash -> frame id */
-  uint32_t *stack_data;       /* all stacks' frame ids, concatenated */
+  struct pst_hash frame_ids; /* frame hash -> frame id */
+  uint32_t *stack_data;      /* all stacks' frame ids, concatenated */
   size_t stack_data_n, stack_data_cap;
-  size_t *stack_off;          /* stack i: stack_data[off[i] .. off[i+1]) */
+  size_t *stack_off; /* stack i: stack_data[off[i] .. off[i+1]) */
   size_t nstacks, stacks_cap;
-  struct pst_hash stack_ids;  /* stack hash -> stack id */
+  struct pst_hash stack_ids; /* stack hash -> stack id */
   struct pst_prof_process *procs;
   size_t nprocs;
   struct thread_runs *threads;
@@ -37,9 +37,9 @@ struct pst_profile {
 
 static uint64_t frame_hash(const struct pst_prof_frame *f) {
   /* Strings are interned: their addresses identify them. */
-  return pst_hash_mix(pst_hash_mix(pst_hash_u64((uintptr_t)f->name),
-                                   (uintptr_t)f->file),
-                      (uint64_t)f->line);
+  return pst_hash_mix(
+      pst_hash_mix(pst_hash_u64((uintptr_t)f->name), (uintptr_t)f->file),
+      (uint64_t)f->line);
 }
 
 static int frame_eq(const void *ctx, uint32_t id, const void *key) {
@@ -48,8 +48,8 @@ static int frame_eq(const void *ctx, uint32_t id, const void *key) {
   return a->name == b->name && a->file == b->file && a->line == b->line;
 }
 
-static int64_t frame_id(struct pst_profile *p,
-                        const struct pst_prof_frame *in, int interned) {
+static int64_t frame_id(struct pst_profile *p, const struct pst_prof_frame *in,
+                        int interned) {
   struct pst_prof_frame f;
   uint64_t h;
   int64_t id;
@@ -67,8 +67,8 @@ static int64_t frame_id(struct pst_profile *p,
   id = pst_hash_find(&p->frame_ids, h, frame_eq, p, &f);
   if (id >= 0)
     return id;
-  if (pst_array_reserve((void **)&p->frames, &p->frames_cap,
-                        p->nframes + 1, sizeof(*p->frames)) ||
+  if (pst_array_reserve((void **)&p->frames, &p->frames_cap, p->nframes + 1,
+                        sizeof(*p->frames)) ||
       pst_hash_insert(&p->frame_ids, h, (uint32_t)p->nframes))
     return -ENOMEM;
   p->frames[p->nframes] = f;
@@ -93,12 +93,11 @@ static int stack_eq(const void *ctx, uint32_t id, const void *key) {
   const struct pst_profile *p = ctx;
   const struct stack_key *k = key;
   size_t n = p->stack_off[id + 1] - p->stack_off[id];
-  return n == k->n && !memcmp(p->stack_data + p->stack_off[id], k->ids,
-                              n * sizeof(*k->ids));
+  return n == k->n &&
+         !memcmp(p->stack_data + p->stack_off[id], k->ids, n * sizeof(*k->ids));
 }
 
-static int64_t stack_id(struct pst_profile *p, const uint32_t *ids,
-                        size_t n) {
+static int64_t stack_id(struct pst_profile *p, const uint32_t *ids, size_t n) {
   struct stack_key k = {ids, n};
   uint64_t h = ids_hash(ids, n);
   int64_t id = pst_hash_find(&p->stack_ids, h, stack_eq, p, &k);
@@ -107,8 +106,8 @@ static int64_t stack_id(struct pst_profile *p, const uint32_t *ids,
     return id;
   if (pst_array_reserve((void **)&p->stack_data, &p->stack_data_cap,
                         p->stack_data_n + n, sizeof(*p->stack_data)) ||
-      pst_array_reserve((void **)&p->stack_off, &p->stacks_cap,
-                        p->nstacks + 2, sizeof(*p->stack_off)) ||
+      pst_array_reserve((void **)&p->stack_off, &p->stacks_cap, p->nstacks + 2,
+                        sizeof(*p->stack_off)) ||
       pst_hash_insert(&p->stack_ids, h, (uint32_t)p->nstacks))
     return -ENOMEM;
   memcpy(p->stack_data + p->stack_data_n, ids, n * sizeof(*ids));
@@ -127,8 +126,7 @@ struct pst_profile *pst_profile_new(uint64_t period_ns) {
     return NULL;
   p->period_ns = period_ns;
   clock_gettime(CLOCK_REALTIME, &ts);
-  p->start_unix_ns = (uint64_t)ts.tv_sec * 1000000000ULL +
-                     (uint64_t)ts.tv_nsec;
+  p->start_unix_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
   p->strings = pst_strtab_new();
   p->stack_off = calloc(2, sizeof(*p->stack_off));
   p->stacks_cap = 2;
@@ -137,8 +135,7 @@ struct pst_profile *pst_profile_new(uint64_t period_ns) {
   p->stack_data = calloc(16, sizeof(*p->stack_data));
   p->stack_data_cap = 16;
   if (!p->strings || !p->stack_off || !p->stack_data ||
-      pst_hash_init(&p->frame_ids, 256) ||
-      pst_hash_init(&p->stack_ids, 256)) {
+      pst_hash_init(&p->frame_ids, 256) || pst_hash_init(&p->stack_ids, 256)) {
     pst_profile_free(p);
     return NULL;
   }
@@ -273,8 +270,8 @@ static int add(struct pst_profile *p, uint32_t thread,
     if (pst_array_reserve((void **)&tr->runs, &tr->cap, tr->n + 1,
                           sizeof(*tr->runs)))
       return -ENOMEM;
-    tr->runs[tr->n++] = (struct pst_prof_run){(uint32_t)sid, 1, t_ns, t_ns,
-                                              weight_ns};
+    tr->runs[tr->n++] =
+        (struct pst_prof_run){(uint32_t)sid, 1, t_ns, t_ns, weight_ns};
   }
   p->samples++;
   return 0;
@@ -307,21 +304,17 @@ const uint32_t *pst_profile_stack(const struct pst_profile *p, uint32_t id,
   return p->stack_data + p->stack_off[id];
 }
 
-size_t pst_profile_nprocesses(const struct pst_profile *p) {
-  return p->nprocs;
-}
+size_t pst_profile_nprocesses(const struct pst_profile *p) { return p->nprocs; }
 
 const struct pst_prof_process *pst_profile_proc(const struct pst_profile *p,
                                                 uint32_t i) {
   return i < p->nprocs ? &p->procs[i] : NULL;
 }
 
-size_t pst_profile_nthreads(const struct pst_profile *p) {
-  return p->nthreads;
-}
+size_t pst_profile_nthreads(const struct pst_profile *p) { return p->nthreads; }
 
-const struct pst_prof_thread *pst_profile_thread_at(
-    const struct pst_profile *p, uint32_t i) {
+const struct pst_prof_thread *pst_profile_thread_at(const struct pst_profile *p,
+                                                    uint32_t i) {
   return i < p->nthreads ? &p->threads[i].t : NULL;
 }
 
@@ -335,9 +328,7 @@ const struct pst_prof_run *pst_profile_runs(const struct pst_profile *p,
   return p->threads[thread].runs;
 }
 
-uint64_t pst_profile_samples(const struct pst_profile *p) {
-  return p->samples;
-}
+uint64_t pst_profile_samples(const struct pst_profile *p) { return p->samples; }
 
 void pst_profile_stack_totals(const struct pst_profile *p, uint64_t *counts,
                               uint64_t *weights_ns) {

@@ -21,22 +21,22 @@
 struct pst_profile;
 
 struct pst_prof_frame {
-  const char *name;  /* function (qualified name), or a synthetic label */
-  const char *file;  /* "" for synthetic frames */
-  int line;          /* 0 when unknown or aggregated by function */
+  const char *name; /* function (qualified name), or a synthetic label */
+  const char *file; /* "" for synthetic frames */
+  int line;         /* 0 when unknown or aggregated by function */
 };
 
 struct pst_prof_process {
   int pid;
-  const char *cmdline;  /* "" when unknown */
+  const char *cmdline; /* "" when unknown */
   /* torch.distributed / vLLM labels from the environment, -1 when absent */
   int rank, local_rank, world_size;
-  const char *role;     /* multiprocessing's name of it, "" when unknown */
-  int ppid;             /* its parent when it was followed as a child, 0 */
+  const char *role; /* multiprocessing's name of it, "" when unknown */
+  int ppid;         /* its parent when it was followed as a child, 0 */
 };
 
 struct pst_prof_thread {
-  uint32_t process;  /* index into the processes */
+  uint32_t process; /* index into the processes */
   int tid;
   const char *name;
 };
@@ -97,8 +97,8 @@ size_t pst_profile_nprocesses(const struct pst_profile *p);
 const struct pst_prof_process *pst_profile_proc(const struct pst_profile *p,
                                                 uint32_t i);
 size_t pst_profile_nthreads(const struct pst_profile *p);
-const struct pst_prof_thread *pst_profile_thread_at(
-    const struct pst_profile *p, uint32_t i);
+const struct pst_prof_thread *pst_profile_thread_at(const struct pst_profile *p,
+                                                    uint32_t i);
 /* Runs of thread i in time order. */
 const struct pst_prof_run *pst_profile_runs(const struct pst_profile *p,
                                             uint32_t thread, size_t *n);

@@ -75,18 +75,17 @@ static void version_string(const struct pst_elf *e, int hex, char *out,
   buf = pst_elf_section_bytes(e, ".rodata", &size);
   if (!buf)
     return;
-  plen = (size_t)snprintf(prefix, sizeof(prefix), "%d.%d.", hex >> 8,
-                          hex & 0xff);
-  for (p = buf; (p = memmem(p, size - (size_t)(p - buf), prefix, plen)) !=
-                NULL;
+  plen =
+      (size_t)snprintf(prefix, sizeof(prefix), "%d.%d.", hex >> 8, hex & 0xff);
+  for (p = buf; (p = memmem(p, size - (size_t)(p - buf), prefix, plen)) != NULL;
        p++) {
     const char *q = p + plen;
     if (p > buf && ((p[-1] >= '0' && p[-1] <= '9') || p[-1] == '.'))
       continue;
     if (q >= buf + size || *q < '0' || *q > '9')
       continue;
-    while (q < buf + size && ((*q >= '0' && *q <= '9') || *q == '+' ||
-                              (*q >= 'a' && *q <= 'z')))
+    while (q < buf + size &&
+           ((*q >= '0' && *q <= '9') || *q == '+' || (*q >= 'a' && *q <= 'z')))
       q++;
     if (q < buf + size && *q == '\0' && q - p < 20) {
       snprintf(out, len, "%s", p);
@@ -98,24 +97,24 @@ static void version_string(const struct pst_elf *e, int hex, char *out,
 /* Every symbol the analysis needs, looked up in one pass (a missing one
  * costs a full scan of .symtab). */
 enum {
-  SYM_INIT,          /* Py_Initialize: is it Python at all */
-  SYM_VERSION,       /* Py_Version (3.11+) */
-  SYM_RUNTIME,       /* _PyRuntime (3.7+) */
-  SYM_CODE_TYPE,     /* PyCode_Type */
-  SYM_TSTATE_CUR,    /* _PyThreadState_Current (2.7, 3.6) */
-  SYM_INTERP_HEAD,   /* interp_head (static: .symtab only) */
-  SYM_HEAD_FN,       /* PyInterpreterState_Head */
-  SYM_GILSTATE_FN,   /* PyGILState_GetThisThreadState */
-  SYM_NONE,          /* _Py_NoneStruct: 3.13+ shim frames execute None */
+  SYM_INIT,        /* Py_Initialize: is it Python at all */
+  SYM_VERSION,     /* Py_Version (3.11+) */
+  SYM_RUNTIME,     /* _PyRuntime (3.7+) */
+  SYM_CODE_TYPE,   /* PyCode_Type */
+  SYM_TSTATE_CUR,  /* _PyThreadState_Current (2.7, 3.6) */
+  SYM_INTERP_HEAD, /* interp_head (static: .symtab only) */
+  SYM_HEAD_FN,     /* PyInterpreterState_Head */
+  SYM_GILSTATE_FN, /* PyGILState_GetThisThreadState */
+  SYM_NONE,        /* _Py_NoneStruct: 3.13+ shim frames execute None */
   /* Types of the objects the thread registry reads (registry.c, dict.c):
    * exported data of the C API in every version, so .dynsym has them even
    * in a stripped interpreter. */
-  SYM_DICT_TYPE,     /* PyDict_Type */
-  SYM_LONG_TYPE,     /* PyLong_Type */
-  SYM_INT_TYPE,      /* PyInt_Type (2.7) */
-  SYM_STR_TYPE,      /* PyUnicode_Type (3.x) */
+  SYM_DICT_TYPE,      /* PyDict_Type */
+  SYM_LONG_TYPE,      /* PyLong_Type */
+  SYM_INT_TYPE,       /* PyInt_Type (2.7) */
+  SYM_STR_TYPE,       /* PyUnicode_Type (3.x) */
   SYM_BYTES_STR_TYPE, /* PyString_Type (2.7's str) */
-  SYM_MODULE_TYPE,   /* PyModule_Type */
+  SYM_MODULE_TYPE,    /* PyModule_Type */
   SYM_COUNT
 };
 
@@ -158,9 +157,8 @@ static int read_stub(const struct pst_elf *e, const struct syms *sy, int sym,
 /* Where the thread-state key lives: decoded from PyGILState_GetThisThreadState
  * (facts.md section 2), checked for plausibility, else the layout table. */
 static int find_key(struct pst_py *py, const struct pst_elf *e,
-                     const struct syms *sy, uint64_t bias,
-                     struct pst_mem *mem, enum pst_arch arch,
-                     struct pst_target_info *info) {
+                    const struct syms *sy, uint64_t bias, struct pst_mem *mem,
+                    enum pst_arch arch, struct pst_target_info *info) {
   uint8_t code[STUB_BYTES];
   struct read_ctx rc = {mem};
   char shape[96] = "", why[96] = "";
@@ -177,9 +175,9 @@ static int find_key(struct pst_py *py, const struct pst_elf *e,
   }
   err = read_stub(e, sy, SYM_GILSTATE_FN, code, &len, &vaddr);
   if (err == 0)
-    err = pst_disasm_tss_key(arch, code, len, vaddr + bias, read64_cb, &rc,
-                             &addr, &is_load, shape, sizeof(shape), why,
-                             sizeof(why));
+    err =
+        pst_disasm_tss_key(arch, code, len, vaddr + bias, read64_cb, &rc, &addr,
+                           &is_load, shape, sizeof(shape), why, sizeof(why));
   else
     snprintf(why, sizeof(why), "PyGILState_GetThisThreadState not readable");
   if (err == 0) {
@@ -189,7 +187,7 @@ static int find_key(struct pst_py *py, const struct pst_elf *e,
     if (py->runtime &&
         (key_addr < py->runtime + 4 ||
          key_addr >= py->runtime + (py->runtime_size ? py->runtime_size
-                                                      : RUNTIME_SIZE_CAP))) {
+                                                     : RUNTIME_SIZE_CAP))) {
       snprintf(why, sizeof(why), "decoded 0x%llx is outside _PyRuntime",
                (unsigned long long)key_addr);
       err = -EINVAL;
@@ -224,7 +222,8 @@ static int find_key(struct pst_py *py, const struct pst_elf *e,
   } else {
     snprintf(info->key_method, sizeof(info->key_method),
              "none (disassembly failed: %s); threads mapped by the "
-             "thread-state list", why);
+             "thread-state list",
+             why);
     pst_warn("TSS key: %s", info->key_method);
     return 0;
   }
@@ -261,8 +260,8 @@ static int find_interp_head(struct pst_py *py, const struct pst_elf *e,
   err = read_stub(e, sy, SYM_HEAD_FN, code, &len, &vaddr);
   if (err)
     return err;
-  err = pst_disasm_global_getter(arch, code, len, vaddr + bias, read64_cb,
-                                 &rc, &addr, why, sizeof(why));
+  err = pst_disasm_global_getter(arch, code, len, vaddr + bias, read64_cb, &rc,
+                                 &addr, why, sizeof(why));
   if (err) {
     pst_warn("PyInterpreterState_Head: %s", why);
     return err;
@@ -295,7 +294,8 @@ static void long_shift(struct pst_py *py, struct pst_mem *mem) {
   if (!py->long_type || py->lay.type_itemsize == PST_NOFF)
     return;
   if (pst_mem_read(mem, py->long_type + (uint64_t)py->lay.type_itemsize,
-                   &itemsize, 8) == 0 && itemsize == 2)
+                   &itemsize, 8) == 0 &&
+      itemsize == 2)
     py->long_shift = 15;
   else if (itemsize != 4)
     pst_debug("PyLong_Type.tp_itemsize %lld: assuming 30-bit digits",
@@ -394,8 +394,8 @@ int pst_py_analyse(struct pst_py *py, pid_t pid, const struct pst_maps *maps,
   /* Version: Py_Version (3.11+), else the file name. */
   if (sy.v[SYM_VERSION] && pst_elf_read(e, sy.v[SYM_VERSION], &pyver, 4) == 0) {
     py->version_hex = (int)(pyver >> 16);
-    snprintf(info->version, sizeof(info->version), "%u.%u.%u",
-             pyver >> 24, (pyver >> 16) & 0xff, (pyver >> 8) & 0xff);
+    snprintf(info->version, sizeof(info->version), "%u.%u.%u", pyver >> 24,
+             (pyver >> 16) & 0xff, (pyver >> 8) & 0xff);
   } else {
     const char *base = strrchr(mp->path, '/');
     py->version_hex = version_from_name(base ? base + 1 : mp->path);

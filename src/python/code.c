@@ -18,7 +18,7 @@
 #include "util/log.h"
 #include "util/strtab.h"
 
-#define CACHE_BITS 12 /* 4096 slots, direct-mapped by address */
+#define CACHE_BITS 12           /* 4096 slots, direct-mapped by address */
 #define STR_MAX 4096            /* longer names are cut */
 #define LINETABLE_MAX (1 << 20) /* bigger tables are treated as corrupt */
 
@@ -36,8 +36,8 @@ struct code_entry {
   uint8_t *table;
   size_t table_len;
   int firstlineno;
-  int64_t memo_lasti;          /* the last offset looked up, or INT64_MIN */
-  int memo_line;               /* and its line */
+  int64_t memo_lasti; /* the last offset looked up, or INT64_MIN */
+  int memo_line;      /* and its line */
 };
 
 struct pst_code_cache {
@@ -237,8 +237,7 @@ int pst_py_line_310(const uint8_t *tab, size_t len, int first, int addr) {
   return -1;
 }
 
-static int read_varint(const uint8_t *t, size_t len, size_t *i,
-                       unsigned *out) {
+static int read_varint(const uint8_t *t, size_t len, size_t *i, unsigned *out) {
   unsigned v = 0, shift = 0;
   uint8_t b;
 
@@ -310,13 +309,12 @@ static int table_line(const struct pst_py *py, const struct code_entry *e,
   if (lasti > INT32_MAX / 2) /* garbage: no code object is this long */
     return -1;
   if (hex >= 0x030b)
-    return pst_py_line_311(e->table, e->table_len, e->firstlineno,
-                           (int)lasti);
+    return pst_py_line_311(e->table, e->table_len, e->firstlineno, (int)lasti);
   if (hex == 0x030a) /* f_lasti counts instructions of 2 bytes */
     return pst_py_line_310(e->table, e->table_len, e->firstlineno,
                            (int)lasti * 2);
-  return pst_py_line_lnotab(e->table, e->table_len, e->firstlineno,
-                            (int)lasti, hex >= 0x0306);
+  return pst_py_line_lnotab(e->table, e->table_len, e->firstlineno, (int)lasti,
+                            hex >= 0x0306);
 }
 
 static int read_table(struct pst_py *py, struct pst_mem *mem, uint64_t obj,
@@ -346,11 +344,11 @@ static void make_sig(const struct pst_py *py, const uint8_t *hdr,
 
   memset(sig, 0, sizeof(*sig));
   sig->type = u64_at(hdr, 8); /* ob_type: second word of every object */
-  sig->name = u64_at(hdr, l->co_qualname != PST_NOFF ? l->co_qualname
-                                                      : l->co_name);
+  sig->name =
+      u64_at(hdr, l->co_qualname != PST_NOFF ? l->co_qualname : l->co_name);
   sig->filename = u64_at(hdr, l->co_filename);
-  sig->table = u64_at(hdr, l->co_linetable != PST_NOFF ? l->co_linetable
-                                                        : l->co_lnotab);
+  sig->table =
+      u64_at(hdr, l->co_linetable != PST_NOFF ? l->co_linetable : l->co_lnotab);
   sig->firstlineno = i32_at(hdr, l->co_firstlineno);
 }
 

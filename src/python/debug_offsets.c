@@ -18,41 +18,65 @@
 
 /* Word index (after cookie, version and free_threaded) of each field. */
 struct schema {
-  int version;   /* first version it applies to */
+  int version; /* first version it applies to */
   int rt_size, rt_interp_head;
   int is_next, is_threads_head, is_modules, is_gil_locked, is_gil_holder;
   int ts_size, ts_next, ts_interp, ts_current_frame, ts_thread_id,
       ts_native_thread_id, ts_datastack_chunk;
   int if_size, if_previous, if_executable, if_instr_ptr, if_localsplus,
       if_owner;
-  int co_size, co_filename, co_name, co_qualname, co_linetable,
-      co_firstlineno, co_code_adaptive;
+  int co_size, co_filename, co_name, co_qualname, co_linetable, co_firstlineno,
+      co_code_adaptive;
   int type_size, type_flags;
   int dict_ma_keys, dict_ma_values, long_tag, long_digit;
   int bytes_size, bytes_sval, uni_state, uni_length, uni_ascii_size;
-  int words;     /* words to read */
+  int words; /* words to read */
 };
 
 /* 3.13: runtime 3, interp 13, tstate 9, iframe 6, code 10, pyobject 2,
  * type 4, tuple 3, list 3, dict 3, float 2, long 3, bytes 3, unicode 4. */
 static const struct schema s313 = {
     .version = 0x030d,
-    .rt_size = 0, .rt_interp_head = 2,
-    .is_next = 5, .is_threads_head = 6, .is_modules = 8,
-    .is_gil_locked = 14, .is_gil_holder = 15,
-    .ts_size = 16, .ts_next = 18, .ts_interp = 19, .ts_current_frame = 20,
-    .ts_thread_id = 21, .ts_native_thread_id = 22, .ts_datastack_chunk = 23,
-    .if_size = 25, .if_previous = 26, .if_executable = 27,
-    .if_instr_ptr = 28, .if_localsplus = 29, .if_owner = 30,
-    .co_size = 31, .co_filename = 32, .co_name = 33, .co_qualname = 34,
-    .co_linetable = 35, .co_firstlineno = 36, .co_code_adaptive = 40,
+    .rt_size = 0,
+    .rt_interp_head = 2,
+    .is_next = 5,
+    .is_threads_head = 6,
+    .is_modules = 8,
+    .is_gil_locked = 14,
+    .is_gil_holder = 15,
+    .ts_size = 16,
+    .ts_next = 18,
+    .ts_interp = 19,
+    .ts_current_frame = 20,
+    .ts_thread_id = 21,
+    .ts_native_thread_id = 22,
+    .ts_datastack_chunk = 23,
+    .if_size = 25,
+    .if_previous = 26,
+    .if_executable = 27,
+    .if_instr_ptr = 28,
+    .if_localsplus = 29,
+    .if_owner = 30,
+    .co_size = 31,
+    .co_filename = 32,
+    .co_name = 33,
+    .co_qualname = 34,
+    .co_linetable = 35,
+    .co_firstlineno = 36,
+    .co_code_adaptive = 40,
     /* pyobject 41-42, type 43-46, tuple 47-49, list 50-52, dict 53-55,
      * float 56-57, long 58-60, bytes 61-63, unicode 64-67 */
-    .type_size = 43, .type_flags = 46,
-    .dict_ma_keys = 54, .dict_ma_values = 55,
-    .long_tag = 59, .long_digit = 60,
-    .bytes_size = 62, .bytes_sval = 63,
-    .uni_state = 65, .uni_length = 66, .uni_ascii_size = 67,
+    .type_size = 43,
+    .type_flags = 46,
+    .dict_ma_keys = 54,
+    .dict_ma_values = 55,
+    .long_tag = 59,
+    .long_digit = 60,
+    .bytes_size = 62,
+    .bytes_sval = 63,
+    .uni_state = 65,
+    .uni_length = 66,
+    .uni_ascii_size = 67,
     .words = 68,
 };
 
@@ -62,22 +86,46 @@ static const struct schema s313 = {
  * set 4, dict 3, float 2, long 3, bytes 3, unicode 4. */
 static const struct schema s314 = {
     .version = 0x030e,
-    .rt_size = 0, .rt_interp_head = 2,
-    .is_next = 5, .is_threads_head = 6, .is_modules = 9,
-    .is_gil_locked = 15, .is_gil_holder = 16,
-    .ts_size = 19, .ts_next = 21, .ts_interp = 22, .ts_current_frame = 23,
-    .ts_thread_id = 24, .ts_native_thread_id = 25, .ts_datastack_chunk = 26,
-    .if_size = 28, .if_previous = 29, .if_executable = 30,
-    .if_instr_ptr = 31, .if_localsplus = 32, .if_owner = 33,
-    .co_size = 36, .co_filename = 37, .co_name = 38, .co_qualname = 39,
-    .co_linetable = 40, .co_firstlineno = 41, .co_code_adaptive = 45,
+    .rt_size = 0,
+    .rt_interp_head = 2,
+    .is_next = 5,
+    .is_threads_head = 6,
+    .is_modules = 9,
+    .is_gil_locked = 15,
+    .is_gil_holder = 16,
+    .ts_size = 19,
+    .ts_next = 21,
+    .ts_interp = 22,
+    .ts_current_frame = 23,
+    .ts_thread_id = 24,
+    .ts_native_thread_id = 25,
+    .ts_datastack_chunk = 26,
+    .if_size = 28,
+    .if_previous = 29,
+    .if_executable = 30,
+    .if_instr_ptr = 31,
+    .if_localsplus = 32,
+    .if_owner = 33,
+    .co_size = 36,
+    .co_filename = 37,
+    .co_name = 38,
+    .co_qualname = 39,
+    .co_linetable = 40,
+    .co_firstlineno = 41,
+    .co_code_adaptive = 45,
     /* pyobject 47-48, type 49-52, tuple 53-55, list 56-58, set 59-62,
      * dict 63-65, float 66-67, long 68-70, bytes 71-73, unicode 74-77 */
-    .type_size = 49, .type_flags = 52,
-    .dict_ma_keys = 64, .dict_ma_values = 65,
-    .long_tag = 69, .long_digit = 70,
-    .bytes_size = 72, .bytes_sval = 73,
-    .uni_state = 75, .uni_length = 76, .uni_ascii_size = 77,
+    .type_size = 49,
+    .type_flags = 52,
+    .dict_ma_keys = 64,
+    .dict_ma_values = 65,
+    .long_tag = 69,
+    .long_digit = 70,
+    .bytes_size = 72,
+    .bytes_sval = 73,
+    .uni_state = 75,
+    .uni_length = 76,
+    .uni_ascii_size = 77,
     .words = 78,
 };
 
@@ -119,7 +167,8 @@ int pst_py_debug_offsets(struct pst_mem *mem, uint64_t runtime,
   s = hex >= s314.version ? &s314 : &s313;
   if (hex > 0x030e)
     pst_warn("CPython %d.%d is newer than this pystitch knows; reading its "
-             "_Py_DebugOffsets as 3.14's", hex >> 8, hex & 0xff);
+             "_Py_DebugOffsets as 3.14's",
+             hex >> 8, hex & 0xff);
   if (!inside(w, s->ts_current_frame, s->ts_size) ||
       !inside(w, s->ts_native_thread_id, s->ts_size) ||
       !inside(w, s->if_owner, s->if_size) ||
@@ -143,7 +192,7 @@ int pst_py_debug_offsets(struct pst_mem *mem, uint64_t runtime,
       return PST_EPYVERSION;
     }
 
-  /* Every field absent unless set below. */
+    /* Every field absent unless set below. */
 #define PST_NOFF_FIELD(name) lay->name = PST_NOFF;
   PST_PY_LAYOUT_FIELDS(PST_NOFF_FIELD)
 #undef PST_NOFF_FIELD

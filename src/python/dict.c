@@ -32,9 +32,9 @@
 
 #include "python/dict.h"
 
-#define KEYS_LOG2_MAX 30    /* 2^30 slots: no dict this reader opens */
-#define FIND_BATCH 256      /* key strings read per syscall */
-#define NAME_MAX_LEN 63     /* names looked up are short identifiers */
+#define KEYS_LOG2_MAX 30 /* 2^30 slots: no dict this reader opens */
+#define FIND_BATCH 256   /* key strings read per syscall */
+#define NAME_MAX_LEN 63  /* names looked up are short identifiers */
 
 static uint64_t u64_at(const uint8_t *p, int32_t off) {
   uint64_t v;
@@ -72,9 +72,8 @@ int pst_py_dict_head_parse(const struct pst_py *py, const uint8_t *buf,
 }
 
 int pst_py_dict_table_parse(const struct pst_py *py, uint64_t keys,
-                            const uint8_t *khdr, uint64_t values,
-                            int64_t mask, int64_t max,
-                            struct pst_py_dict_table *t) {
+                            const uint8_t *khdr, uint64_t values, int64_t mask,
+                            int64_t max, struct pst_py_dict_table *t) {
   memset(t, 0, sizeof(*t));
   t->keys = keys;
   t->values = values;
@@ -283,8 +282,7 @@ int pst_py_dict_find_str(struct pst_py *py, struct pst_mem *mem,
   for (int base = 0; base < n; base += FIND_BATCH) {
     int k = n - base < FIND_BATCH ? n - base : FIND_BATCH, got;
     for (int i = 0; i < k; i++)
-      iov[i] = (struct pst_mem_iov){items[base + i].key, buf + i * each,
-                                    each};
+      iov[i] = (struct pst_mem_iov){items[base + i].key, buf + i * each, each};
     got = pst_mem_readv_each(mem, iov, (size_t)k, ok);
     if (got < 0) {
       err = got;
@@ -357,8 +355,8 @@ int pst_py_int_parse(const struct pst_py *py, const uint8_t *buf, size_t len,
   if (len < 24)
     return -ENOBUFS;
   if (py->version_hex < 0x0300 &&
-      (py->int_type ? type == py->int_type : !py->long_type ||
-                                                 type != py->long_type)) {
+      (py->int_type ? type == py->int_type
+                    : !py->long_type || type != py->long_type)) {
     int64_t ival = i64_at(buf, l->int_ival); /* PyIntObject */
     if (ival < 0)
       return PST_EBADDATA;

@@ -37,28 +37,28 @@
 
 /* What a dict object's head says. */
 struct pst_py_dict_head {
-  int64_t used;     /* ma_used */
-  uint64_t keys;    /* ma_keys (3.x), ma_table (2.7) */
-  uint64_t values;  /* ma_values (3.x; 0 when combined), 0 on 2.7 */
-  int64_t mask;     /* ma_mask (2.7), else 0 */
+  int64_t used;    /* ma_used */
+  uint64_t keys;   /* ma_keys (3.x), ma_table (2.7) */
+  uint64_t values; /* ma_values (3.x; 0 when combined), 0 on 2.7 */
+  int64_t mask;    /* ma_mask (2.7), else 0 */
 };
 
 /* Where a dict's entries are. */
 struct pst_py_dict_table {
-  uint64_t keys;     /* the keys object (3.x) or the table (2.7) */
-  uint64_t entries;  /* address of entry 0 */
-  uint64_t values;   /* the split values array's first value, or 0 */
-  int64_t n;         /* entries to scan: dk_nentries, or ma_mask + 1 */
-  int64_t nvalues;   /* values readable in the split array (<= n) */
-  int esize;         /* bytes per entry: 24 {hash, key, value}, or 16
+  uint64_t keys;    /* the keys object (3.x) or the table (2.7) */
+  uint64_t entries; /* address of entry 0 */
+  uint64_t values;  /* the split values array's first value, or 0 */
+  int64_t n;        /* entries to scan: dk_nentries, or ma_mask + 1 */
+  int64_t nvalues;  /* values readable in the split array (<= n) */
+  int esize;        /* bytes per entry: 24 {hash, key, value}, or 16
                         {key, value} (3.11+ str-keyed and split kinds) */
-  int key_off;       /* offset of the key in an entry; the value follows */
+  int key_off;      /* offset of the key in an entry; the value follows */
 };
 
 /* One live entry of a dict. */
 struct pst_py_dict_item {
   uint64_t key, value;
-  uint64_t slot;     /* target address of the word holding value */
+  uint64_t slot; /* target address of the word holding value */
 };
 
 /* Parses a dict object's first PST_PY_DICT_HEAD bytes (buf, read at addr
@@ -72,9 +72,8 @@ int pst_py_dict_head_parse(const struct pst_py *py, const uint8_t *buf,
  * ma_values gives it (0 if none). 0, or PST_EBADDATA when the header is
  * not a keys object of this version or has more than max entries. */
 int pst_py_dict_table_parse(const struct pst_py *py, uint64_t keys,
-                            const uint8_t *khdr, uint64_t values,
-                            int64_t mask, int64_t max,
-                            struct pst_py_dict_table *t);
+                            const uint8_t *khdr, uint64_t values, int64_t mask,
+                            int64_t max, struct pst_py_dict_table *t);
 
 /* Bytes from t->keys to the end of its last entry: what to read to have
  * the whole keys object (3.x) or table (2.7) in one piece. */

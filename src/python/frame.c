@@ -21,8 +21,8 @@ int pst_py_tstates(struct pst_py *py, struct pst_mem *mem, uint64_t *tstates,
   uint64_t ts;
   int n = 0, err;
 
-  err = pst_mem_read_u64(mem, py->interp + (uint64_t)py->lay.is_tstate_head,
-                         &ts);
+  err =
+      pst_mem_read_u64(mem, py->interp + (uint64_t)py->lay.is_tstate_head, &ts);
   if (err)
     return err;
   while (ts && n < max && n < TSTATES_MAX) {
@@ -73,8 +73,8 @@ int pst_py_tstate_ids(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
   int r;
 
   *native_id = 0;
-  iov[n++] = (struct pst_mem_iov){tstate + (uint64_t)l->ts_thread_id,
-                                  thread_id, 8};
+  iov[n++] =
+      (struct pst_mem_iov){tstate + (uint64_t)l->ts_thread_id, thread_id, 8};
   iov[n++] = (struct pst_mem_iov){tstate + (uint64_t)l->ts_interp, interp, 8};
   if (l->ts_native_thread_id != PST_NOFF)
     iov[n++] = (struct pst_mem_iov){tstate + (uint64_t)l->ts_native_thread_id,
@@ -94,7 +94,7 @@ static int ends_with(const char *s, const char *suffix) {
 struct raw_frame {
   uint64_t frame, code;
   int64_t lasti;
-  int entry;  /* first frame of its eval-loop call (see pst_frame) */
+  int entry; /* first frame of its eval-loop call (see pst_frame) */
 };
 
 /* ---- the walk's reads ----
@@ -113,7 +113,7 @@ struct raw_frame {
  * correctness. */
 
 #define CHUNK_MAX (64 * 1024)
-#define CHUNK_HEADER 24 /* _PyStackChunk {previous, size, top} */
+#define CHUNK_HEADER 24  /* _PyStackChunk {previous, size, top} */
 #define CHUNK_SLACK 2048 /* guessed chunk reads allow this much growth */
 
 struct region {
@@ -126,11 +126,11 @@ struct reads {
   uint64_t chunk_start, chunk_end; /* copied chunk range [start, end) */
   const uint8_t *chunk;
   struct region frames[PST_PY_HINT_MAX];
-  uint32_t nframes, fcur;          /* guessed frames, search cursor */
+  uint32_t nframes, fcur; /* guessed frames, search cursor */
   struct region codes[PST_PY_HINT_MAX];
   uint32_t ncodes, ccur;
   size_t flen, hsize;
-  uint8_t *fbuf, *cbuf;            /* their bytes, fstride/cstride apart */
+  uint8_t *fbuf, *cbuf; /* their bytes, fstride/cstride apart */
   size_t fstride, cstride;
   /* what this walk read, the next walk's guess */
   uint64_t seen_frames[PST_PY_HINT_MAX];
@@ -210,8 +210,8 @@ static int decode_frames(struct pst_py *py, struct pst_mem *mem,
       continue;
     }
     sc->hdr_of[i] = sc->hdrs + nmiss * hsize;
-    sc->iov[nmiss] = (struct pst_mem_iov){raw[i].code,
-                                          sc->hdrs + nmiss * hsize, hsize};
+    sc->iov[nmiss] =
+        (struct pst_mem_iov){raw[i].code, sc->hdrs + nmiss * hsize, hsize};
     nmiss++;
   }
   got = nmiss ? pst_mem_readv(mem, sc->iov, nmiss) : 0;
@@ -221,8 +221,8 @@ static int decode_frames(struct pst_py *py, struct pst_mem *mem,
     return -EFAULT;
   for (int i = 0; i < n; i++) {
     struct pst_frame *f = &frames[i];
-    err = pst_py_code_header(py, mem, raw[i].code, sc->hdr_of[i],
-                             raw[i].lasti, &f->name, &f->filename, &f->line);
+    err = pst_py_code_header(py, mem, raw[i].code, sc->hdr_of[i], raw[i].lasti,
+                             &f->name, &f->filename, &f->line);
     f->kind = PST_FRAME_PYTHON;
     f->entry = (unsigned char)raw[i].entry;
     f->ip = 0;
@@ -241,8 +241,7 @@ static int decode_frames(struct pst_py *py, struct pst_mem *mem,
     if (thread_obj && locals != PST_NOFF &&
         ends_with(f->name, "_bootstrap_inner") &&
         ends_with(f->filename, "threading.py") &&
-        pst_mem_read_u64(mem, raw[i].frame + (uint64_t)locals,
-                         thread_obj) == 0)
+        pst_mem_read_u64(mem, raw[i].frame + (uint64_t)locals, thread_obj) == 0)
       *thread_obj &= ~(uint64_t)py->tag_mask; /* 2.7: __bootstrap_inner */
   }
   return n;
@@ -257,8 +256,8 @@ static int visit(struct pst_py *py, uint64_t frame, const uint8_t *buf,
   if (pst_array_reserve((void **)&sc->visit, &sc->visit_cap, sc->nvisit + 1,
                         sizeof(*sc->visit)))
     return -ENOMEM;
-  sc->visit[sc->nvisit++] =
-      (struct pst_py_visit){frame, u64_at(buf, link_off), u64_at(buf, code_off)};
+  sc->visit[sc->nvisit++] = (struct pst_py_visit){frame, u64_at(buf, link_off),
+                                                  u64_at(buf, code_off)};
   return 0;
 }
 
@@ -285,8 +284,7 @@ static int cycle_seen(struct cycle *c, uint64_t frame) {
 /* <= 3.10: PyFrameObject linked by f_back. */
 static int walk_frameobjects(struct pst_py *py, struct pst_mem *mem,
                              struct reads *rd, uint64_t frame,
-                             struct raw_frame *raw, int max,
-                             int *truncated) {
+                             struct raw_frame *raw, int max, int *truncated) {
   const struct pst_py_layout *l = &py->lay;
   uint8_t buf[PST_PY_FRAME_BUF];
   size_t len = (size_t)l->f_size < PST_PY_FRAME_BUF ? (size_t)l->f_size
@@ -318,12 +316,12 @@ static int walk_frameobjects(struct pst_py *py, struct pst_mem *mem,
 /* 3.11+: _PyInterpreterFrame linked by previous. Frames owned by the C
  * stack (3.12+ shims) are skipped. */
 static int walk_iframes(struct pst_py *py, struct pst_mem *mem,
-                        struct reads *rd, uint64_t frame,
-                        struct raw_frame *raw, int max, int *truncated) {
+                        struct reads *rd, uint64_t frame, struct raw_frame *raw,
+                        int max, int *truncated) {
   const struct pst_py_layout *l = &py->lay;
   uint8_t buf[PST_PY_FRAME_BUF];
   size_t len = (size_t)l->if_size < PST_PY_FRAME_BUF ? (size_t)l->if_size
-                                                      : PST_PY_FRAME_BUF;
+                                                     : PST_PY_FRAME_BUF;
   struct cycle cy = {0, 0, 1};
   int n = 0, steps = 0, err;
 
@@ -390,12 +388,12 @@ struct ts_view {
 
 static size_t view_len(const struct pst_py_layout *l) {
   return l->ts_size > 0 && l->ts_size < TS_VIEW_MAX ? (size_t)l->ts_size
-                                                     : TS_VIEW_MAX;
+                                                    : TS_VIEW_MAX;
 }
 
 /* u64 at addr + off from the view when it holds it, else from memory. */
-static int view_u64(struct pst_mem *mem, const struct ts_view *v,
-                    uint64_t addr, uint64_t *out) {
+static int view_u64(struct pst_mem *mem, const struct ts_view *v, uint64_t addr,
+                    uint64_t *out) {
   if (addr >= v->addr && addr < v->addr + v->len &&
       v->addr + v->len - addr >= 8) {
     memcpy(out, v->buf + (addr - v->addr), 8);
@@ -495,14 +493,14 @@ static int check_read(struct pst_py *py, struct pst_mem *mem,
                         n * (span + 8) + n, 1))
     return 0;
   ok = sc->cbytes + n * (span + 8);
-  sc->civ[k++] = (struct pst_mem_iov){c->tstate + (uint64_t)ts_frame_field(l),
-                                      &field, 8};
+  sc->civ[k++] =
+      (struct pst_mem_iov){c->tstate + (uint64_t)ts_frame_field(l), &field, 8};
   if (c->cframe)
     sc->civ[k++] = (struct pst_mem_iov){
         c->cframe + (uint64_t)l->cf_current_frame, &guess, 8};
   for (size_t i = 0; i < sc->nvisit; i++)
-    sc->civ[k++] = (struct pst_mem_iov){
-        sc->visit[i].frame + (uint64_t)lo, sc->cbytes + i * span, span};
+    sc->civ[k++] = (struct pst_mem_iov){sc->visit[i].frame + (uint64_t)lo,
+                                        sc->cbytes + i * span, span};
   if (pst_mem_readv_each(mem, sc->civ, k, ok) < 0 || !ok[0])
     return 0;
   frame = field;
@@ -553,9 +551,9 @@ static int check_owner(const struct pst_py_layout *l, const struct ts_view *v,
 
 /* Bytes of a frame the walk reads. */
 static size_t frame_len(const struct pst_py_layout *l) {
-  size_t len = (size_t)(l->f_size != PST_NOFF && l->ts_frame != PST_NOFF
-                            ? l->f_size
-                            : l->if_size);
+  size_t len =
+      (size_t)(l->f_size != PST_NOFF && l->ts_frame != PST_NOFF ? l->f_size
+                                                                : l->if_size);
   return len > PST_PY_FRAME_BUF ? PST_PY_FRAME_BUF : len;
 }
 
@@ -566,8 +564,8 @@ static int guess_buffers(struct pst_py *py, struct reads *rd) {
   if (!py->chunk_buf && !(py->chunk_buf = malloc(CHUNK_MAX)))
     return -ENOMEM;
   if (!sc->guess &&
-      !(sc->guess = malloc(PST_PY_HINT_MAX * (PST_PY_FRAME_BUF +
-                                              PST_PY_CODE_HEADER_MAX))))
+      !(sc->guess = malloc(PST_PY_HINT_MAX *
+                           (PST_PY_FRAME_BUF + PST_PY_CODE_HEADER_MAX))))
     return -ENOMEM;
   rd->fbuf = sc->guess;
   rd->cbuf = sc->guess + PST_PY_HINT_MAX * rd->flen;
@@ -579,10 +577,9 @@ static int guess_buffers(struct pst_py *py, struct reads *rd) {
 /* The first syscall of a walk: the thread state and, from the hint, the
  * _PyCFrame's frame pointer, the chunk, frames and code headers. */
 static int first_read(struct pst_py *py, struct pst_mem *mem,
-                      const struct pst_py_hint *h,
-                      struct ts_view *v, struct reads *rd, uint64_t *guess,
-                      int *guess_ok, uint64_t *chunk_guess,
-                      size_t *chunk_guess_len) {
+                      const struct pst_py_hint *h, struct ts_view *v,
+                      struct reads *rd, uint64_t *guess, int *guess_ok,
+                      uint64_t *chunk_guess, size_t *chunk_guess_len) {
   const struct pst_py_layout *l = &py->lay;
   struct pst_mem_iov iov[6 + 2 * PST_PY_HINT_MAX];
   uint8_t ok[6 + 2 * PST_PY_HINT_MAX];
@@ -605,9 +602,8 @@ static int first_read(struct pst_py *py, struct pst_mem *mem,
                                     rd->fbuf + (size_t)i * rd->flen, rd->flen};
   i0c = n;
   for (uint32_t i = 0; h && i < h->ncodes; i++)
-    iov[n++] = (struct pst_mem_iov){h->codes[i],
-                                    rd->cbuf + (size_t)i * rd->hsize,
-                                    rd->hsize};
+    iov[n++] = (struct pst_mem_iov){
+        h->codes[i], rd->cbuf + (size_t)i * rd->hsize, rd->hsize};
   if (n == 1)
     return pst_mem_read(mem, v->addr, v->buf, v->len);
   int got = pst_mem_readv_each(mem, iov, n, ok);
@@ -631,10 +627,9 @@ static int first_read(struct pst_py *py, struct pst_mem *mem,
 
 /* 3.11+: the used part [start, top) of the thread's current data-stack
  * chunk, from the guessed copy when it covers it, else read now. */
-static void chunk_copy(struct pst_py *py, struct pst_mem *mem,
-                       struct reads *rd, uint64_t start, uint64_t top,
-                       uint64_t guess, size_t guess_len,
-                       const uint8_t *guess_buf) {
+static void chunk_copy(struct pst_py *py, struct pst_mem *mem, struct reads *rd,
+                       uint64_t start, uint64_t top, uint64_t guess,
+                       size_t guess_len, const uint8_t *guess_buf) {
   rd->chunk = NULL;
   if (!start || top < start + CHUNK_HEADER || top - start > CHUNK_MAX)
     return;
@@ -674,18 +669,17 @@ static void update_hint(struct pst_py_hint *h, const struct reads *rd,
 
 /* What a walk's first read gave, besides the thread state's view. */
 struct first {
-  uint64_t guess;           /* current_frame read at hint->cframe */
+  uint64_t guess; /* current_frame read at hint->cframe */
   int guess_ok;
-  uint64_t chunk_guess;     /* the chunk copied, and how much of it */
+  uint64_t chunk_guess; /* the chunk copied, and how much of it */
   size_t chunk_guess_len;
   const uint8_t *chunk_buf; /* where its copy is */
 };
 
 /* What every walk does first: the read buffers and the state's view. */
 static int walk_setup(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
-                      struct reads *rd, struct ts_view *v,
-                      uint64_t *thread_obj, uint64_t top[2],
-                      int *truncated) {
+                      struct reads *rd, struct ts_view *v, uint64_t *thread_obj,
+                      uint64_t top[2], int *truncated) {
   const struct pst_py_layout *l = &py->lay;
 
   *truncated = 0;
@@ -742,8 +736,8 @@ static int walk_rest(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
       memcpy(&start, v->buf + l->ts_datastack_chunk, 8);
       memcpy(&stop, v->buf + l->ts_datastack_chunk + 8, 8);
     }
-    chunk_copy(py, mem, rd, start, stop, fr->chunk_guess,
-               fr->chunk_guess_len, fr->chunk_buf);
+    chunk_copy(py, mem, rd, start, stop, fr->chunk_guess, fr->chunk_guess_len,
+               fr->chunk_buf);
     n = walk_iframes(py, mem, rd, frame, raw, max, truncated);
     locals = l->if_localsplus;
   }
@@ -788,12 +782,11 @@ int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
     return err;
   }
   fr.chunk_buf = py->chunk_buf;
-  return walk_rest(py, mem, tstate, hint, &v, &rd, &fr, frames, max,
-                   truncated, thread_obj, top);
+  return walk_rest(py, mem, tstate, hint, &v, &rd, &fr, frames, max, truncated,
+                   thread_obj, top);
 }
 
 /* ---- batched first reads ---- */
-
 
 void pst_py_batch_init(struct pst_py_batch *b) { memset(b, 0, sizeof(*b)); }
 
@@ -815,7 +808,7 @@ void pst_py_batch_reset(struct pst_py_batch *b) {
  * grow until then). */
 static size_t piece(struct pst_py_batch *b, uint64_t addr, size_t len,
                     int *err) {
-  size_t cap = b->cap;
+  size_t cap;
 
   if (*err)
     return PST_PY_NOPIECE;
@@ -836,8 +829,7 @@ static size_t piece(struct pst_py_batch *b, uint64_t addr, size_t len,
     }
     b->cap = cap;
   }
-  if (pst_array_reserve((void **)&b->arena, &b->arena_cap, b->used + len,
-                        1)) {
+  if (pst_array_reserve((void **)&b->arena, &b->arena_cap, b->used + len, 1)) {
     *err = -ENOMEM;
     return PST_PY_NOPIECE;
   }
@@ -887,8 +879,8 @@ int pst_py_prefetch_add(struct pst_py *py, struct pst_py_batch *b,
    * most frames are), each guessed frame's link and code again. */
   pf->ck_field = piece(b, tstate + (uint64_t)ts_frame_field(l), 8, &err);
   if (pf->cframe)
-    pf->ck_guess = piece(b, pf->cframe + (uint64_t)l->cf_current_frame, 8,
-                         &err);
+    pf->ck_guess =
+        piece(b, pf->cframe + (uint64_t)l->cf_current_frame, 8, &err);
   if (pf->ic != PST_PY_NOPIECE)
     pf->ck_chunk = piece(b, pf->chunk, pf->chunk_len, &err);
   link_span(l, &link_o, &code_o, &lo, &span);
@@ -916,9 +908,9 @@ static int piece_ok(const struct pst_py_batch *b, size_t i) {
 
 int pst_py_walk_prefetched(struct pst_py *py, struct pst_mem *mem,
                            const struct pst_py_batch *b,
-                           struct pst_py_prefetch *pf,
-                           struct pst_frame *frames, int max, int *truncated,
-                           uint64_t *thread_obj, uint64_t top[2]) {
+                           struct pst_py_prefetch *pf, struct pst_frame *frames,
+                           int max, int *truncated, uint64_t *thread_obj,
+                           uint64_t top[2]) {
   struct reads rd;
   struct ts_view v;
   struct first fr = {0, 0, 0, 0, NULL};

@@ -8,14 +8,9 @@
 
 /* 3.13+ are read from _Py_DebugOffsets at run time: not listed. */
 static const struct pst_py_layout *const builtin_layouts[] = {
-    &pst_py_layout_27,
-    &pst_py_layout_36,
-    &pst_py_layout_37,
-    &pst_py_layout_38,
-    &pst_py_layout_39,
-    &pst_py_layout_310,
-    &pst_py_layout_311,
-    &pst_py_layout_312,
+    &pst_py_layout_27,  &pst_py_layout_36,  &pst_py_layout_37,
+    &pst_py_layout_38,  &pst_py_layout_39,  &pst_py_layout_310,
+    &pst_py_layout_311, &pst_py_layout_312,
 };
 
 const struct pst_py_layout *pst_py_layout_builtin(int version) {

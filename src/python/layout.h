@@ -17,85 +17,85 @@
 
 /* X(name, comment). Keep in sync with tools/gen-offsets.c, which emits the
  * same names from offsetof() against each version's headers. */
-#define PST_PY_LAYOUT_FIELDS(X)                                               \
-  /* _PyRuntimeState (3.7+) */                                                \
-  X(rt_interp_head)     /* interpreters.head */                               \
-  X(rt_tss)             /* Py_tss_t autoTSSkey (gilstate.autoTSSkey <3.12) */ \
-  X(rt_gil_tstate)      /* gilstate.tstate_current (3.7-3.11) */              \
-  /* PyInterpreterState */                                                    \
-  X(is_next)                                                                  \
-  X(is_tstate_head)     /* tstate_head (<=3.11), threads.head (3.12+) */      \
-  X(is_gil)             /* ceval.gil: struct _gil_runtime_state* (3.12+) */   \
-  X(is_gil_inline)      /* _gil: the struct embedded in the interp (3.12+) */ \
-  X(is_modules)         /* sys.modules: modules (<=3.11), imports.modules */  \
-  /* struct _gil_runtime_state (3.12+ in the interpreter, <3.12 runtime) */   \
-  X(gil_last_holder)                                                          \
-  X(gil_locked)                                                               \
-  /* PyThreadState */                                                         \
-  X(ts_next)                                                                  \
-  X(ts_interp)                                                                \
-  X(ts_frame)           /* PyFrameObject *frame (<=3.10) */                   \
-  X(ts_cframe)          /* _PyCFrame *cframe (3.11, 3.12) */                  \
-  X(ts_current_frame)   /* _PyInterpreterFrame *current_frame (3.13+) */      \
-  X(ts_thread_id)       /* pthread_self() of the thread */                    \
-  X(ts_native_thread_id) /* kernel tid (3.8+) */                              \
-  X(ts_size)            /* sizeof(PyThreadState), for one batched read */     \
-  X(ts_datastack_chunk) /* _PyStackChunk *datastack_chunk (3.11+) */          \
-  /* _PyCFrame (3.11, 3.12) */                                                \
-  X(cf_current_frame)                                                         \
-  /* PyFrameObject (<=3.10) */                                                \
-  X(f_back)                                                                   \
-  X(f_code)                                                                   \
-  X(f_lasti)            /* int: byte offset (<=3.9), instruction (3.10) */    \
-  X(f_lineno)                                                                 \
-  X(f_size)             /* sizeof(PyFrameObject) without localsplus */        \
-  X(f_localsplus)       /* first local (self of a method) */                  \
-  /* _PyInterpreterFrame (3.11+) */                                           \
-  X(if_code)            /* f_code (3.11, 3.12), f_executable (3.13+) */       \
-  X(if_previous)                                                              \
-  X(if_instr)           /* prev_instr (3.11, 3.12), instr_ptr (3.13+) */      \
-  X(if_owner)           /* char owner (3.12+) */                              \
-  X(if_is_entry)        /* bool is_entry (3.11) */                            \
-  X(if_size)            /* sizeof(_PyInterpreterFrame) */                     \
-  X(if_localsplus)      /* first local (3.14: a tagged _PyStackRef) */        \
-  /* PyCodeObject */                                                          \
-  X(co_filename)                                                              \
-  X(co_name)                                                                  \
-  X(co_qualname)        /* 3.11+ */                                           \
-  X(co_firstlineno)                                                           \
-  X(co_lnotab)          /* bytes (<=3.9) */                                   \
-  X(co_linetable)       /* bytes (3.10+) */                                   \
-  X(co_code_adaptive)   /* first code unit (3.11+) */                         \
-  X(co_size)            /* bytes to read to get every field above */          \
-  /* unicode (3.x) / str (2.7) */                                             \
-  X(str_length)         /* PyASCIIObject.length, PyStringObject.ob_size */    \
-  X(str_state)          /* PyASCIIObject.state (3.x) */                       \
-  X(str_ascii_data)     /* sizeof(PyASCIIObject), ob_sval on 2.7 */           \
-  X(str_compact_data)   /* sizeof(PyCompactUnicodeObject) (3.x) */            \
-  /* bytes */                                                                 \
-  X(bytes_size)         /* ob_size */                                         \
-  X(bytes_data)         /* ob_sval */                                         \
-  /* types, for instance dicts (threading.Thread names) */                    \
-  X(type_basicsize)     /* PyTypeObject.tp_basicsize */                       \
-  X(type_flags)         /* tp_flags */                                        \
-  X(type_dictoffset)    /* tp_dictoffset */                                   \
-  X(ht_cached_keys)     /* PyHeapTypeObject.ht_cached_keys (3.x) */          \
-  X(type_itemsize)      /* tp_itemsize: sizeof(digit) for int (PyLong) */     \
+#define PST_PY_LAYOUT_FIELDS(X)                                                \
+  /* _PyRuntimeState (3.7+) */                                                 \
+  X(rt_interp_head) /* interpreters.head */                                    \
+  X(rt_tss)         /* Py_tss_t autoTSSkey (gilstate.autoTSSkey <3.12) */      \
+  X(rt_gil_tstate)  /* gilstate.tstate_current (3.7-3.11) */                   \
+  /* PyInterpreterState */                                                     \
+  X(is_next)                                                                   \
+  X(is_tstate_head) /* tstate_head (<=3.11), threads.head (3.12+) */           \
+  X(is_gil)         /* ceval.gil: struct _gil_runtime_state* (3.12+) */        \
+  X(is_gil_inline)  /* _gil: the struct embedded in the interp (3.12+) */      \
+  X(is_modules)     /* sys.modules: modules (<=3.11), imports.modules */       \
+  /* struct _gil_runtime_state (3.12+ in the interpreter, <3.12 runtime) */    \
+  X(gil_last_holder)                                                           \
+  X(gil_locked)                                                                \
+  /* PyThreadState */                                                          \
+  X(ts_next)                                                                   \
+  X(ts_interp)                                                                 \
+  X(ts_frame)            /* PyFrameObject *frame (<=3.10) */                   \
+  X(ts_cframe)           /* _PyCFrame *cframe (3.11, 3.12) */                  \
+  X(ts_current_frame)    /* _PyInterpreterFrame *current_frame (3.13+) */      \
+  X(ts_thread_id)        /* pthread_self() of the thread */                    \
+  X(ts_native_thread_id) /* kernel tid (3.8+) */                               \
+  X(ts_size)             /* sizeof(PyThreadState), for one batched read */     \
+  X(ts_datastack_chunk)  /* _PyStackChunk *datastack_chunk (3.11+) */          \
+  /* _PyCFrame (3.11, 3.12) */                                                 \
+  X(cf_current_frame)                                                          \
+  /* PyFrameObject (<=3.10) */                                                 \
+  X(f_back)                                                                    \
+  X(f_code)                                                                    \
+  X(f_lasti) /* int: byte offset (<=3.9), instruction (3.10) */                \
+  X(f_lineno)                                                                  \
+  X(f_size)       /* sizeof(PyFrameObject) without localsplus */               \
+  X(f_localsplus) /* first local (self of a method) */                         \
+  /* _PyInterpreterFrame (3.11+) */                                            \
+  X(if_code) /* f_code (3.11, 3.12), f_executable (3.13+) */                   \
+  X(if_previous)                                                               \
+  X(if_instr)      /* prev_instr (3.11, 3.12), instr_ptr (3.13+) */            \
+  X(if_owner)      /* char owner (3.12+) */                                    \
+  X(if_is_entry)   /* bool is_entry (3.11) */                                  \
+  X(if_size)       /* sizeof(_PyInterpreterFrame) */                           \
+  X(if_localsplus) /* first local (3.14: a tagged _PyStackRef) */              \
+  /* PyCodeObject */                                                           \
+  X(co_filename)                                                               \
+  X(co_name)                                                                   \
+  X(co_qualname) /* 3.11+ */                                                   \
+  X(co_firstlineno)                                                            \
+  X(co_lnotab)        /* bytes (<=3.9) */                                      \
+  X(co_linetable)     /* bytes (3.10+) */                                      \
+  X(co_code_adaptive) /* first code unit (3.11+) */                            \
+  X(co_size)          /* bytes to read to get every field above */             \
+  /* unicode (3.x) / str (2.7) */                                              \
+  X(str_length)       /* PyASCIIObject.length, PyStringObject.ob_size */       \
+  X(str_state)        /* PyASCIIObject.state (3.x) */                          \
+  X(str_ascii_data)   /* sizeof(PyASCIIObject), ob_sval on 2.7 */              \
+  X(str_compact_data) /* sizeof(PyCompactUnicodeObject) (3.x) */               \
+  /* bytes */                                                                  \
+  X(bytes_size) /* ob_size */                                                  \
+  X(bytes_data) /* ob_sval */                                                  \
+  /* types, for instance dicts (threading.Thread names) */                     \
+  X(type_basicsize)  /* PyTypeObject.tp_basicsize */                           \
+  X(type_flags)      /* tp_flags */                                            \
+  X(type_dictoffset) /* tp_dictoffset */                                       \
+  X(ht_cached_keys)  /* PyHeapTypeObject.ht_cached_keys (3.x) */               \
+  X(type_itemsize)   /* tp_itemsize: sizeof(digit) for int (PyLong) */         \
   /* dict (the keys objects' own layout is in dict.c: not in any header   \
-   * before 3.11, not in _Py_DebugOffsets) */                                 \
-  X(dict_ma_used)                                                             \
-  X(dict_ma_keys)       /* PyDictKeysObject *ma_keys (3.x) */                 \
-  X(dict_ma_values)     /* PyDictValues *ma_values: split values (3.x) */     \
-  X(dict_ma_mask)       /* table size - 1 (2.7) */                            \
-  X(dict_ma_table)      /* PyDictEntry *ma_table (2.7) */                     \
-  /* int */                                                                   \
-  X(long_size)          /* ob_size: signed digit count (<=3.11) */            \
-  X(long_tag)           /* long_value.lv_tag: digits << 3 | sign (3.12+) */   \
-  X(long_digit)         /* ob_digit[0] */                                     \
-  X(int_ival)           /* PyIntObject.ob_ival (2.7) */
+   * before 3.11, not in _Py_DebugOffsets) */    \
+  X(dict_ma_used)                                                              \
+  X(dict_ma_keys)   /* PyDictKeysObject *ma_keys (3.x) */                      \
+  X(dict_ma_values) /* PyDictValues *ma_values: split values (3.x) */          \
+  X(dict_ma_mask)   /* table size - 1 (2.7) */                                 \
+  X(dict_ma_table)  /* PyDictEntry *ma_table (2.7) */                          \
+  /* int */                                                                    \
+  X(long_size)  /* ob_size: signed digit count (<=3.11) */                     \
+  X(long_tag)   /* long_value.lv_tag: digits << 3 | sign (3.12+) */            \
+  X(long_digit) /* ob_digit[0] */                                              \
+  X(int_ival)   /* PyIntObject.ob_ival (2.7) */
 
 struct pst_py_layout {
-  int version;          /* 0xMMmm, e.g. 0x030c for 3.12 */
+  int version; /* 0xMMmm, e.g. 0x030c for 3.12 */
 #define PST_PY_LAYOUT_MEMBER(name) int32_t name;
   PST_PY_LAYOUT_FIELDS(PST_PY_LAYOUT_MEMBER)
 #undef PST_PY_LAYOUT_MEMBER

@@ -12,8 +12,7 @@ static int fits(int32_t off, int width, int32_t limit, const char *name,
     return 1;
   if (off >= 0 && limit >= 0 && off + width <= limit)
     return 1;
-  snprintf(why, why_len, "%s = %d does not fit in %d bytes", name, off,
-           limit);
+  snprintf(why, why_len, "%s = %d does not fit in %d bytes", name, off, limit);
   return 0;
 }
 

@@ -28,20 +28,20 @@ struct pst_py_reg;
 /* Buffers a walk needs, kept between walks so that sampling allocates
  * nothing (frame.c). */
 struct pst_py_scratch {
-  void *raw;                  /* frames found by the first pass */
+  void *raw; /* frames found by the first pass */
   size_t raw_cap;
-  struct pst_mem_iov *iov;    /* the batched code-header read */
+  struct pst_mem_iov *iov; /* the batched code-header read */
   size_t iov_cap;
   uint8_t *hdrs;
   size_t hdrs_cap;
-  const uint8_t **hdr_of;     /* where each frame's code header is */
+  const uint8_t **hdr_of; /* where each frame's code header is */
   size_t hdr_of_cap;
   uint8_t *guess;             /* guessed frames and code headers */
   struct pst_py_visit *visit; /* every frame the last walk followed */
   size_t visit_cap, nvisit;
-  struct pst_mem_iov *civ;    /* the check's pieces */
+  struct pst_mem_iov *civ; /* the check's pieces */
   size_t civ_cap;
-  uint8_t *cbytes;            /* and their bytes */
+  uint8_t *cbytes; /* and their bytes */
   size_t cbytes_cap;
 };
 
@@ -56,9 +56,9 @@ struct pst_py_visit {
  * start; a stale hint costs time, never correctness. */
 #define PST_PY_HINT_MAX 64
 struct pst_py_hint {
-  uint64_t cframe;           /* 3.11/3.12: the thread state's cframe */
-  uint64_t chunk;            /* data-stack chunk start, 0 if none */
-  uint32_t chunk_len;        /* bytes to read from it */
+  uint64_t cframe;    /* 3.11/3.12: the thread state's cframe */
+  uint64_t chunk;     /* data-stack chunk start, 0 if none */
+  uint32_t chunk_len; /* bytes to read from it */
   uint32_t nframes, ncodes;
   uint64_t frames[PST_PY_HINT_MAX]; /* frames read outside the chunk */
   uint64_t codes[PST_PY_HINT_MAX];  /* distinct code objects */
@@ -69,7 +69,7 @@ struct pst_py_hint {
    * thread_id (when non-zero) and the native_thread_id seen first (3.8+;
    * learnt at the first walk: it is namespace-relative). */
   uint64_t owner_interp, owner_thread_id, owner_native_id;
-  uint64_t top;              /* the innermost frame the last walk found */
+  uint64_t top; /* the innermost frame the last walk found */
 };
 
 /* ---- one read per tick: batched first reads (frame.c) ----
@@ -84,11 +84,11 @@ struct pst_py_hint {
  * top frame is outside what was re-read): then the caller reads a
  * pst_py_check. Owned by the caller (one per target), reused per tick. */
 struct pst_py_batch {
-  struct pst_mem_iov *iov;   /* pieces; buf set by pst_py_batch_read() */
-  size_t *off;               /* each piece's offset in arena */
-  uint8_t *ok;               /* each piece read whole */
+  struct pst_mem_iov *iov; /* pieces; buf set by pst_py_batch_read() */
+  size_t *off;             /* each piece's offset in arena */
+  uint8_t *ok;             /* each piece read whole */
   size_t n, cap;
-  uint8_t *arena;            /* every piece's bytes */
+  uint8_t *arena; /* every piece's bytes */
   size_t used, arena_cap;
 };
 
@@ -97,15 +97,15 @@ struct pst_py_batch {
 #define PST_PY_NOPIECE ((size_t)-1)
 struct pst_py_prefetch {
   uint64_t tstate;
-  struct pst_py_hint *hint;      /* borrowed: the thread's hint */
-  size_t it, ig, ic, i0f, i0c;   /* state, cframe guess, chunk, frames,
+  struct pst_py_hint *hint;    /* borrowed: the thread's hint */
+  size_t it, ig, ic, i0f, i0c; /* state, cframe guess, chunk, frames,
                                     code headers */
   uint32_t nframes, ncodes, chunk_len;
-  uint64_t cframe, chunk;        /* the hint's, as planned */
+  uint64_t cframe, chunk;                     /* the hint's, as planned */
   size_t ck_field, ck_guess, ck_chunk, ck_f0; /* the check after it: the
                                     frame field, the cframe's frame, the
                                     chunk and the guessed frames again */
-  uint64_t reads;                /* mem->reads when its walk began */
+  uint64_t reads; /* mem->reads when its walk began */
 };
 
 void pst_py_batch_init(struct pst_py_batch *b);
@@ -123,9 +123,9 @@ int pst_py_batch_read(struct pst_mem *mem, struct pst_py_batch *b);
 /* pst_py_walk() whose first read is pf's part of the read batch b. */
 int pst_py_walk_prefetched(struct pst_py *py, struct pst_mem *mem,
                            const struct pst_py_batch *b,
-                           struct pst_py_prefetch *pf,
-                           struct pst_frame *frames, int max, int *truncated,
-                           uint64_t *thread_obj, uint64_t top[2]);
+                           struct pst_py_prefetch *pf, struct pst_frame *frames,
+                           int max, int *truncated, uint64_t *thread_obj,
+                           uint64_t top[2]);
 /* After that walk (top[] as it returned): 1 when the stack did not move
  * while it was read, 0 when it did, -1 when the batch cannot tell (read a
  * pst_py_check instead). */
@@ -160,24 +160,24 @@ struct pst_py {
    * unchecked): PyDict_Type, PyLong_Type, PyInt_Type (2.7), the str type
    * (PyUnicode_Type, 2.7's PyString_Type), PyModule_Type. */
   uint64_t dict_type, long_type, int_type, str_type, module_type;
-  int long_shift;            /* bits per int digit: 30 (or 15) */
-  int owner_shim;            /* frame owners >= this are shims (3.12+) */
-  unsigned tag_mask;         /* low bits to clear in f_executable (3.14) */
-  uint64_t name_key;         /* the interned "_name" str once seen */
-  uint8_t *chunk_buf;        /* copy of a thread's data-stack chunk */
+  int long_shift;     /* bits per int digit: 30 (or 15) */
+  int owner_shim;     /* frame owners >= this are shims (3.12+) */
+  unsigned tag_mask;  /* low bits to clear in f_executable (3.14) */
+  uint64_t name_key;  /* the interned "_name" str once seen */
+  uint8_t *chunk_buf; /* copy of a thread's data-stack chunk */
 #define PST_PY_SHIMS_MAX 64
   uint64_t shims[PST_PY_SHIMS_MAX]; /* the last walk's C-stack entry frames
                                        (3.12+), innermost first */
   int nshims;
-  uint64_t process_obj;      /* multiprocessing's Process object, once a
+  uint64_t process_obj; /* multiprocessing's Process object, once a
                                 walk met BaseProcess._bootstrap(self) (a
                                 worker's main thread), else 0 */
-  uint64_t err_addr;         /* what the last failed walk could not read
+  uint64_t err_addr;    /* what the last failed walk could not read
                                 or decode (a code object, a frame), for
                                 diagnostics; 0 when unknown */
   struct pst_py_scratch scratch;
   struct pst_code_cache *codes;
-  struct pst_py_reg *reg;    /* the thread registry's cache (registry.c),
+  struct pst_py_reg *reg; /* the thread registry's cache (registry.c),
                                 NULL until first used */
 };
 
@@ -211,8 +211,7 @@ int pst_py_tstates(struct pst_py *py, struct pst_mem *mem, uint64_t *tstates,
                    int max);
 
 /* The PyThreadState holding the GIL, 0 if none, or -errno. */
-int pst_py_gil_holder(struct pst_py *py, struct pst_mem *mem,
-                      uint64_t *tstate);
+int pst_py_gil_holder(struct pst_py *py, struct pst_mem *mem, uint64_t *tstate);
 
 /* Reads thread_id (pthread_self) and native_thread_id (0 before 3.8) and
  * interp of a thread state. 0 or -errno. */
@@ -243,10 +242,10 @@ int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
  * prepared check is valid until the next walk on py, which reads and
  * evaluates a check given to it as carry first. */
 struct pst_py_check {
-  uint64_t before[2];   /* what the walk saw: frame, code */
+  uint64_t before[2]; /* what the walk saw: frame, code */
   uint64_t tstate;
-  uint64_t cframe;      /* 3.11/3.12: the hint's cframe, guessed */
-  int result;           /* -1 until read, then 0 or 1 */
+  uint64_t cframe; /* 3.11/3.12: the hint's cframe, guessed */
+  int result;      /* -1 until read, then 0 or 1 */
 };
 void pst_py_check_prepare(struct pst_py *py, uint64_t tstate,
                           const struct pst_py_hint *hint,

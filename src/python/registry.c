@@ -35,10 +35,10 @@
 #include "python/python.h"
 #include "util/log.h"
 
-#define MODULES_MAX (1 << 17)  /* sys.modules entries: torch has ~3000 */
-#define ACTIVE_MAX (1 << 16)   /* _active entries (threads) */
-#define MODULE_HEAD 24         /* PyModuleObject: head, md_dict */
-#define STALE 1                /* internal: the cache no longer holds */
+#define MODULES_MAX (1 << 17) /* sys.modules entries: torch has ~3000 */
+#define ACTIVE_MAX (1 << 16)  /* _active entries (threads) */
+#define MODULE_HEAD 24        /* PyModuleObject: head, md_dict */
+#define STALE 1               /* internal: the cache no longer holds */
 
 /* An int key of _active as last read. */
 struct reg_int {
@@ -59,19 +59,19 @@ struct pst_py_reg {
   uint64_t miss_keys;
   int64_t miss_used;
   /* The last read of _active. */
-  uint64_t keys;          /* its keys object (the table on 2.7), 0: none */
-  int64_t mask;           /* 2.7: its ma_mask */
-  uint8_t *copy;          /* the bytes of keys read (copy_len of them) */
+  uint64_t keys; /* its keys object (the table on 2.7), 0: none */
+  int64_t mask;  /* 2.7: its ma_mask */
+  uint8_t *copy; /* the bytes of keys read (copy_len of them) */
   size_t copy_len, copy_cap;
   struct reg_int *ints, *next; /* int keys seen, and being read */
   int nints, ints_cap;
-  int *by_addr;           /* indices of ints, sorted by address */
+  int *by_addr; /* indices of ints, sorted by address */
   struct pst_py_dict_item *items;
   int items_cap;
   struct pst_mem_iov *iov;
   uint8_t *ok;
   int iov_cap;
-  uint64_t resolves;      /* resolutions done (for tests) */
+  uint64_t resolves; /* resolutions done (for tests) */
 };
 
 void pst_py_registry_free(struct pst_py_reg *r) {
@@ -301,8 +301,8 @@ static int read_active(struct pst_py *py, struct pst_mem *mem,
   if (r->keys && r->copy_len)
     r->iov[ni++] = (struct pst_mem_iov){r->keys, r->copy, r->copy_len};
   for (int i = 0; i < r->nints; i++)
-    r->iov[ni++] = (struct pst_mem_iov){r->ints[i].addr, r->ints[i].buf,
-                                        PST_PY_INT_READ};
+    r->iov[ni++] =
+        (struct pst_mem_iov){r->ints[i].addr, r->ints[i].buf, PST_PY_INT_READ};
   got = pst_mem_readv_each(mem, r->iov, (size_t)ni, r->ok);
   if (got < 0)
     return got;
@@ -314,8 +314,7 @@ static int read_active(struct pst_py *py, struct pst_mem *mem,
   if (r->keys && r->copy_len && !r->ok[2])
     r->copy_len = 0;
   if (py->version_hex < 0x0300) {
-    err = pst_py_dict_table_parse(py, h.keys, NULL, 0, h.mask, ACTIVE_MAX,
-                                  &t);
+    err = pst_py_dict_table_parse(py, h.keys, NULL, 0, h.mask, ACTIVE_MAX, &t);
   } else {
     uint8_t khdr[PST_PY_KEYS_HEAD];
     if (h.keys == r->keys && r->copy_len >= PST_PY_KEYS_HEAD)
@@ -329,8 +328,8 @@ static int read_active(struct pst_py *py, struct pst_mem *mem,
     err = copy_keys(mem, r, &t);
   if (err)
     return err == PST_EBADDATA ? STALE : err;
-  err = grow((void **)&r->items, &r->items_cap, (int)t.n + 1,
-             sizeof(*r->items));
+  err =
+      grow((void **)&r->items, &r->items_cap, (int)t.n + 1, sizeof(*r->items));
   if (err)
     return err;
   n = pst_py_dict_items_parse(&t, r->copy + (t.entries - t.keys), NULL,

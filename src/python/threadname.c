@@ -19,7 +19,7 @@
 
 #include "python/dict.h"
 
-#define ENTRIES_MAX 256           /* an instance with more is not a Thread */
+#define ENTRIES_MAX 256 /* an instance with more is not a Thread */
 #define TPFLAGS_INLINE_VALUES (1UL << 2) /* 3.13+ */
 #define TPFLAGS_MANAGED_DICT (1UL << 4)  /* 3.11+ */
 

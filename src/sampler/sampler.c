@@ -14,12 +14,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/timerfd.h>
 #include <time.h>
-#include <signal.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -33,23 +33,25 @@
 #define ATTACH_RETRY_MS 10  /* a spawned command, until its Python is up */
 #define ATTACH_TRIES 1000   /* 10 s of retries for an uninitialised target */
 #define GIVEN_READY_MS 1000 /* a given pid that is starting up */
-#define GRACE_MS 3000       /* the command's time to exit on SIGINT, then
+#define GRACE_MS                                                               \
+  3000 /* the command's time to exit on SIGINT, then
                                on SIGTERM, when sampling ends first */
-#define EXEC_TRIES 200      /* 2 s for a program exec'd by a target to be
+#define EXEC_TRIES                                                             \
+  200 /* 2 s for a program exec'd by a target to be
                                an initialised Python */
 #define PROGRESS_MS 250
 #define TARGETS_MAX 1024
 
 struct entry {
   pid_t pid;
-  struct pst_target *t;  /* NULL until attached, and after it ended */
-  int tries;             /* attach attempts */
-  int done;              /* ended, or not Python: never tried again */
-  int execd;             /* the process exec'd: attaching its new program */
-  int given;             /* named by -p: not Python is an error at once */
+  struct pst_target *t; /* NULL until attached, and after it ended */
+  int tries;            /* attach attempts */
+  int done;             /* ended, or not Python: never tried again */
+  int execd;            /* the process exec'd: attaching its new program */
+  int given;            /* named by -p: not Python is an error at once */
   struct pst_proc_image image; /* as attached: tells pid reuse and exec */
   char cmdline[256];
-  struct pst_sample_proc proc;  /* what consumers see, while attached */
+  struct pst_sample_proc proc; /* what consumers see, while attached */
   char role[64];
   void *cdata[PST_SAMPLER_CONSUMERS_MAX]; /* each consumer's, or NULL */
   unsigned char cbegun[PST_SAMPLER_CONSUMERS_MAX]; /* proc_begin said 0 */
@@ -59,17 +61,17 @@ struct rec {
   uv_loop_t loop;
   const struct pst_consumer *c;
   int nc;
-  int flags;             /* pst_target_sample() flags: sampling_flags() */
+  int flags; /* pst_target_sample() flags: sampling_flags() */
   uv_poll_t tick;
   uv_timer_t refresh, attach, stop, progress;
   uv_signal_t sig[3];
   uv_process_t child;
   int tfd;
   int child_running, stopping, have_tick, have_child;
-  uv_timer_t grace;      /* stopping the command: SIGINT, then SIGTERM */
-  int grace_step;        /* 0 not started, 1 SIGINT sent, 2 SIGTERM sent */
-  int stop_signal;       /* the signal that stopped sampling, 0: none */
-  uint64_t stop_ns;      /* when sampling stopped */
+  uv_timer_t grace; /* stopping the command: SIGINT, then SIGTERM */
+  int grace_step;   /* 0 not started, 1 SIGINT sent, 2 SIGTERM sent */
+  int stop_signal;  /* the signal that stopped sampling, 0: none */
+  uint64_t stop_ns; /* when sampling stopped */
   const struct pst_sampler_opts *o;
   struct pst_sampler_stats *st;
   struct entry *e;
@@ -78,7 +80,6 @@ struct rec {
   int first_err;
   unsigned seed;
 };
-
 
 /* ---- targets ---- */
 
@@ -161,10 +162,14 @@ static int attach(struct rec *r, struct entry *e) {
   }
   read_cmdline(e->pid, e->cmdline, sizeof(e->cmdline));
   e->role[0] = '\0';
-  e->proc = (struct pst_sample_proc){.pid = e->pid, .cmdline = e->cmdline,
-                                     .rank = -1, .local_rank = -1,
-                                     .world_size = -1, .ppid = 0,
-                                     .role = e->role, .role_gen = 0,
+  e->proc = (struct pst_sample_proc){.pid = e->pid,
+                                     .cmdline = e->cmdline,
+                                     .rank = -1,
+                                     .local_rank = -1,
+                                     .world_size = -1,
+                                     .ppid = 0,
+                                     .role = e->role,
+                                     .role_gen = 0,
                                      .info = pst_target_info(e->t)};
   if (!e->given) {
     struct pst_proc_status ps;
@@ -274,7 +279,8 @@ static void log_error(const struct rec *r, const struct entry *e,
   if (x->error_addr)
     snprintf(at, sizeof(at), " at 0x%llx", (unsigned long long)x->error_addr);
   pst_info("process %d thread %d \"%s\" (state %c%s, thread state 0x%llx): "
-           "%s%s: %s%s", (int)e->pid, (int)x->tid, x->name, x->state,
+           "%s%s: %s%s",
+           (int)e->pid, (int)x->tid, x->name, x->state,
            x->holds_gil == 1 ? ", holds the GIL" : "",
            (unsigned long long)x->tstate, pst_errname(x->error), at,
            pst_strerror(x->error),
@@ -284,7 +290,7 @@ static void log_error(const struct rec *r, const struct entry *e,
 /* A thread with no Python state, running: its CPU time shows under one
  * frame (without --native there is nothing more to read). */
 static struct pst_frame native_marker = {"[native thread]", "", 0,
-                                         PST_FRAME_MARKER, 0, 0};
+                                         PST_FRAME_MARKER,  0,  0};
 
 /* What a thread's outcome is for the consumers; *shown is the thread as
  * they get it (a native-only thread gets the marker frame). */
@@ -401,14 +407,16 @@ static void on_grace(uv_timer_t *h) {
     return;
   if (r->grace_step == 1) {
     pst_info("the command (pid %d) did not exit on SIGINT within %d ms: "
-             "SIGTERM", (int)r->child.pid, GRACE_MS);
+             "SIGTERM",
+             (int)r->child.pid, GRACE_MS);
     uv_process_kill(&r->child, SIGTERM);
     r->grace_step = 2;
     uv_timer_start(&r->grace, on_grace, GRACE_MS, 0);
     return;
   }
   pst_warn("the command (pid %d) is still running after SIGINT and "
-           "SIGTERM: left running", (int)r->child.pid);
+           "SIGTERM: left running",
+           (int)r->child.pid);
   r->st->child_left_running = 1;
   uv_close((uv_handle_t *)&r->child, on_close);
   uv_close((uv_handle_t *)&r->grace, on_close);
@@ -419,8 +427,8 @@ static void on_grace(uv_timer_t *h) {
  * runs on until it exits, so its exit status is reported. A Ctrl-C from
  * the terminal already reached it (same process group): not sent twice. */
 static void stop_child(struct rec *r) {
-  int from_tty = r->stop_signal == SIGINT && isatty(0) &&
-                 tcgetpgrp(0) == getpgrp();
+  int from_tty =
+      r->stop_signal == SIGINT && isatty(0) && tcgetpgrp(0) == getpgrp();
 
   if (!r->have_child || !r->child_running ||
       uv_is_closing((uv_handle_t *)&r->child))
@@ -491,7 +499,8 @@ static void try_attach_pending(struct rec *r) {
       /* Children that are not Python are skipped quietly. */
       if (e->execd)
         pst_info("process %d exec'd a program pystitch cannot record "
-                 "(%s): its recording ends", (int)e->pid, pst_strerror(err));
+                 "(%s): its recording ends",
+                 (int)e->pid, pst_strerror(err));
       else if (err == PST_ENOTPY && i >= (size_t)r->o->npids && !r->have_child)
         pst_debug("process %d is not Python: skipped", (int)e->pid);
       else
@@ -512,8 +521,8 @@ static void on_attach(uv_timer_t *h);
 static int check_image(struct rec *r, struct entry *e) {
   struct pst_proc_image im;
 
-  if (pst_proc_image(e->pid, &im) < 0 || im.state == 'Z' ||
-      im.state == 'X' || im.starttime != e->image.starttime) {
+  if (pst_proc_image(e->pid, &im) < 0 || im.state == 'Z' || im.state == 'X' ||
+      im.starttime != e->image.starttime) {
     pst_info("process %d ended", (int)e->pid);
     end_entry(r, e);
     return 1;
@@ -590,8 +599,8 @@ static void on_progress(uv_timer_t *h) {
           (double)(pst_now_ns() - r->start_ns) / 1e9, st->samples,
           st->processes, st->processes == 1 ? "" : "es",
           all ? 100.0 * (double)st->errors / (double)all : 0.0,
-          r->last_ns > r->sched_ns
-              ? (double)(r->last_ns - r->sched_ns) / 1e6 : 0.0);
+          r->last_ns > r->sched_ns ? (double)(r->last_ns - r->sched_ns) / 1e6
+                                   : 0.0);
 }
 
 static void on_child_exit(uv_process_t *p, int64_t status, int signum) {
@@ -697,8 +706,8 @@ int pst_sampler_run(const struct pst_sampler_opts *o,
   uv_timer_init(&r.loop, &r.stop);
   uv_timer_init(&r.loop, &r.progress);
   uv_timer_init(&r.loop, &r.grace);
-  r.tick.data = r.refresh.data = r.attach.data = r.stop.data =
-      r.progress.data = r.grace.data = &r;
+  r.tick.data = r.refresh.data = r.attach.data = r.stop.data = r.progress.data =
+      r.grace.data = &r;
   for (int i = 0; i < 3; i++) {
     uv_signal_init(&r.loop, &r.sig[i]);
     r.sig[i].data = &r;

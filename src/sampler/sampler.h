@@ -31,19 +31,19 @@
 struct pst_sampler_opts {
   pid_t pids[PST_SAMPLER_PIDS_MAX];
   int npids;
-  char **argv;          /* `-- command` to spawn and sample, or NULL */
-  double rate_hz;       /* samples per second per thread */
-  double duration_s;    /* wall-clock limit, 0: none */
-  int idle;             /* read idle threads too */
-  int gil_only;         /* only the thread holding the GIL */
-  int subprocesses;     /* follow descendants */
-  int blocking;         /* stop each thread while reading it */
-  int nonblocking;      /* never stop a thread: a stack that keeps moving
+  char **argv;       /* `-- command` to spawn and sample, or NULL */
+  double rate_hz;    /* samples per second per thread */
+  double duration_s; /* wall-clock limit, 0: none */
+  int idle;          /* read idle threads too */
+  int gil_only;      /* only the thread holding the GIL */
+  int subprocesses;  /* follow descendants */
+  int blocking;      /* stop each thread while reading it */
+  int nonblocking;   /* never stop a thread: a stack that keeps moving
                            is counted as torn (default: read it again
                            with only that thread stopped) */
-  int native;           /* 1: native frames merged, 2: and machinery */
-  int progress;         /* progress line on stderr */
-  int keep_running;     /* `-- command`: leave it running when sampling
+  int native;        /* 1: native frames merged, 2: and machinery */
+  int progress;      /* progress line on stderr */
+  int keep_running;  /* `-- command`: leave it running when sampling
                            ends first (default: SIGINT, then SIGTERM) */
 };
 
@@ -59,45 +59,45 @@ struct pst_sampler_stats {
   uint64_t gone;         /* of which: thread or process gone mid-sample */
   uint64_t other;        /* of which: anything else */
   struct {
-    int code;            /* -errno or PST_E*, 0: unused slot */
+    int code; /* -errno or PST_E*, 0: unused slot */
     uint64_t count;
   } errkinds[PST_SAMPLER_ERRKINDS]; /* every error by its code (the last
                                        slot takes what does not fit) */
-  uint64_t native_only_samples; /* of samples: threads with no Python
+  uint64_t native_only_samples;     /* of samples: threads with no Python
                                    state, without --native (one
                                    "[native thread]" frame) */
-  uint64_t consumer_errors; /* samples a consumer could not take (ENOMEM) */
-  uint64_t torn_retries; /* walks redone (then succeeded or counted) */
+  uint64_t consumer_errors;   /* samples a consumer could not take (ENOMEM) */
+  uint64_t torn_retries;      /* walks redone (then succeeded or counted) */
   uint64_t native_samples;    /* --native: thread-samples with both */
   uint64_t native_mismatches; /* of which not merged (marker frame) */
-  uint64_t late_ticks;   /* ticks more than one period behind schedule */
-  double max_lag_ms;     /* worst lag behind the schedule */
+  uint64_t late_ticks;        /* ticks more than one period behind schedule */
+  double max_lag_ms;          /* worst lag behind the schedule */
   double elapsed_s;
-  int processes;         /* processes sampled */
-  int child_exited;      /* the spawned command ended */
-  int child_status;      /* its exit status (or 128 + signal) */
-  int child_stopped;     /* sampling ended first: it was sent SIGINT */
+  int processes;          /* processes sampled */
+  int child_exited;       /* the spawned command ended */
+  int child_status;       /* its exit status (or 128 + signal) */
+  int child_stopped;      /* sampling ended first: it was sent SIGINT */
   int child_left_running; /* --keep-running, or it outlived SIGTERM */
-  int interrupted;       /* ended by a signal */
+  int interrupted;        /* ended by a signal */
 };
 
 /* A process as consumers see it; valid from proc_begin to proc_end. */
 struct pst_sample_proc {
   pid_t pid;
-  const char *cmdline;   /* arguments joined by spaces, "" if unknown */
+  const char *cmdline; /* arguments joined by spaces, "" if unknown */
   int rank, local_rank, world_size; /* from its environment, -1: absent */
-  pid_t ppid;            /* its parent, when it is a followed child, else 0 */
-  const char *role;      /* multiprocessing's name of it, "" until known */
-  unsigned role_gen;     /* changes when role does */
+  pid_t ppid;        /* its parent, when it is a followed child, else 0 */
+  const char *role;  /* multiprocessing's name of it, "" until known */
+  unsigned role_gen; /* changes when role does */
   const struct pst_target_info *info;
 };
 
 /* What became of one thread at one tick. */
 enum pst_sample_kind {
-  PST_SK_STACK = 0,    /* read: thread->frames, innermost first */
-  PST_SK_IDLE,         /* left out by the policy (idle, not the GIL
+  PST_SK_STACK = 0, /* read: thread->frames, innermost first */
+  PST_SK_IDLE,      /* left out by the policy (idle, not the GIL
                            holder) or no frame to show */
-  PST_SK_ERROR,        /* could not be read: thread->error */
+  PST_SK_ERROR,     /* could not be read: thread->error */
 };
 
 struct pst_sample {
@@ -105,8 +105,8 @@ struct pst_sample {
   void *proc_data;                 /* the consumer's, from proc_begin */
   const struct pst_thread *thread; /* tid, name, state, GIL, frames */
   enum pst_sample_kind kind;
-  uint64_t t_ns;                   /* since sampling started */
-  uint64_t weight_ns;              /* the time this sample stands for */
+  uint64_t t_ns;      /* since sampling started */
+  uint64_t weight_ns; /* the time this sample stands for */
 };
 
 /* A consumer of samples. Every callback may be NULL. */
@@ -119,8 +119,7 @@ struct pst_consumer_ops {
                     void **proc_data);
   /* Process p is no longer sampled (it ended, exec'd, or sampling stops):
    * the frame strings of its samples die after this returns. */
-  void (*proc_end)(void *ctx, const struct pst_sample_proc *p,
-                   void *proc_data);
+  void (*proc_end)(void *ctx, const struct pst_sample_proc *p, void *proc_data);
   /* One thread-sample. 0, or -errno (counted in consumer_errors). */
   int (*sample)(void *ctx, const struct pst_sample *s);
   /* After each tick, with the figures so far. */

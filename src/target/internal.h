@@ -31,20 +31,20 @@ struct pst_resolver;
 
 /* One OS thread as the target tracks it between refreshes. */
 struct pst_tthread {
-  struct pst_thread th;  /* fsbase, tstate, method, name: kept; the rest is
+  struct pst_thread th; /* fsbase, tstate, method, name: kept; the rest is
                             per sample */
-  uint64_t starttime;    /* with the tid, identifies the thread */
-  int tp_err;            /* why fsbase could not be read (retried) */
-  int statfd;            /* /proc/PID/task/TID/stat, read per sample */
-  int schedfd;           /* its schedstat: has it run since the last read */
-  uint64_t ran_ns;       /* schedstat's run + wait time as last read */
-  char last_state;       /* the state letter stat last gave, 0: none */
-  char pyname[64];       /* threading's name once read, "" until then */
-  char comm[64];         /* its /proc comm as first seen */
-  int origin_done;       /* its start routine was looked at */
-  uint64_t thread_obj;   /* the Thread object it was read from, 0: none */
+  uint64_t starttime;   /* with the tid, identifies the thread */
+  int tp_err;           /* why fsbase could not be read (retried) */
+  int statfd;           /* /proc/PID/task/TID/stat, read per sample */
+  int schedfd;          /* its schedstat: has it run since the last read */
+  uint64_t ran_ns;      /* schedstat's run + wait time as last read */
+  char last_state;      /* the state letter stat last gave, 0: none */
+  char pyname[64];      /* threading's name once read, "" until then */
+  char comm[64];        /* its /proc comm as first seen */
+  int origin_done;      /* its start routine was looked at */
+  uint64_t thread_obj;  /* the Thread object it was read from, 0: none */
   struct pst_py_name_ref name_ref; /* where that name lives (renames) */
-  struct pst_py_hint hint; /* what the last walk read, and whose thread
+  struct pst_py_hint hint;         /* what the last walk read, and whose thread
                               state it must still be (frame.c) */
 };
 
@@ -58,24 +58,24 @@ struct pst_target {
   struct pst_target_info info;
   struct pst_tthread *threads;
   size_t nthreads;
-  struct pst_thread *view;  /* what the last sample returned */
-  struct pst_frame *pool;   /* frames of all threads of the last sample */
+  struct pst_thread *view; /* what the last sample returned */
+  struct pst_frame *pool;  /* frames of all threads of the last sample */
   size_t pool_cap;
-  uint64_t torn_retries;    /* walks redone because the stack moved */
-  uint64_t exact_rereads;   /* PST_SAMPLE_EXACT: threads read again stopped */
+  uint64_t torn_retries;  /* walks redone because the stack moved */
+  uint64_t exact_rereads; /* PST_SAMPLE_EXACT: threads read again stopped */
   struct pst_native_sampler *native; /* --native, made at the first use */
   struct pst_modcache *modcache;     /* modules, for both of them: */
   struct pst_resolver *resolver;     /* native-only threads' start routines */
   /* One tick's running reads: batched into one syscall (sample.c). */
   struct pst_py_batch batch;
-  struct pst_py_prefetch *pf;  /* per thread: its part of the batch */
+  struct pst_py_prefetch *pf; /* per thread: its part of the batch */
   size_t pf_cap;
-  unsigned char *acts;         /* per thread: what the tick does with it */
+  unsigned char *acts; /* per thread: what the tick does with it */
   size_t acts_cap;
-  uint64_t batch_checks;       /* walks checked from the batch alone */
-  char role[64];               /* multiprocessing's name of the process */
-  struct pst_frame *probe;     /* frames of the role's probe walk */
-  uint64_t role_obj;           /* the Process object it was read from */
+  uint64_t batch_checks;         /* walks checked from the batch alone */
+  char role[64];                 /* multiprocessing's name of the process */
+  struct pst_frame *probe;       /* frames of the role's probe walk */
+  uint64_t role_obj;             /* the Process object it was read from */
   struct pst_py_thread_ent *reg; /* the thread registry, as last read */
   struct pst_py_name_ref *refs;  /* per thread, for the rename check */
   uint8_t *changed;

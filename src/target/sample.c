@@ -35,8 +35,8 @@ static char read_state(struct pst_tthread *x) {
   int have_ran;
 
   /* A thread that ran at its last read likely runs still: stat at once. */
-  have_ran = x->last_state != 'R' &&
-             pst_proc_schedstat_fd(x->schedfd, &ran) == 0;
+  have_ran =
+      x->last_state != 'R' && pst_proc_schedstat_fd(x->schedfd, &ran) == 0;
   if (have_ran && ran == x->ran_ns && x->last_state)
     return x->last_state;
   if (pst_proc_stat_fd(x->statfd, &state, NULL))
@@ -92,7 +92,7 @@ static int walk_thread(struct pst_target *t, struct pst_tthread *x, int flags,
                     PST_TARGET_FRAMES_MAX, &th->truncated,
                     x->pyname[0] ? NULL : thread_obj, before);
     if (stopped || (n < 0 && !moving(n)))
-      break; /* nothing moves, or nothing to check */
+      break;     /* nothing moves, or nothing to check */
     if (n < 0) { /* read while it moved: again */
       t->torn_retries++;
       continue;
@@ -120,8 +120,8 @@ static int read_stopped_again(struct pst_target *t, struct pst_tthread *x,
     x->th.state = read_state(x);
   if (!pst_tthread_may_stop(x->th.state))
     return n;
-  pst_debug("thread %d: %s while running: read again stopped",
-            (int)x->th.tid, pst_strerror(n));
+  pst_debug("thread %d: %s while running: read again stopped", (int)x->th.tid,
+            pst_strerror(n));
   t->exact_rereads++;
   *thread_obj = 0;
   return walk_thread(t, x, PST_SAMPLE_BLOCKING, 1, thread_obj);
@@ -137,8 +137,7 @@ struct pst_tpending {
 };
 
 /* Ends thread i's sample with walk result n (frames or error). */
-static void settle(struct pst_target *t, size_t i, int n,
-                   uint64_t thread_obj) {
+static void settle(struct pst_target *t, size_t i, int n, uint64_t thread_obj) {
   struct pst_tthread *x = &t->threads[i];
 
   if (n < 0) {
@@ -186,15 +185,15 @@ int pst_target_native_stats(const struct pst_target *t,
 
 /* What to do with one thread this tick. */
 enum action {
-  READ_PYTHON,  /* walk its Python stack */
-  READ_NATIVE,  /* --native: stop it, both stacks */
-  READ_HELD,    /* --native, a thread that may not be stopped (D, T): its
+  READ_PYTHON,   /* walk its Python stack */
+  READ_NATIVE,   /* --native: stop it, both stacks */
+  READ_HELD,     /* --native, a thread that may not be stopped (D, T): its
                    stack holds still, so its Python stack is read as it
                    runs, under a marker saying why no native frames */
   READ_BLOCKING, /* --blocking: stop it, Python stack */
-  SKIP,         /* left out, not read: skipped 1, no frames */
-  GONE,         /* its stat file reads nothing: it ended */
-  NO_STATE,     /* no Python state and nothing else to read */
+  SKIP,          /* left out, not read: skipped 1, no frames */
+  GONE,          /* its stat file reads nothing: it ended */
+  NO_STATE,      /* no Python state and nothing else to read */
 };
 
 /* The one place that decides which threads are read, from the flags and
@@ -230,8 +229,8 @@ static int held_marker(struct pst_thread *th, int n) {
   if (n >= PST_TARGET_FRAMES_MAX)
     n = PST_TARGET_FRAMES_MAX - 1;
   memmove(th->frames + 1, th->frames, (size_t)n * sizeof(*th->frames));
-  th->frames[0] = (struct pst_frame){th->state == 'D' ? d : stopped, "", 0,
-                                     PST_FRAME_MARKER, 0, 0};
+  th->frames[0] = (struct pst_frame){
+      th->state == 'D' ? d : stopped, "", 0, PST_FRAME_MARKER, 0, 0};
   return n + 1;
 }
 
@@ -348,10 +347,12 @@ int pst_target_sample(struct pst_target *t, int flags,
       settle(t, i, x->tp_err ? x->tp_err : PST_ENOTHREADSTATE, 0);
       continue;
     case READ_NATIVE:
-      req = (struct pst_native_req){
-          th->tid, th->state, th->tstate, &x->hint,
-          (flags & PST_SAMPLE_NATIVE_ALL) != 0,
-          x->pyname[0] ? NULL : &thread_obj};
+      req = (struct pst_native_req){th->tid,
+                                    th->state,
+                                    th->tstate,
+                                    &x->hint,
+                                    (flags & PST_SAMPLE_NATIVE_ALL) != 0,
+                                    x->pyname[0] ? NULL : &thread_obj};
       n = pst_native_sample(t->native, &t->py, &t->mem, &req, th->frames,
                             PST_TARGET_FRAMES_MAX, &th->truncated);
       settle(t, i, n, thread_obj);
@@ -427,8 +428,8 @@ int pst_target_sample(struct pst_target *t, int flags,
     if (c < 0) {
       struct pst_tpending p;
       memset(&p, 0, sizeof(p));
-      p = (struct pst_tpending){.x = x, .i = i, .n = n, .flags = flags,
-                                .thread_obj = thread_obj};
+      p = (struct pst_tpending){
+          .x = x, .i = i, .n = n, .flags = flags, .thread_obj = thread_obj};
       pst_py_check_prepare(&t->py, x->th.tstate, &x->hint, top, &p.c);
       settle_pending(t, &p);
       continue;

@@ -95,8 +95,7 @@ int pst_target_open(pid_t pid, struct pst_target **out) {
   if (err)
     goto err;
   snprintf(t->info.libc, sizeof(t->info.libc), "%s", t->tsd.libc_path);
-  snprintf(t->info.tsd_method, sizeof(t->info.tsd_method), "%s",
-           t->tsd.method);
+  snprintf(t->info.tsd_method, sizeof(t->info.tsd_method), "%s", t->tsd.method);
   t->info.tsd_offset = t->tsd.layout.offset;
   t->info.tsd_multiplier = t->tsd.layout.multiplier;
   t->info.tsd_indirect = t->tsd.layout.indirect;

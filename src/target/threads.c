@@ -134,9 +134,8 @@ void pst_tthread_set_name(struct pst_target *t, struct pst_tthread *x,
       snprintf(x->pyname, sizeof(x->pyname), "%s", name);
       free(name);
     } else {
-      pst_debug("thread %d: Thread object 0x%llx: no name (%s)",
-                (int)x->th.tid, (unsigned long long)thread_obj,
-                pst_strerror(err));
+      pst_debug("thread %d: Thread object 0x%llx: no name (%s)", (int)x->th.tid,
+                (unsigned long long)thread_obj, pst_strerror(err));
     }
   }
   if (!x->pyname[0] && x->th.tid == t->pid)
@@ -160,8 +159,8 @@ static void refresh_names(struct pst_target *t) {
 
   if (pst_array_reserve((void **)&t->refs, &t->refs_cap, t->nthreads + 1,
                         sizeof(*t->refs)) ||
-      pst_array_reserve((void **)&t->changed, &t->changed_cap,
-                        t->nthreads + 1, 1))
+      pst_array_reserve((void **)&t->changed, &t->changed_cap, t->nthreads + 1,
+                        1))
     return;
   for (size_t i = 0; i < t->nthreads; i++) {
     struct pst_tthread *x = &t->threads[i];
@@ -170,9 +169,8 @@ static void refresh_names(struct pst_target *t) {
     need |= x->th.tstate && !x->pyname[0] && !x->tp_err;
   }
   memset(t->changed, 0, t->nthreads + 1);
-  if (nrefs &&
-      pst_py_thread_names_changed(&t->py, &t->mem, t->refs, (int)nrefs,
-                                  t->changed) == 0)
+  if (nrefs && pst_py_thread_names_changed(&t->py, &t->mem, t->refs, (int)nrefs,
+                                           t->changed) == 0)
     for (size_t k = 0; k < nrefs; k++)
       need |= t->changed[k];
   if (!need || pst_array_reserve((void **)&t->reg, &t->reg_cap, REGISTRY_MAX,
@@ -180,8 +178,7 @@ static void refresh_names(struct pst_target *t) {
     return;
   n = pst_py_thread_registry(&t->py, &t->mem, t->reg, REGISTRY_MAX);
   if (n < 0) {
-    pst_debug("process %d: thread registry: %s", (int)t->pid,
-              pst_strerror(n));
+    pst_debug("process %d: thread registry: %s", (int)t->pid, pst_strerror(n));
     return;
   }
   nrefs = 0;
@@ -239,8 +236,8 @@ static void name_native(struct pst_target *t) {
     if (err == 0)
       pst_origin_describe(t->resolver, &t->mem, fn, arg, &o);
     else
-      pst_origin_unknown(err == -ENOSYS ? t->tsd.start_method
-                                        : pst_strerror(err), &o);
+      pst_origin_unknown(
+          err == -ENOSYS ? t->tsd.start_method : pst_strerror(err), &o);
     snprintf(x->th.origin, sizeof(x->th.origin), "%s", o.detail);
     pst_origin_thread_name(x->comm, main_comm, &o, x->th.tid, x->th.name,
                            sizeof(x->th.name));
@@ -331,9 +328,9 @@ int pst_target_refresh(struct pst_target *t) {
       n = i + 1; /* the rest were never initialised */
       break;
     }
-    x->th.tstate = map_by_list(t, list->ts, list->tid_of, list->native,
-                               list->n, x->th.tid,
-                               x->tp_err ? 0 : x->th.fsbase, &x->th.method);
+    x->th.tstate =
+        map_by_list(t, list->ts, list->tid_of, list->native, list->n, x->th.tid,
+                    x->tp_err ? 0 : x->th.fsbase, &x->th.method);
   }
   for (size_t k = 0; k < t->nthreads; k++)
     pst_tthread_exit(&t->threads[k]);

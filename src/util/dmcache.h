@@ -38,7 +38,7 @@
 struct pst_dmcache {
   unsigned char *slots; /* nslots * slot_size bytes, NULL when none */
   size_t slot_size;
-  unsigned bits;        /* 2^bits slots */
+  unsigned bits; /* 2^bits slots */
 };
 
 /* Allocates 2^bits (1 to 30) zeroed slots of slot_size bytes. 0, or

@@ -6,8 +6,12 @@
 #ifndef PST_LOG_H
 #define PST_LOG_H
 
-enum pst_log_level { PST_LOG_ERR = -1, PST_LOG_WARN = 0, PST_LOG_INFO = 1,
-                     PST_LOG_DEBUG = 2 };
+enum pst_log_level {
+  PST_LOG_ERR = -1,
+  PST_LOG_WARN = 0,
+  PST_LOG_INFO = 1,
+  PST_LOG_DEBUG = 2
+};
 
 extern int pst_log_level;
 

@@ -43,9 +43,11 @@ static int same_frames(const char *what, const struct pst_frame *a, int na,
   for (int i = 0; i < na; i++)
     if (strcmp(a[i].name, b[i].name) || strcmp(a[i].filename, b[i].filename) ||
         a[i].line != b[i].line) {
-      fprintf(stderr, "capture-image: %s: frame %d is %s (%s:%d), the live "
-              "walk has %s (%s:%d)\n", what, i, a[i].name, a[i].filename,
-              a[i].line, b[i].name, b[i].filename, b[i].line);
+      fprintf(stderr,
+              "capture-image: %s: frame %d is %s (%s:%d), the live "
+              "walk has %s (%s:%d)\n",
+              what, i, a[i].name, a[i].filename, a[i].line, b[i].name,
+              b[i].filename, b[i].line);
       return 0;
     }
   return 1;
@@ -141,9 +143,9 @@ static int capture(pid_t pid, const struct pst_target_info *opened,
   }
   if (err == 0)
     err = pst_mem_read_u64(&mem,
-                           py.runtime ? py.runtime +
-                                            (uint64_t)py.lay.rt_interp_head
-                                      : py.interp_head_addr,
+                           py.runtime
+                               ? py.runtime + (uint64_t)py.lay.rt_interp_head
+                               : py.interp_head_addr,
                            &interp);
   if (err == 0 && interp != py.interp)
     err = PST_EBADDATA;
@@ -198,8 +200,7 @@ static int capture(pid_t pid, const struct pst_target_info *opened,
   err = pst_fixture_save(out, &fx, comment);
 out:
   if (err)
-    fprintf(stderr, "capture-image: pid %d: %s\n", (int)pid,
-            pst_strerror(err));
+    fprintf(stderr, "capture-image: pid %d: %s\n", (int)pid, pst_strerror(err));
   pst_fixture_exit(&fx);
   pst_fixture_rec_free(&rec);
   pst_py_exit(&py);

@@ -1,8 +1,8 @@
 /* frame-fixture.c: reading, writing and walking frame-walker replay fixtures
  * (the format is described in frame-fixture.h). */
 #include <errno.h>
-#include <stddef.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +10,7 @@
 #include "frame-fixture.h"
 #include "pystitch.h"
 
-#define HEX_LINE 32 /* image bytes per hex line */
+#define HEX_LINE 32           /* image bytes per hex line */
 #define REGION_MAX (1u << 20) /* a bigger region is a corrupt file */
 #define REGIONS_MAX 4096
 
@@ -89,9 +89,8 @@ static int add_region(struct pst_fixture *fx, FILE *f, uint64_t addr,
   int err;
 
   if (len == 0 || len > REGION_MAX || fx->nregions == REGIONS_MAX ||
-      (fx->nregions &&
-       addr < fx->regions[fx->nregions - 1].addr +
-                  fx->regions[fx->nregions - 1].len))
+      (fx->nregions && addr < fx->regions[fx->nregions - 1].addr +
+                                  fx->regions[fx->nregions - 1].len))
     return PST_EBADDATA; /* empty, huge, or not sorted and disjoint */
   r = realloc(fx->regions, (fx->nregions + 1) * sizeof(*r));
   if (!r)
@@ -343,8 +342,7 @@ int pst_fixture_py(const struct pst_fixture *fx, struct pst_mem *mem,
   return py->codes ? 0 : -ENOMEM;
 }
 
-void pst_fixture_record(void *arg, uint64_t addr, const void *buf,
-                        size_t len) {
+void pst_fixture_record(void *arg, uint64_t addr, const void *buf, size_t len) {
   struct pst_fixture_rec *r = arg;
   struct pst_fixture_piece *p;
 
@@ -416,9 +414,10 @@ int pst_fixture_merge(struct pst_fixture_rec *r, struct pst_fixture *fx) {
         for (size_t q = i; q < k && !seen; q++)
           seen = a >= r->v[q].addr && a < r->v[q].addr + r->v[q].len;
         if (seen && at[b] != r->v[k].bytes[b]) {
-          fprintf(stderr, "fixture: 0x%llx read as %02x then %02x: "
-                  "the target moved\n", (unsigned long long)a, at[b],
-                  r->v[k].bytes[b]);
+          fprintf(stderr,
+                  "fixture: 0x%llx read as %02x then %02x: "
+                  "the target moved\n",
+                  (unsigned long long)a, at[b], r->v[k].bytes[b]);
           return PST_ETORN;
         }
         at[b] = r->v[k].bytes[b];

@@ -82,12 +82,11 @@ struct pst_fixture_rec {
     uint64_t addr;
     size_t len;
     uint8_t *bytes;
-  } *v;
+  } * v;
   size_t n, cap;
   int err; /* -ENOMEM once a copy failed */
 };
-void pst_fixture_record(void *arg, uint64_t addr, const void *buf,
-                        size_t len);
+void pst_fixture_record(void *arg, uint64_t addr, const void *buf, size_t len);
 void pst_fixture_rec_free(struct pst_fixture_rec *r);
 
 /* Merges r's pieces into fx's regions (fx->regions must be empty):

@@ -90,8 +90,7 @@ static int bench(const char *path) {
   qsort(ms, BUILDS, sizeof(ms[0]), cmp_double);
   /* Lookups at pseudo-random addresses of .text. */
   fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0 || pst_elf_open(fd, &e) ||
-      pst_elf_section(e, ".text", &lo, &hi)) {
+  if (fd < 0 || pst_elf_open(fd, &e) || pst_elf_section(e, ".text", &lo, &hi)) {
     fprintf(stderr, "%s: no .text\n", path);
     return 1;
   }

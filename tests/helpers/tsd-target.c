@@ -24,8 +24,7 @@ static void *worker(void *arg) {
     uintptr_t v = ((uintptr_t)tid << 16) | ((uintptr_t)k << 4) | (uintptr_t)idx;
     pthread_setspecific(keys[k], (void *)v);
     pthread_mutex_lock(&out_lock);
-    printf("thread %d %u %lu\n", (int)tid, (unsigned)keys[k],
-           (unsigned long)v);
+    printf("thread %d %u %lu\n", (int)tid, (unsigned)keys[k], (unsigned long)v);
     pthread_mutex_unlock(&out_lock);
   }
   pthread_barrier_wait(&barrier);

@@ -8,7 +8,7 @@
 #
 # Some assertions fail on purpose until the profiler is fixed: each
 # problem issue 9 lists for these apps has one, and its failure says
-# "known today (issue 9): ..." under the "not ok" line. Prints each run's
+# "regression of issue 9: ..." under the "not ok" line. Prints each run's
 # figures (samples, errors by kind, merge rate, pystitch CPU and RSS) as
 # "# " lines, then TAP and the summary line.
 import json
@@ -77,7 +77,7 @@ KNOWN = {
 
 def report(ok, name, why="", known=None):
     if ok is False and known:
-        why = "known today (issue 9): %s\n%s" % (KNOWN[known], why)
+        why = "regression of issue 9: %s\n%s" % (KNOWN[known], why)
     TAP.report(ok, name, why)
 
 

@@ -56,7 +56,7 @@ TEST_IMPL(debug_offsets_313) {
   /* The GIL fields differ in frame of reference: checked below. */
 #define CMP(name)                                                              \
   if (lay.name != PST_NOFF && ref->name != PST_NOFF &&                         \
-      strncmp(#name, "gil_", 4) && strcmp(#name, "is_gil_inline")) {          \
+      strncmp(#name, "gil_", 4) && strcmp(#name, "is_gil_inline")) {           \
     if (lay.name != ref->name)                                                 \
       TEST_FAIL(#name ": _Py_DebugOffsets %d, headers %d", lay.name,           \
                 ref->name);                                                    \

@@ -131,9 +131,9 @@ static void check_found(const char *path, struct pst_debuginfo_where *w,
   ASSERT_STR_EQ(pst_symtab_lookup(t, th + 2, &off), "pst_dbg_thread_main");
   ASSERT_EQ(off, 2);
   /* The image's own dynamic symbols are still there, once. */
-  ASSERT_STR_EQ(pst_symtab_lookup(t, symbol(at("full.so"), "pst_dbg_start"),
-                                  &off),
-                "pst_dbg_start");
+  ASSERT_STR_EQ(
+      pst_symtab_lookup(t, symbol(at("full.so"), "pst_dbg_start"), &off),
+      "pst_dbg_start");
   pst_symtab_free(t);
   pst_elf_close(d);
   pst_elf_close(e);
@@ -178,9 +178,9 @@ TEST_IMPL(debuginfo_split_library) {
   ASSERT_EQ(pst_debuginfo_debuglink(e, &link, &crc), PST_ENOSYM);
   /* Stripped, the static function has no name. */
   t = table(e, NULL);
-  ASSERT(!name_is(pst_symtab_lookup(t, symbol(at("full.so"),
-                                              "pst_dbg_static_fn"), NULL),
-                  "pst_dbg_static_fn"));
+  ASSERT(!name_is(
+      pst_symtab_lookup(t, symbol(at("full.so"), "pst_dbg_static_fn"), NULL),
+      "pst_dbg_static_fn"));
   pst_symtab_free(t);
   pst_elf_close(e);
   {
@@ -198,8 +198,7 @@ TEST_IMPL(debuginfo_split_library) {
 
   /* 1. By build-id, in a debug directory given as a parameter... */
   w.dirs = at("debugroot/usr/lib/debug");
-  check_found(at("bid/libpstdbg.so"), &w, PST_DEBUGINFO_BUILD_ID,
-              ".debug");
+  check_found(at("bid/libpstdbg.so"), &w, PST_DEBUGINFO_BUILD_ID, ".debug");
   /* ...and through PST_DEBUG_DIRS (one of several, with a trailing /). */
   w.dirs = NULL;
   snprintf(cmd, sizeof(cmd), "/nonexistent:%s/", at("debugroot/usr/lib/debug"));
@@ -231,21 +230,22 @@ TEST_IMPL(debuginfo_split_library) {
               "/gl/libpstdbg.so.debug");
 
   /* Refused: another build's debug file under this build-id... */
-  snprintf(cmd, sizeof(cmd),
-           "cp %s/other.debug %s/debugroot/usr/lib/debug/.build-id/%.2s/%s.debug",
-           dir, dir, want, want + 2);
+  snprintf(
+      cmd, sizeof(cmd),
+      "cp %s/other.debug %s/debugroot/usr/lib/debug/.build-id/%.2s/%s.debug",
+      dir, dir, want, want + 2);
   ASSERT_EQ(run(cmd), 0);
   w.dirs = at("debugroot/usr/lib/debug");
   ASSERT(not_found(at("bid/libpstdbg.so"), &w));
   /* ...or under the link's name (build-id and CRC differ)... */
   w.dirs = "";
-  snprintf(cmd, sizeof(cmd), "cp %s/other.debug %s/own/libpstdbg.so.debug",
-           dir, dir);
+  snprintf(cmd, sizeof(cmd), "cp %s/other.debug %s/own/libpstdbg.so.debug", dir,
+           dir);
   ASSERT_EQ(run(cmd), 0);
   ASSERT(not_found(at("own/libpstdbg.so"), &w));
   /* ...or the right build-id with other bytes: the CRC differs. */
-  snprintf(cmd, sizeof(cmd),
-           "printf x >> %s/link/.debug/libpstdbg.so.debug", dir);
+  snprintf(cmd, sizeof(cmd), "printf x >> %s/link/.debug/libpstdbg.so.debug",
+           dir);
   ASSERT_EQ(run(cmd), 0);
   ASSERT(not_found(at("link/libpstdbg.so"), &w));
   cleanup();
@@ -364,8 +364,8 @@ TEST_IMPL(debuginfo_module_symtab) {
   ASSERT(t != NULL);
   ASSERT(pst_module_debug_file(m) != NULL);
   ASSERT(strstr(pst_module_debug_file(m), "/.build-id/"));
-  ASSERT_STR_EQ(pst_symtab_lookup(t, symbol(at("full.so"),
-                                            "pst_dbg_static_fn") + 1, &off),
+  ASSERT_STR_EQ(pst_symtab_lookup(
+                    t, symbol(at("full.so"), "pst_dbg_static_fn") + 1, &off),
                 "pst_dbg_static_fn");
   ASSERT_EQ(off, 1);
   pst_module_put(m);

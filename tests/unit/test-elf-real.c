@@ -10,8 +10,8 @@
 
 #include "disasm/disasm.h"
 #include "elf/elf.h"
-#include "pythons.h"
 #include "python/layout.h"
+#include "pythons.h"
 #include "task.h"
 
 static struct pst_elf *open_elf(const char *path) {
@@ -35,13 +35,14 @@ TEST_IMPL(real_libc_getspecific) {
   ASSERT_EQ(pst_elf_symbol(e, "__pthread_getspecific", &a, &sz), 0);
   ASSERT(sz > 0 && sz <= sizeof(code));
   ASSERT_EQ(pst_elf_read(e, a, code, sz), 0);
-  ASSERT_EQ(pst_disasm_tsd_layout(PST_ARCH_X86_64, code, sz, a, &l, why,
-                                  sizeof(why)), 0);
+  ASSERT_EQ(
+      pst_disasm_tsd_layout(PST_ARCH_X86_64, code, sz, a, &l, why, sizeof(why)),
+      0);
   ASSERT_EQ(pst_elf_symbol(e, "_thread_db_pthread_specific", &s1, NULL), 0);
   ASSERT_EQ(pst_elf_symbol(e, "_thread_db_pthread_key_data_data", &s2, NULL),
             0);
-  ASSERT_EQ(pst_elf_symbol(e, "_thread_db_sizeof_pthread_key_data", &s3,
-                           NULL), 0);
+  ASSERT_EQ(pst_elf_symbol(e, "_thread_db_sizeof_pthread_key_data", &s3, NULL),
+            0);
   ASSERT_EQ(pst_elf_read(e, s1, spec, sizeof(spec)), 0);
   ASSERT_EQ(pst_elf_read(e, s2, data, sizeof(data)), 0);
   ASSERT_EQ(pst_elf_read(e, s3, &size, sizeof(size)), 0);
@@ -79,8 +80,9 @@ static int check_python(const char *py, int hex, const struct pst_py_layout *l,
   snprintf(lib, sizeof(lib), "%s", py);
   char *bin = strstr(lib, "/bin/");
   if (bin) {
-    snprintf(bin, sizeof(lib) - (size_t)(bin - lib), "/lib/libpython%d.%d%s.so.1.0",
-             hex >> 8, hex & 0xff, hex <= 0x0307 ? "m" : "");
+    snprintf(bin, sizeof(lib) - (size_t)(bin - lib),
+             "/lib/libpython%d.%d%s.so.1.0", hex >> 8, hex & 0xff,
+             hex <= 0x0307 ? "m" : "");
     e = open_elf(lib);
   }
   if (!e)
@@ -104,8 +106,8 @@ static int check_python(const char *py, int hex, const struct pst_py_layout *l,
     uint64_t key_off = got - runtime_vaddr + (is_load ? 0 : 4);
     if (key_off != (uint64_t)l->rt_tss + 4)
       TEST_FAIL("%s: key at _PyRuntime+0x%llx (is_load %d), headers say "
-                "+0x%x", py, (unsigned long long)key_off, is_load,
-                l->rt_tss + 4);
+                "+0x%x",
+                py, (unsigned long long)key_off, is_load, l->rt_tss + 4);
   } else {
     /* 3.6: the static int autoTLSkey, loaded. */
     uint64_t key;

@@ -188,8 +188,7 @@ static int replay_fixture(const char *name, int want_hex) {
   /* The thread-state list of the (single-threaded) target. */
   ASSERT_EQ(pst_py_tstates(&r.py, &r.mem, ts, 16), 1);
   ASSERT_EQ(ts[0], r.fx.tstate);
-  ASSERT_EQ(pst_py_tstate_ids(&r.py, &r.mem, r.fx.tstate, &tid, &nid,
-                              &interp),
+  ASSERT_EQ(pst_py_tstate_ids(&r.py, &r.mem, r.fx.tstate, &tid, &nid, &interp),
             0);
   ASSERT_EQ(interp, r.py.interp);
   ASSERT_NE(tid, 0);
@@ -215,8 +214,8 @@ static int replay_fixture(const char *name, int want_hex) {
    * torn-read check. */
   pst_py_check_prepare(&r.py, r.fx.tstate, &hint, top, &check);
   memset(frames, 0, sizeof(frames));
-  n = pst_py_walk(&r.py, &r.mem, r.fx.tstate, &hint, &check, frames,
-                  WALK_MAX, &truncated, NULL, top2);
+  n = pst_py_walk(&r.py, &r.mem, r.fx.tstate, &hint, &check, frames, WALK_MAX,
+                  &truncated, NULL, top2);
   if (n < 0)
     TEST_FAIL("%s: walk with the hint: %s", name, pst_strerror(n));
   ASSERT_EQ(pst_py_check_done(&r.py, &r.mem, &check), 1);
@@ -224,8 +223,8 @@ static int replay_fixture(const char *name, int want_hex) {
   ASSERT_EQ(top2[1], top[1]);
   check_stack(&r, frames, n);
   /* A walk that stops early says so. */
-  n = pst_py_walk(&r.py, &r.mem, r.fx.tstate, NULL, NULL, frames, 3,
-                  &truncated, NULL, top);
+  n = pst_py_walk(&r.py, &r.mem, r.fx.tstate, NULL, NULL, frames, 3, &truncated,
+                  NULL, top);
   ASSERT_EQ(n, 3);
   ASSERT_EQ(truncated, 1);
   replay_close(&r);
@@ -266,8 +265,8 @@ static int frame_links(struct replay *r, uint64_t *links, int *pyframes,
     at = r->fx.tstate + (uint64_t)l->ts_current_frame;
   } else {
     uint64_t cframe;
-    ASSERT_EQ(pst_mem_read_u64(&r->mem,
-                               r->fx.tstate + (uint64_t)l->ts_cframe, &cframe),
+    ASSERT_EQ(pst_mem_read_u64(&r->mem, r->fx.tstate + (uint64_t)l->ts_cframe,
+                               &cframe),
               0);
     at = cframe + (uint64_t)l->cf_current_frame;
   }
@@ -287,9 +286,8 @@ static int frame_links(struct replay *r, uint64_t *links, int *pyframes,
       ASSERT_EQ(pst_mem_read_u64(&r->mem, frame + (uint64_t)l->if_code, &code),
                 0);
       if (l->if_owner != PST_NOFF && r->py.version_hex >= 0x030c)
-        ASSERT_EQ(pst_mem_read(&r->mem, frame + (uint64_t)l->if_owner, &owner,
-                               1),
-                  0);
+        ASSERT_EQ(
+            pst_mem_read(&r->mem, frame + (uint64_t)l->if_owner, &owner, 1), 0);
       code &= ~(uint64_t)r->py.tag_mask;
       py += owner < r->py.owner_shim && code != r->py.none;
       at = frame + (uint64_t)l->if_previous;
@@ -397,7 +395,8 @@ static void corrupt_fixture(const char *name) {
       for (size_t m = 0; m < sizeof(masks); m++)
         corrupt_walk(&r, good, ngood, image_byte(&r, links[k] + (uint64_t)byte),
                      masks[m], pyframes[k], &t);
-  fprintf(stdout, "# %s: %d links, %d corrupt walks: %d failed, %d gave "
+  fprintf(stdout,
+          "# %s: %d links, %d corrupt walks: %d failed, %d gave "
           "the frames before the bad link, %d went on from another frame\n",
           name, nlinks, t.failed + t.prefix + t.relinked, t.failed, t.prefix,
           t.relinked);

@@ -7,35 +7,33 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pythons.h"
 #include "python/python.h"
+#include "pythons.h"
 #include "task.h"
 
 /* The function under test, compiled from a string so that it can hold a
  * jump of more than 127 lines and expressions spread over several lines
  * (the line goes backwards), on every version from 2.7 on. */
 #define FUNC_SRC                                                               \
-  "src = ('def f(a):\\n'\n"                                                 \
-  "       '    x = a + 1\\n' + '\\n' * 140 +\n"                            \
-  "       '    for i in range(3):\\n'\n"                                    \
-  "       '        x += (i +\\n'\n"                                         \
-  "       '              x)\\n'\n"                                          \
-  "       '    y = [i\\n'\n"                                                \
-  "       '         for i in range(2)]\\n'\n"                               \
-  "       '    if x:\\n'\n"                                                 \
-  "       '        return (x,\\n'\n"                                        \
-  "       '                y)\\n'\n"                                        \
-  "       '    return None\\n')\n"                                          \
-  "ns = {}\n"                                                                 \
-  "exec(compile(src, 'f.py', 'exec'), ns)\n"                                  \
+  "src = ('def f(a):\\n'\n"                                                    \
+  "       '    x = a + 1\\n' + '\\n' * 140 +\n"                                \
+  "       '    for i in range(3):\\n'\n"                                       \
+  "       '        x += (i +\\n'\n"                                            \
+  "       '              x)\\n'\n"                                             \
+  "       '    y = [i\\n'\n"                                                   \
+  "       '         for i in range(2)]\\n'\n"                                  \
+  "       '    if x:\\n'\n"                                                    \
+  "       '        return (x,\\n'\n"                                           \
+  "       '                y)\\n'\n"                                           \
+  "       '    return None\\n')\n"                                             \
+  "ns = {}\n"                                                                  \
+  "exec(compile(src, 'f.py', 'exec'), ns)\n"                                   \
   "f = ns['f']\n"
 
 /* The script prints: first line, the table in hex, then "offset line"
  * pairs (offset in the unit the decoder takes). */
 static const char script_lnotab[] =
-    "import dis\n"
-    FUNC_SRC
-    "c = f.__code__\n"
+    "import dis\n" FUNC_SRC "c = f.__code__\n"
     "import binascii\n"
     "print(c.co_firstlineno)\n"
     "print(binascii.hexlify(c.co_lnotab).decode())\n"
@@ -46,21 +44,19 @@ static const char script_lnotab[] =
     "    print(\"%d %d\" % (off, line))\n";
 
 static const char script_310[] =
-    FUNC_SRC
-    "c = f.__code__\n"
-    "print(c.co_firstlineno)\n"
-    "print(c.co_linetable.hex())\n"
-    "for s, e, l in c.co_lines():\n"
-    "    for off in range(s, e, 2):\n"
-    "        print(off // 2, -1 if l is None else l)\n";
+    FUNC_SRC "c = f.__code__\n"
+             "print(c.co_firstlineno)\n"
+             "print(c.co_linetable.hex())\n"
+             "for s, e, l in c.co_lines():\n"
+             "    for off in range(s, e, 2):\n"
+             "        print(off // 2, -1 if l is None else l)\n";
 
 static const char script_311[] =
-    FUNC_SRC
-    "c = f.__code__\n"
-    "print(c.co_firstlineno)\n"
-    "print(c.co_linetable.hex())\n"
-    "for i, p in enumerate(c.co_positions()):\n"
-    "    print(i, -1 if p[0] is None else p[0])\n";
+    FUNC_SRC "c = f.__code__\n"
+             "print(c.co_firstlineno)\n"
+             "print(c.co_linetable.hex())\n"
+             "for i, p in enumerate(c.co_positions()):\n"
+             "    print(i, -1 if p[0] is None else p[0])\n";
 
 enum family { LNOTAB, T310, T311 };
 
@@ -90,13 +86,13 @@ static int check_one(int major, int minor, const char *script,
     tab[tlen++] = (uint8_t)b;
   }
   while (fscanf(f, "%d %d", &off, &want) == 2) {
-    int got = fam == LNOTAB ? pst_py_line_lnotab(tab, tlen, first, off,
-                                                 major >= 3)
+    int got = fam == LNOTAB
+                  ? pst_py_line_lnotab(tab, tlen, first, off, major >= 3)
               : fam == T310 ? pst_py_line_310(tab, tlen, first, off * 2)
                             : pst_py_line_311(tab, tlen, first, off);
     if (got != want)
-      TEST_FAIL("python%d.%d offset %d: line %d, interpreter says %d",
-                major, minor, off, got, want);
+      TEST_FAIL("python%d.%d offset %d: line %d, interpreter says %d", major,
+                minor, off, got, want);
     checked++;
   }
   pclose(f);

@@ -4,12 +4,14 @@
 #define PST_TEST_LIST_NATIVE_H
 
 #define PST_DEBUGINFO_TESTS(X)                                                 \
-  X(debuginfo_split_library) X(debuginfo_target_root)                          \
-  X(debuginfo_module_symtab) X(debuginfo_libc6_dbg) X(debuginfo_python311_dbg)
+  X(debuginfo_split_library)                                                   \
+  X(debuginfo_target_root) X(debuginfo_module_symtab) X(debuginfo_libc6_dbg)   \
+      X(debuginfo_python311_dbg)
 
 #define PST_ORIGIN_TESTS(X)                                                    \
-  X(origin_shorten) X(origin_thread_name) X(origin_c_target)                   \
-  X(origin_std_thread) X(origin_musl_unknown) X(origin_torch)
+  X(origin_shorten)                                                            \
+  X(origin_thread_name) X(origin_c_target) X(origin_std_thread)                \
+      X(origin_musl_unknown) X(origin_torch)
 
 #define PST_NATIVE_ID_TESTS(X) PST_DEBUGINFO_TESTS(X) PST_ORIGIN_TESTS(X)
 

@@ -14,26 +14,26 @@
   X(lines_lnotab_27) X(lines_lnotab_36) X(lines_310) X(lines_311)
 
 #define PST_UTIL_TESTS(X)                                                      \
-  X(strtab_intern) X(profile_runs_and_dedup) X(hash_functions) X(hash_table) \
-  X(dmcache_slots)
+  X(strtab_intern)                                                             \
+  X(profile_runs_and_dedup) X(hash_functions) X(hash_table) X(dmcache_slots)
 
-#define PST_PY_TESTS(X) X(debug_offsets_313) X(layout_check_bounds)                                   \
-  X(target_never_left_traced)
+#define PST_PY_TESTS(X)                                                        \
+  X(debug_offsets_313) X(layout_check_bounds) X(target_never_left_traced)
 
 #define PST_TSD_TESTS(X) X(tsd_glibc_threads) X(tsd_musl_threads)
 
-#define PST_ELF_REAL_TESTS(X)                                                  \
-  X(real_libc_getspecific) X(real_python_tss_key)
+#define PST_ELF_REAL_TESTS(X) X(real_libc_getspecific) X(real_python_tss_key)
 
 #define PST_UNWIND_TESTS(X)                                                    \
-  X(unwind_spinning_thread) X(unwind_blocked_thread) X(unwind_not_stopped)    \
-  X(unwind_max_frames) X(unwind_dlopen_later) X(unwind_python312_shared)     \
-  X(unwind_python311_static)
-#define PST_MERGE_TESTS(X) X(merge_order) X(merge_mismatch) \
-  X(merge_stripped_interp)
+  X(unwind_spinning_thread)                                                    \
+  X(unwind_blocked_thread) X(unwind_not_stopped) X(unwind_max_frames)          \
+      X(unwind_dlopen_later) X(unwind_python312_shared)                        \
+          X(unwind_python311_static)
+#define PST_MERGE_TESTS(X)                                                     \
+  X(merge_order) X(merge_mismatch) X(merge_stripped_interp)
 #define PST_SYMTAB_TESTS(X)                                                    \
-  X(symtab_libc) X(symtab_python) X(symtab_cxx) X(symtab_minidebuginfo)       \
-  X(symtab_corrupt)
+  X(symtab_libc)                                                               \
+  X(symtab_python) X(symtab_cxx) X(symtab_minidebuginfo) X(symtab_corrupt)
 
 #define PST_TEST_LIST(X)                                                       \
   PST_DISASM_TESTS(X)                                                          \

@@ -7,8 +7,10 @@
 #include "native/merge.h"
 #include "task.h"
 
-#define NAT(n) {n, "libpython3.12.so", 0, PST_FRAME_NATIVE, 0, 0x1000}
-#define PY(n, entry) {n, "app.py", 7, PST_FRAME_PYTHON, entry, 0}
+#define NAT(n)                                                                 \
+  { n, "libpython3.12.so", 0, PST_FRAME_NATIVE, 0, 0x1000 }
+#define PY(n, entry)                                                           \
+  { n, "app.py", 7, PST_FRAME_PYTHON, entry, 0 }
 
 static const char *names(const struct pst_frame *f, size_t n, char *buf,
                          size_t len) {
@@ -24,12 +26,13 @@ static const char *names(const struct pst_frame *f, size_t n, char *buf,
 /* Innermost first, as a thread stopped in C code called by Python code
  * called back from C (qsort) would show it on 3.12. */
 static const struct pst_frame nat[] = {
-    NAT("work_in_c"), NAT("_PyEval_EvalFrameDefault"),
-    NAT("_PyObject_Call"), NAT("qsort_r"),
-    NAT("_PyEval_EvalFrameDefault"), NAT("thread_run"),
+    NAT("work_in_c"), NAT("_PyEval_EvalFrameDefault"), NAT("_PyObject_Call"),
+    NAT("qsort_r"),   NAT("_PyEval_EvalFrameDefault"), NAT("thread_run"),
 };
 static const struct pst_frame py[] = {
-    PY("callback", 1), PY("sorter", 0), PY("run", 1),
+    PY("callback", 1),
+    PY("sorter", 0),
+    PY("run", 1),
 };
 
 static void classify(const struct pst_frame *f, size_t n, unsigned *flags) {
@@ -61,8 +64,7 @@ TEST_IMPL(merge_order) {
                 "qsort_r,sorter,run,_PyEval_EvalFrameDefault,thread_run");
   /* 2.7: PyEval_EvalFrameEx is the loop, one frame per call. */
   ASSERT_EQ(pst_native_classify("PyEval_EvalFrameEx", 0x0207), PST_NF_EVAL);
-  ASSERT_EQ(pst_native_classify("PyEval_EvalFrameEx", 0x030a),
-            PST_NF_PLUMBING);
+  ASSERT_EQ(pst_native_classify("PyEval_EvalFrameEx", 0x030a), PST_NF_PLUMBING);
   ASSERT_EQ(pst_native_classify("_PyEval_EvalFrameDefault.cold", 0x030b),
             PST_NF_EVAL);
   ASSERT_EQ(pst_native_classify("builtin_sorted", 0x030b), 0);
@@ -107,7 +109,7 @@ TEST_IMPL(merge_stripped_interp) {
       NAT("python3.11+0x550c6d"),      /* call helper: hidden */
       NAT("python3.11+0x550d00"),      /* call helper: hidden */
       NAT("_PyEval_EvalFrameDefault"),
-      NAT("python3.11+0x600000"),      /* between eval and libc: kept */
+      NAT("python3.11+0x600000"), /* between eval and libc: kept */
       NAT("start_thread"),
   };
   static const struct pst_frame spy[] = {PY("inner", 1), PY("outer", 1)};
@@ -118,8 +120,8 @@ TEST_IMPL(merge_stripped_interp) {
   size_t k;
 
   for (size_t i = 0; i < 7; i++)
-    flags[i] = i == 6 ? 0 : PST_NF_INTERP |
-                                pst_native_classify(snat[i].name, 0x030b);
+    flags[i] =
+        i == 6 ? 0 : PST_NF_INTERP | pst_native_classify(snat[i].name, 0x030b);
   ASSERT_EQ(flags[1], PST_NF_INTERP | PST_NF_EVAL);
   k = pst_merge(snat, flags, 7, spy, 2, 0, "[m]", out, 32, &mismatch);
   ASSERT_EQ(mismatch, 0);

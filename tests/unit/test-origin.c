@@ -227,25 +227,25 @@ TEST_IMPL(origin_thread_name) {
   char buf[64];
 
   /* A comm the program set wins... */
-  ASSERT_STR_EQ(pst_origin_thread_name("loader", "python3", &o, 7, buf,
-                                       sizeof(buf)),
-                "loader");
+  ASSERT_STR_EQ(
+      pst_origin_thread_name("loader", "python3", &o, 7, buf, sizeof(buf)),
+      "loader");
   /* ...not the inherited one... */
-  ASSERT_STR_EQ(pst_origin_thread_name("python3", "python3", &o, 7, buf,
-                                       sizeof(buf)),
-                "worker");
+  ASSERT_STR_EQ(
+      pst_origin_thread_name("python3", "python3", &o, 7, buf, sizeof(buf)),
+      "worker");
   /* ...nor one an OpenMP worker inherited from the thread that started
    * its pool. */
-  ASSERT_STR_EQ(pst_origin_thread_name("PTThreadPool", "python3.11", &gomp,
-                                       7, buf, sizeof(buf)),
+  ASSERT_STR_EQ(pst_origin_thread_name("PTThreadPool", "python3.11", &gomp, 7,
+                                       buf, sizeof(buf)),
                 "libgomp worker");
-  ASSERT_STR_EQ(pst_origin_thread_name("python3", "python3", NULL, 42, buf,
-                                       sizeof(buf)),
-                "native thread 42");
+  ASSERT_STR_EQ(
+      pst_origin_thread_name("python3", "python3", NULL, 42, buf, sizeof(buf)),
+      "native thread 42");
   pst_origin_unknown("no layout", &o);
-  ASSERT_STR_EQ(pst_origin_thread_name("python3", "python3", &o, 42, buf,
-                                       sizeof(buf)),
-                "native thread 42");
+  ASSERT_STR_EQ(
+      pst_origin_thread_name("python3", "python3", &o, 42, buf, sizeof(buf)),
+      "native thread 42");
   ASSERT_STR_EQ(o.detail, "start routine unknown: no layout");
   return 0;
 }
@@ -423,8 +423,7 @@ TEST_IMPL(origin_torch) {
   ASSERT(f != NULL);
   ASSERT(fputs(script, f) >= 0);
   ASSERT_EQ(fclose(f), 0);
-  ASSERT_EQ(spawn((char *const[]){"/usr/bin/python3.11", path, NULL}, &t),
-            0);
+  ASSERT_EQ(spawn((char *const[]){"/usr/bin/python3.11", path, NULL}, &t), 0);
   list_threads(&t);
   attach(&t);
   for (int i = 0; i < t.n; i++)
@@ -452,8 +451,7 @@ TEST_IMPL(origin_torch) {
       pool++;
     } else if (th->o.kind == PST_ORIGIN_STD_THREAD) {
       ASSERT_STR_EQ(th->o.label, "c10::ThreadPool worker");
-      ASSERT(strstr(th->o.func, "c10::ThreadPool::ThreadPool(") ==
-             th->o.func);
+      ASSERT(strstr(th->o.func, "c10::ThreadPool::ThreadPool(") == th->o.func);
       interop++;
     }
   }

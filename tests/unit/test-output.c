@@ -862,12 +862,18 @@ TEST_IMPL(output_json_strings) {
       {"", "\"\""},
       {NULL, "\"\""},
       /* A thread name set with prctl(PR_SET_NAME) from arbitrary bytes. */
-      {"\xff\xfe" "bad", "\"\\ufffd\\ufffdbad\""},
+      {"\xff\xfe"
+       "bad",
+       "\"\\ufffd\\ufffdbad\""},
       /* Truncated sequences, at the end and before ASCII; a lone
        * continuation byte. */
       {"a\xe2\x82", "\"a\\ufffd\\ufffd\""},
-      {"\xf0\x9f\x94" "x", "\"\\ufffd\\ufffd\\ufffdx\""},
-      {"\x80" "y", "\"\\ufffdy\""},
+      {"\xf0\x9f\x94"
+       "x",
+       "\"\\ufffd\\ufffd\\ufffdx\""},
+      {"\x80"
+       "y",
+       "\"\\ufffdy\""},
       /* Overlong encodings of '/' (2, 3, 4 bytes) and of NUL. */
       {"\xc0\xaf", "\"\\ufffd\\ufffd\""},
       {"\xe0\x80\xaf", "\"\\ufffd\\ufffd\\ufffd\""},

@@ -50,16 +50,16 @@
 #define TIMED_CALLS 200 /* stable calls timed */
 
 struct expect {
-  long tid;       /* in the target's pid namespace */
+  long tid; /* in the target's pid namespace */
   uint64_t ident;
   char name[128];
 };
 
 struct target {
-  pid_t pid;      /* the interpreter, as we see it */
-  pid_t child;    /* what we forked (unshare for a container) */
-  FILE *out;      /* its stdout */
-  FILE *in;       /* its stdin */
+  pid_t pid;   /* the interpreter, as we see it */
+  pid_t child; /* what we forked (unshare for a container) */
+  FILE *out;   /* its stdout */
+  FILE *in;    /* its stdin */
   struct expect ex[EXPECT_MAX];
   int nex;
 };
@@ -89,8 +89,7 @@ static pid_t first_child(pid_t pid) {
   long kid = 0;
   FILE *f;
 
-  snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid,
-           (int)pid);
+  snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
   f = fopen(path, "r");
   if (!f)
     return 0;
@@ -331,13 +330,13 @@ static void record_interp(struct reader *r) {
     ASSERT_EQ(pst_py_debug_offsets(&r->mem, r->py.runtime, &lay, &size, &hex),
               0);
   }
-  ASSERT_EQ(pst_mem_read_u64(&r->mem,
-                             r->py.runtime ? r->py.runtime +
-                                                 (uint64_t)r->py.lay
-                                                     .rt_interp_head
-                                           : r->py.interp_head_addr,
-                             &interp),
-            0);
+  ASSERT_EQ(
+      pst_mem_read_u64(&r->mem,
+                       r->py.runtime
+                           ? r->py.runtime + (uint64_t)r->py.lay.rt_interp_head
+                           : r->py.interp_head_addr,
+                       &interp),
+      0);
   ASSERT_EQ(interp, r->py.interp);
 }
 
@@ -474,7 +473,8 @@ static double time_calls(struct reader *r, struct pst_py_thread_ent *ents,
     ASSERT_EQ(pst_py_thread_registry(&r->py, &r->mem, ents, ENTS_MAX), n);
   clock_gettime(CLOCK_MONOTONIC, &b);
   return ((double)(b.tv_sec - a.tv_sec) * 1e9 +
-          (double)(b.tv_nsec - a.tv_nsec)) / 1e3 / TIMED_CALLS;
+          (double)(b.tv_nsec - a.tv_nsec)) /
+         1e3 / TIMED_CALLS;
 }
 
 static int index_of(const struct target *t, const char *name) {
@@ -542,16 +542,14 @@ static void run(const char *label, const char *fixture, const char *exe,
   command(&t, "rename");
   {
     uint64_t before = r.mem.reads;
-    nchanged = pst_py_thread_names_changed(&r.py, &r.mem, refs, t.nex,
-                                           changed);
+    nchanged = pst_py_thread_names_changed(&r.py, &r.mem, refs, t.nex, changed);
     check_reads = r.mem.reads - before;
   }
   ASSERT_EQ(nchanged, 2);
   ASSERT_EQ(check_reads, 1);
   ASSERT_EQ(changed[main_i], 1);
   ASSERT_EQ(changed[worker_i], 1);
-  snprintf(t.ex[worker_i].name, sizeof(t.ex[worker_i].name),
-           "renamed-worker");
+  snprintf(t.ex[worker_i].name, sizeof(t.ex[worker_i].name), "renamed-worker");
   ASSERT_STR_EQ(t.ex[main_i].name, "renamed-main");
   n = registry(&r, ents, &renamed);
   ASSERT_EQ(renamed, 1);
@@ -597,8 +595,7 @@ static void run_pyenv(int major, int minor) {
   run(exe, fixture, exe, NULL);
 }
 
-static void run_rootfs(const char *dist, const char *fixture,
-                       const char *exe) {
+static void run_rootfs(const char *dist, const char *fixture, const char *exe) {
   char root[256], path[512];
   struct stat st;
 
@@ -611,15 +608,42 @@ static void run_rootfs(const char *dist, const char *fixture,
   run(path, fixture, exe, root);
 }
 
-TEST_IMPL(registry_py27) { run_pyenv(2, 7); return 0; }
-TEST_IMPL(registry_py36) { run_pyenv(3, 6); return 0; }
-TEST_IMPL(registry_py37) { run_pyenv(3, 7); return 0; }
-TEST_IMPL(registry_py38) { run_pyenv(3, 8); return 0; }
-TEST_IMPL(registry_py39) { run_pyenv(3, 9); return 0; }
-TEST_IMPL(registry_py310) { run_pyenv(3, 10); return 0; }
-TEST_IMPL(registry_py311) { run_pyenv(3, 11); return 0; }
-TEST_IMPL(registry_py312) { run_pyenv(3, 12); return 0; }
-TEST_IMPL(registry_py313) { run_pyenv(3, 13); return 0; }
+TEST_IMPL(registry_py27) {
+  run_pyenv(2, 7);
+  return 0;
+}
+TEST_IMPL(registry_py36) {
+  run_pyenv(3, 6);
+  return 0;
+}
+TEST_IMPL(registry_py37) {
+  run_pyenv(3, 7);
+  return 0;
+}
+TEST_IMPL(registry_py38) {
+  run_pyenv(3, 8);
+  return 0;
+}
+TEST_IMPL(registry_py39) {
+  run_pyenv(3, 9);
+  return 0;
+}
+TEST_IMPL(registry_py310) {
+  run_pyenv(3, 10);
+  return 0;
+}
+TEST_IMPL(registry_py311) {
+  run_pyenv(3, 11);
+  return 0;
+}
+TEST_IMPL(registry_py312) {
+  run_pyenv(3, 12);
+  return 0;
+}
+TEST_IMPL(registry_py313) {
+  run_pyenv(3, 13);
+  return 0;
+}
 
 TEST_IMPL(registry_debian_static_311) {
   if (access("/usr/bin/python3.11", X_OK))
@@ -676,8 +700,7 @@ TEST_IMPL(registry_late_import) {
 
   for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
     if (find_python(versions[i][0], versions[i][1], exe, sizeof(exe))) {
-      printf("# no CPython %d.%d: skipped\n", versions[i][0],
-             versions[i][1]);
+      printf("# no CPython %d.%d: skipped\n", versions[i][0], versions[i][1]);
       continue;
     }
     late_import(exe, exe, NULL);
@@ -707,8 +730,8 @@ TEST_IMPL(registry_replay) {
     struct pst_fixture fx;
     char path[1024];
     int err;
-    snprintf(path, sizeof(path), "%s/tests/fixtures/registry-%s.txt",
-             srcdir(), names[i]);
+    snprintf(path, sizeof(path), "%s/tests/fixtures/registry-%s.txt", srcdir(),
+             names[i]);
     err = pst_fixture_load(path, &fx);
     if (err)
       TEST_FAIL("%s: %s", path, pst_strerror(err));

@@ -25,8 +25,8 @@ TEST_IMPL(strtab_intern) {
     ASSERT(pst_strtab_intern(t, buf) == first[i]);
   }
   ASSERT_EQ(pst_strtab_count(t), 2000);
-  ASSERT(pst_strtab_intern(t, "gr\xc3\xbc\xc3\x9f" "e") !=
-         pst_strtab_intern(t, "grusse"));
+  ASSERT(pst_strtab_intern(t, "gr\xc3\xbc\xc3\x9f"
+                              "e") != pst_strtab_intern(t, "grusse"));
   pst_strtab_free(t);
   return 0;
 }

@@ -132,8 +132,8 @@ static void check_eval(const char *path) {
     printf("# %s: no %s in the file, skipped\n", path, eval);
     return;
   }
-  has_cold = elf_symbol(path, "_PyEval_EvalFrameDefault.cold", &cold,
-                        &cold_sz) == 0;
+  has_cold =
+      elf_symbol(path, "_PyEval_EvalFrameDefault.cold", &cold, &cold_sz) == 0;
   t = build_file(path);
   ASSERT_STR_EQ(pst_symtab_lookup(t, a, &off), eval);
   ASSERT_EQ(off, 0);

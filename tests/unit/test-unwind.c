@@ -25,7 +25,7 @@
 struct helper {
   pid_t pid;
   FILE *out;
-  FILE *in;  /* its stdin, when started with a library */
+  FILE *in; /* its stdin, when started with a library */
   char path[512];
   uint64_t recurse, spin_fn, block_fn; /* runtime addresses */
   pid_t spin, block;
@@ -263,8 +263,8 @@ TEST_IMPL(unwind_blocked_thread) {
   int n, found = -1;
 
   helper_start(&h);
-  ASSERT_EQ(
-      sym_range(h.path, "unwind_block_thread", h.block_fn, 0, &blo, &bhi), 0);
+  ASSERT_EQ(sym_range(h.path, "unwind_block_thread", h.block_fn, 0, &blo, &bhi),
+            0);
   pst_mem_init(&mem, h.pid);
   ASSERT_EQ(pst_unwinder_new(h.pid, &mem, NULL, &u), 0);
   n = unwind_stopped(u, h.pid, h.block, ips, sps);
@@ -389,8 +389,7 @@ static int unwind_python(const char *python) {
 TEST_IMPL(unwind_python312_shared) {
   char path[512];
 
-  if (find_python(3, 12, path, sizeof(path)) != 0 ||
-      !strstr(path, "/.pyenv/"))
+  if (find_python(3, 12, path, sizeof(path)) != 0 || !strstr(path, "/.pyenv/"))
     SKIP("no pyenv python3.12 (shared libpython)");
   return unwind_python(path);
 }

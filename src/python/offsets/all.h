@@ -6,13 +6,13 @@
 #include "python/layout.h"
 
 #include "py27.h"
-#include "py36.h"
-#include "py37.h"
-#include "py38.h"
-#include "py39.h"
 #include "py310.h"
 #include "py311.h"
 #include "py312.h"
 #include "py313.h"
+#include "py36.h"
+#include "py37.h"
+#include "py38.h"
+#include "py39.h"
 
 #endif
