@@ -791,6 +791,12 @@ int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
 void pst_py_batch_init(struct pst_py_batch *b) { memset(b, 0, sizeof(*b)); }
 
 void pst_py_batch_exit(struct pst_py_batch *b) {
+  free(b->group);
+  free(b->order);
+  free(b->riov);
+  free(b->rok);
+  free(b->rof);
+  free(b->stage);
   free(b->iov);
   free(b->off);
   free(b->ok);
@@ -801,6 +807,7 @@ void pst_py_batch_exit(struct pst_py_batch *b) {
 void pst_py_batch_reset(struct pst_py_batch *b) {
   b->n = 0;
   b->used = 0;
+  b->ngroups = 0;
 }
 
 /* Adds a piece of len bytes at addr; its index, or PST_PY_NOPIECE on
@@ -833,6 +840,12 @@ static size_t piece(struct pst_py_batch *b, uint64_t addr, size_t len,
     *err = -ENOMEM;
     return PST_PY_NOPIECE;
   }
+  if (pst_array_reserve((void **)&b->group, &b->group_cap, b->n + 1,
+                        sizeof(*b->group))) {
+    *err = -ENOMEM;
+    return PST_PY_NOPIECE;
+  }
+  b->group[b->n] = b->ngroups;
   b->iov[b->n] = (struct pst_mem_iov){addr, NULL, len};
   b->off[b->n] = b->used;
   b->used += (len + 7) & ~(size_t)7;
@@ -850,6 +863,7 @@ int pst_py_prefetch_add(struct pst_py *py, struct pst_py_batch *b,
   memset(pf, 0, sizeof(*pf));
   pf->tstate = tstate;
   pf->hint = h;
+  b->ngroups++; /* this thread's first read */
   pf->ig = pf->ic = pf->i0f = pf->i0c = PST_PY_NOPIECE;
   pf->ck_guess = pf->ck_chunk = pf->ck_f0 = PST_PY_NOPIECE;
   pf->it = piece(b, tstate, view_len(l), &err);
@@ -877,6 +891,7 @@ int pst_py_prefetch_add(struct pst_py *py, struct pst_py_batch *b,
   /* The check, read after all of the above (pst_py_check's, planned from
    * the guess): the frame pointer again, the chunk again (3.11+: where
    * most frames are), each guessed frame's link and code again. */
+  b->ngroups++; /* its check: read after the group above */
   pf->ck_field = piece(b, tstate + (uint64_t)ts_frame_field(l), 8, &err);
   if (pf->cframe)
     pf->ck_guess =
@@ -892,10 +907,94 @@ int pst_py_prefetch_add(struct pst_py *py, struct pst_py_batch *b,
   return err;
 }
 
+#define RANGE_GAP 512        /* pieces this close are read as one range */
+#define RANGE_MAX (64 << 10) /* bytes of a range at most */
+
+static const struct pst_py_batch *sort_batch;
+
+static int by_group_addr(const void *a, const void *b) {
+  const struct pst_py_batch *bt = sort_batch;
+  size_t i = *(const size_t *)a, j = *(const size_t *)b;
+
+  if (bt->group[i] != bt->group[j])
+    return bt->group[i] < bt->group[j] ? -1 : 1;
+  if (bt->iov[i].addr != bt->iov[j].addr)
+    return bt->iov[i].addr < bt->iov[j].addr ? -1 : 1;
+  return i < j ? -1 : i > j;
+}
+
+/* The ranges to read: each group's pieces sorted by address, merged when
+ * they overlap or lie within RANGE_GAP of each other (the bytes between
+ * lie in pages the pieces touch: mapped). -ENOMEM. */
+static int plan_ranges(struct pst_py_batch *b) {
+  size_t stage = 0;
+
+  if (pst_array_reserve((void **)&b->order, &b->order_cap, b->n,
+                        sizeof(*b->order)) ||
+      pst_array_reserve((void **)&b->rof, &b->rof_cap, b->n, sizeof(*b->rof)) ||
+      pst_array_reserve((void **)&b->riov, &b->rcap, b->n, sizeof(*b->riov)) ||
+      !(b->rok = realloc(b->rok, b->rcap)))
+    return -ENOMEM;
+  for (size_t i = 0; i < b->n; i++)
+    b->order[i] = i;
+  sort_batch = b; /* one thread samples: qsort has no context argument */
+  qsort(b->order, b->n, sizeof(*b->order), by_group_addr);
+  b->nranges = 0;
+  for (size_t k = 0; k < b->n; k++) {
+    size_t i = b->order[k];
+    uint64_t a = b->iov[i].addr, e = a + b->iov[i].len;
+    struct pst_mem_iov *r = b->nranges ? &b->riov[b->nranges - 1] : NULL;
+    if (r && b->group[b->order[k - 1]] == b->group[i] &&
+        a <= r->addr + r->len + RANGE_GAP && e - r->addr <= RANGE_MAX) {
+      if (e > r->addr + r->len)
+        r->len = (size_t)(e - r->addr);
+    } else {
+      b->riov[b->nranges++] = (struct pst_mem_iov){a, NULL, b->iov[i].len};
+    }
+    b->rof[i] = b->nranges - 1;
+  }
+  for (size_t r = 0; r < b->nranges; r++)
+    stage += (b->riov[r].len + 7) & ~(size_t)7;
+  if (pst_array_reserve((void **)&b->stage, &b->stage_cap, stage, 1))
+    return -ENOMEM;
+  stage = 0;
+  for (size_t r = 0; r < b->nranges; r++) {
+    b->riov[r].buf = b->stage + stage;
+    stage += (b->riov[r].len + 7) & ~(size_t)7;
+  }
+  return 0;
+}
+
 int pst_py_batch_read(struct pst_mem *mem, struct pst_py_batch *b) {
+  size_t again = 0;
+  int got;
+
   for (size_t i = 0; i < b->n; i++)
     b->iov[i].buf = b->arena + b->off[i];
-  return b->n ? pst_mem_readv_each(mem, b->iov, b->n, b->ok) : 0;
+  if (!b->n)
+    return 0;
+  if (plan_ranges(b)) /* read piece by piece, as they come */
+    return pst_mem_readv_each(mem, b->iov, b->n, b->ok);
+  got = pst_mem_readv_each(mem, b->riov, b->nranges, b->rok);
+  if (got < 0)
+    return got;
+  b->ranges_read += b->nranges;
+  b->pieces_read += b->n;
+  for (size_t i = 0; i < b->n; i++) {
+    const struct pst_mem_iov *r = &b->riov[b->rof[i]];
+    b->ok[i] = b->rok[b->rof[i]];
+    if (b->ok[i])
+      memcpy(b->iov[i].buf,
+             (const uint8_t *)r->buf + (b->iov[i].addr - r->addr),
+             b->iov[i].len);
+    else
+      again++;
+  }
+  /* A range that failed holds a piece that did (a stale guess): its
+   * pieces all count as unread. Reading them again one by one would read
+   * a thread's pieces after its check, which then proves nothing. */
+  (void)again;
+  return (int)b->n;
 }
 
 static const uint8_t *piece_buf(const struct pst_py_batch *b, size_t i) {

@@ -14,6 +14,7 @@
 #include "proc/proc.h"
 #include "target/internal.h"
 #include "util/clock.h"
+#include "util/log.h"
 
 static enum pst_arch host_arch(void) {
 #if defined(__aarch64__)
@@ -120,6 +121,12 @@ err:
 void pst_target_close(struct pst_target *t) {
   if (!t)
     return;
+  if (t->batch.pieces_read)
+    pst_debug("process %d: %llu pieces read as %llu ranges, %llu walks "
+              "checked by their batch",
+              (int)t->pid, (unsigned long long)t->batch.pieces_read,
+              (unsigned long long)t->batch.ranges_read,
+              (unsigned long long)t->batch_checks);
   pst_native_sampler_free(t->native); /* borrows t->mem */
   pst_resolver_free(t->resolver);
   pst_modcache_put(t->modcache);
