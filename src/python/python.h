@@ -93,17 +93,17 @@ struct pst_py_batch {
   /* Pieces are read as ranges: the pieces of one group (a thread's first
    * read, or its check) that lie near each other are one range, so the
    * kernel pins each page once; groups are read in order. */
-  uint32_t *group;         /* each piece's group */
+  uint32_t *group; /* each piece's group */
   uint32_t ngroups;
-  size_t *order;           /* pieces sorted by (group, address) */
+  size_t *order;            /* pieces sorted by (group, address) */
   struct pst_mem_iov *riov; /* the ranges */
   uint8_t *rok;
-  size_t *rof;             /* each piece's range */
+  size_t *rof; /* each piece's range */
   size_t nranges, rcap, order_cap, rof_cap, group_cap;
-  uint8_t *stage;          /* the ranges' bytes */
+  uint8_t *stage; /* the ranges' bytes */
   size_t stage_cap;
-  uint64_t ranges_read;    /* for the benchmarks: ranges read, */
-  uint64_t pieces_read;    /* and the pieces they held */
+  uint64_t ranges_read; /* for the benchmarks: ranges read, */
+  uint64_t pieces_read; /* and the pieces they held */
 };
 
 /* One thread's part of a batch (indices into it; PST_PY_NOPIECE when a

@@ -3,6 +3,9 @@
 #ifndef PST_TEST_LIST_DISASM_H
 #define PST_TEST_LIST_DISASM_H
 
+/* X-macro lists, one test per line: kept as written. */
+/* clang-format off */
+
 #define PST_DISASM_TESTS(X)                                                    \
   X(disasm_tss_310_gcc12_lto_static)                                           \
   X(disasm_tss_310_gcc12_noopt_static)                                         \
@@ -71,4 +74,5 @@
   X(disasm_tsd_model_glibc_clang_arm64)                                        \
   X(disasm_tsd_model_glibc_gcc_os)
 
+/* clang-format on */
 #endif

@@ -2,6 +2,9 @@
 #ifndef PST_TEST_LIST_LAYOUT_H
 #define PST_TEST_LIST_LAYOUT_H
 
+/* X-macro lists, one test per line: kept as written. */
+/* clang-format off */
+
 #define PST_LAYOUT_TESTS(X)                                                    \
   X(layout_builtin_versions)                                                   \
   X(layout_required_fields)                                                    \
@@ -9,4 +12,5 @@
   X(layout_known_values)                                                       \
   X(layout_reference_313)
 
+/* clang-format on */
 #endif

@@ -3,6 +3,9 @@
 #ifndef PST_TEST_LIST_NATIVE_H
 #define PST_TEST_LIST_NATIVE_H
 
+/* X-macro lists, one test per line: kept as written. */
+/* clang-format off */
+
 #define PST_DEBUGINFO_TESTS(X)                                                 \
   X(debuginfo_split_library)                                                   \
   X(debuginfo_target_root) X(debuginfo_module_symtab) X(debuginfo_libc6_dbg)   \
@@ -15,4 +18,5 @@
 
 #define PST_NATIVE_ID_TESTS(X) PST_DEBUGINFO_TESTS(X) PST_ORIGIN_TESTS(X)
 
+/* clang-format on */
 #endif

@@ -2,6 +2,9 @@
 #ifndef PST_TEST_LIST_REPLAY_H
 #define PST_TEST_LIST_REPLAY_H
 
+/* X-macro lists, one test per line: kept as written. */
+/* clang-format off */
+
 #define PST_REPLAY_TESTS(X)                                                    \
   X(frame_replay_py27)                                                         \
   X(frame_replay_py310)                                                        \
@@ -9,4 +12,5 @@
   X(frame_replay_py314)                                                        \
   X(frame_replay_corrupt)
 
+/* clang-format on */
 #endif

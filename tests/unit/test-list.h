@@ -2,6 +2,9 @@
 #ifndef PST_TEST_LIST_H
 #define PST_TEST_LIST_H
 
+/* X-macro lists, one test per line: kept as written. */
+/* clang-format off */
+
 #include "task.h"
 #include "test-list-disasm.h"
 #include "test-list-layout.h"
@@ -54,4 +57,5 @@
 #define PST_TEST_DECL(name) TEST_DECLARE(name)
 PST_TEST_LIST(PST_TEST_DECL)
 
+/* clang-format on */
 #endif
