@@ -39,6 +39,7 @@ struct pst_tthread {
   int schedfd;          /* its schedstat: has it run since the last read */
   uint64_t ran_ns;      /* schedstat's run + wait time as last read */
   char last_state;      /* the state letter stat last gave, 0: none */
+  int quiet;            /* stat reads in a row that found it asleep */
   char pyname[64];      /* threading's name once read, "" until then */
   char comm[64];        /* its /proc comm as first seen */
   int origin_done;      /* its start routine was looked at */

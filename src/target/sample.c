@@ -24,28 +24,32 @@
 
 #define TORN_RETRIES 2
 
+#define QUIET 4 /* stat reads asleep in a row before schedstat is asked */
+
 /* The kernel state letter of a tracked thread from its open stat file
- * (one pread), or '?' once it is gone. A thread that has not run since
- * its last read (schedstat, a fifth of stat's cost) and was not running
- * then keeps its letter: it sleeps still (one woken since, not yet on a
- * CPU, is seen at the next tick, having run no Python code meanwhile). */
+ * (one pread), or '?' once it is gone. A thread that slept at its last
+ * QUIET reads is asked first whether it has run since (schedstat: a fifth of
+ * stat's cost); if not, it sleeps still and keeps its letter (one woken
+ * since but not yet on a CPU is seen at the next tick, having run no
+ * Python code meanwhile). Threads that run or wake often go to stat at
+ * once: for them the question would only add a read. */
 static char read_state(struct pst_tthread *x) {
   uint64_t ran = 0;
   char state = '?';
-  int have_ran;
 
-  /* A thread that ran at its last read likely runs still: stat at once. */
-  have_ran =
-      x->last_state != 'R' && pst_proc_schedstat_fd(x->schedfd, &ran) == 0;
-  if (have_ran && ran == x->ran_ns && x->last_state)
-    return x->last_state;
+  if (x->quiet >= QUIET && pst_proc_schedstat_fd(x->schedfd, &ran) == 0) {
+    if (ran == x->ran_ns && x->last_state)
+      return x->last_state;
+    x->quiet = 0; /* it woke: stat for a while before asking again */
+  }
   if (pst_proc_stat_fd(x->statfd, &state, NULL))
     return '?';
-  if (state == 'R' || have_ran) {
-    x->ran_ns = ran;
-    x->last_state = state; /* 'R': schedstat is read again once it sleeps */
-  } else {
-    x->last_state = 0;
+  x->last_state = state;
+  if (state == 'R') {
+    x->quiet = 0;
+  } else if (++x->quiet == QUIET &&
+             pst_proc_schedstat_fd(x->schedfd, &x->ran_ns) != 0) {
+    x->quiet = -1000000; /* no schedstat here: stat every time */
   }
   return state;
 }
