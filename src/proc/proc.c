@@ -152,19 +152,29 @@ int pst_proc_task_schedstat_open(pid_t pid, pid_t tid) {
   return fd;
 }
 
-int pst_proc_schedstat_fd(int fd, uint64_t *ran_ns) {
-  unsigned long long run, wait;
-  char buf[128];
+/* One pread of a whole small /proc file from its start, NUL-terminated:
+ * the length, or -ESRCH when its task is gone, -EBADF, -errno. */
+static ssize_t pread_fd(int fd, char *buf, size_t len) {
   ssize_t n;
 
   if (fd < 0)
     return -EBADF;
   do
-    n = pread(fd, buf, sizeof(buf) - 1, 0);
+    n = pread(fd, buf, len - 1, 0);
   while (n < 0 && errno == EINTR);
   if (n <= 0)
     return n < 0 ? -errno : -ESRCH;
   buf[n] = '\0';
+  return n;
+}
+
+int pst_proc_schedstat_fd(int fd, uint64_t *ran_ns) {
+  unsigned long long run, wait;
+  char buf[128];
+  ssize_t n = pread_fd(fd, buf, sizeof(buf));
+
+  if (n < 0)
+    return (int)n;
   if (sscanf(buf, "%llu %llu", &run, &wait) != 2)
     return -EINVAL;
   *ran_ns = run + wait;
@@ -173,17 +183,9 @@ int pst_proc_schedstat_fd(int fd, uint64_t *ran_ns) {
 
 int pst_proc_stat_fd(int fd, char *state, uint64_t *starttime) {
   char buf[1024];
-  ssize_t n;
+  ssize_t n = pread_fd(fd, buf, sizeof(buf));
 
-  if (fd < 0)
-    return -EBADF;
-  do
-    n = pread(fd, buf, sizeof(buf) - 1, 0);
-  while (n < 0 && errno == EINTR);
-  if (n <= 0)
-    return n < 0 ? -errno : -ESRCH;
-  buf[n] = '\0';
-  return pst_proc_parse_stat(buf, state, starttime);
+  return n < 0 ? (int)n : pst_proc_parse_stat(buf, state, starttime);
 }
 
 int pst_proc_task_stat(pid_t pid, pid_t tid, char *state, uint64_t *starttime) {
