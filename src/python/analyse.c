@@ -32,6 +32,9 @@ void pst_py_exit(struct pst_py *py) {
   free(py->scratch.hdrs);
   free(py->scratch.hdr_of);
   free(py->scratch.guess);
+  free(py->scratch.visit);
+  free(py->scratch.civ);
+  free(py->scratch.cbytes);
   memset(&py->scratch, 0, sizeof(py->scratch));
 }
 
