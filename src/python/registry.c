@@ -249,6 +249,8 @@ static int cmp_addr(const void *a, const void *b) {
 /* Rebuilds r->by_addr for r->ints (qsort has no context argument: a
  * file-static base; the reader is not thread-safe anyway). */
 static void index_ints(struct pst_py_reg *r) {
+  if (r->nints <= 0)
+    return; /* qsort's base may be NULL then, which it must not be */
   for (int i = 0; i < r->nints; i++)
     r->by_addr[i] = i;
   sort_base = r->ints;
