@@ -369,6 +369,7 @@ def run_mode(t, g, mode, a, tmp, log):
     off()
     pairs = []
     prof_on_ns = prof_off_ns = stat_on_ns = on_wall = off_wall = 0.0
+    target_on_ns = 0.0
     fin = None
     try:
         for k in range(a.pairs):
@@ -390,6 +391,7 @@ def run_mode(t, g, mode, a, tmp, log):
                     dp = cpu_ns(prof.pid) - p0
                     if state == "on":
                         prof_on_ns += dp
+                        target_on_ns += w["cpu_unit"] * w["units"]
                         stat_on_ns += stat_cpu_ns(prof.pid) - s0
                         on_wall += w["wall"]
                     else:
@@ -438,6 +440,11 @@ def run_mode(t, g, mode, a, tmp, log):
             "prof_off_share": prof_off_ns / 1e9 / max(off_wall, 1e-9),
             "us_per_sample": prof_on_ns / 1e3 / max(samples_on, 1),
             "samples": fin["samples"], "errors": fin["errors"],
+            # What the normalised slowdown is in target CPU per
+            # thread-sample: d/(1+d) of the target's CPU in the on windows.
+            "target_us_per_sample": [
+                x / (100.0 + x) * target_on_ns / 1e3 / max(samples_on, 1)
+                for x in out["norm_batch"]],
             "pause_tries": prof.pause_tries / max(prof.pauses, 1)})
     return out
 
@@ -461,7 +468,8 @@ def label(mode, a):
 
 def report(r, a):
     ind = " " * 6
-    lines = ["  %s (%d pairs):" % (label(r["mode"], a), r["n"]),
+    lines = ["  %s (%d pairs; load average %s at the end):" % (
+                 label(r["mode"], a), r["n"], r["load"]),
              ind + "CPU per unit, normalised: " + fmt_ci(r, "norm"),
              ind + "  trimmed %+.2f%% [%+.2f, %+.2f]; " % r["norm_trim"] +
              "raw %+.2f%% [%+.2f, %+.2f]" % r["raw_batch"]]
@@ -475,6 +483,8 @@ def report(r, a):
                          100 * r["prof_share"], 100 * r["prof_share_stat"],
                          r["us_per_sample"], r["samples"], r["errors"],
                          r["pause_tries"]))
+        lines.append(ind + "target CPU per thread-sample: %+.1f us "
+                     "[%+.1f, %+.1f]" % tuple(r["target_us_per_sample"]))
         if r["prof_off_share"] > 0.001:
             lines.append(ind + "WARNING: pystitch used %.2f%% of a CPU "
                          "while paused" % (100 * r["prof_off_share"]))
@@ -547,6 +557,8 @@ def main():
                 for mode in a.modes.split(","):
                     r = run_mode(t, g, mode, a, tmp, log)
                     r["threads"] = n
+                    with open("/proc/loadavg") as f:
+                        r["load"] = f.read().split()[0]
                     results.append(r)
                     print(report(r, a))
                     sys.stdout.flush()
