@@ -92,6 +92,24 @@ static void sync_dir(const char *path) {
   free(dir);
 }
 
+/* pst_writer_save() into something that is not a regular file. */
+static int write_special(const struct pst_writer_ops *w,
+                         const struct pst_profile *p, const char *path) {
+  FILE *f = fopen(path, "wb");
+  int err;
+
+  if (!f)
+    return -errno;
+  err = w->write(p, f);
+  if (fflush(f) && !err)
+    err = -errno;
+  if (ferror(f) && !err)
+    err = -EIO;
+  if (fclose(f) && !err)
+    err = -errno;
+  return err;
+}
+
 int pst_writer_save(const struct pst_writer_ops *w, const struct pst_profile *p,
                     const char *path) {
   struct stat st;
@@ -104,6 +122,10 @@ int pst_writer_save(const struct pst_writer_ops *w, const struct pst_profile *p,
   /* rename() would say EISDIR too, but only after the writer's work. */
   if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
     return -EISDIR;
+  /* Not a regular file (/dev/null, /dev/stdout, a FIFO): written into as
+   * it is. A rename over it would replace the device node with a file. */
+  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+    return write_special(w, p, path);
   err = open_temp(path, &tmp, &fd);
   if (err)
     return err;

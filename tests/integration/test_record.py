@@ -275,6 +275,24 @@ def check_duration_stops_command(interp):
     return "\n".join(problems)
 
 
+def check_dev_null(interp):
+    """-o /dev/null (as root): the profile goes into the device, which
+    stays a device (a rename over it would replace it with a file)."""
+    if interp.rootfs:
+        return None
+    import stat
+    r = subprocess.run([PST, "record", "-d", "0.5", "-f", "folded", "-o",
+                        "/dev/null", "--", interp.exe, "-c",
+                        "import time; time.sleep(5)"], capture_output=True,
+                       timeout=60)
+    st = os.stat("/dev/null")
+    if not stat.S_ISCHR(st.st_mode):
+        return "/dev/null is no longer a character device"
+    if r.returncode != 0:
+        return "exit %d: %s" % (r.returncode, r.stderr.decode()[-300:])
+    return ""
+
+
 def check_churn(interp):
     t = pytargets.Target(interp, "churn.py", ["3"])
     try:
@@ -393,6 +411,7 @@ def main():
         run("failing command reported", check_command_fails, interp)
         run("duration stops the command", check_duration_stops_command,
             interp)
+        run("-o /dev/null", check_dev_null, interp)
         run("thread churn", check_churn, interp)
         run("subprocesses", check_subprocesses, interp)
         run("formats", check_formats, interp)
