@@ -240,11 +240,18 @@ def check_duration_stops_command(interp):
     problems = []
     for keep in (False, True):
         start = time.time()
-        r, out = record(["-d", "1", "-v", "-f", "folded"] +
-                        (["--keep-running"] if keep else []) +
-                        ["--", interp.exe, "-c", LONG_RUN])
+        # stderr to a file, not a pipe: the command inherits it, and a pipe
+        # would keep subprocess waiting for as long as the command runs.
+        out = os.path.join(TMP, "out-%d" % len(os.listdir(TMP)))
+        with tempfile.TemporaryFile() as log:
+            r = subprocess.run(
+                [PST, "record", "-o", out, "-d", "1", "-v", "-f", "folded"] +
+                (["--keep-running"] if keep else []) +
+                ["--", interp.exe, "-c", LONG_RUN],
+                stdout=subprocess.DEVNULL, stderr=log, timeout=120)
+            log.seek(0)
+            err = log.read().decode(errors="replace")
         took = time.time() - start
-        err = r.stderr.decode(errors="replace")
         kids = [int(m) for m in re.findall(r"recording process (\d+)", err)]
         if r.returncode != 0:
             problems.append("exit %d: %s" % (r.returncode, err[-400:]))
@@ -277,17 +284,25 @@ def check_duration_stops_command(interp):
 
 def check_dev_null(interp):
     """-o /dev/null (as root): the profile goes into the device, which
-    stays a device (a rename over it would replace it with a file)."""
+    stays a device (a rename over it would replace it with a file). Tried
+    on a device node of the test's own (the same device as /dev/null), so
+    that a regression cannot break the machine's /dev/null."""
     if interp.rootfs:
         return None
     import stat
+    node = os.path.join(TMP, "null")
+    try:
+        os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    except OSError as e:
+        return None if e.errno == 1 else "mknod: %s" % e
     r = subprocess.run([PST, "record", "-d", "0.5", "-f", "folded", "-o",
-                        "/dev/null", "--", interp.exe, "-c",
+                        node, "--", interp.exe, "-c",
                         "import time; time.sleep(5)"], capture_output=True,
                        timeout=60)
-    st = os.stat("/dev/null")
+    st = os.stat(node)
+    os.unlink(node)
     if not stat.S_ISCHR(st.st_mode):
-        return "/dev/null is no longer a character device"
+        return "the device node was replaced by a regular file"
     if r.returncode != 0:
         return "exit %d: %s" % (r.returncode, r.stderr.decode()[-300:])
     return ""

@@ -288,6 +288,13 @@ TEST_IMPL(origin_c_target) {
   ASSERT_EQ(th->o.kind, PST_ORIGIN_MAIN);
   ASSERT_EQ(th->o.fn, 0);
   th = role(&t, "plain");
+  /* Built with ASan, the helper's threads all start in the sanitizer's
+   * pthread_create wrapper: the routine is libasan's, not the test's. */
+  if (!strncmp(th->o.func, "asan_thread_start", 17)) {
+    finish(&t);
+    cleanup();
+    SKIP("sanitizer build: every thread starts in asan_thread_start");
+  }
   ASSERT_EQ(th->o.kind, PST_ORIGIN_OTHER);
   ASSERT_STR_EQ(th->o.func, "origin_plain_worker");
   ASSERT_STR_EQ(th->o.module, "origin-target");
