@@ -269,6 +269,37 @@ static void probe_role(struct pst_target *t) {
 
 /* ---- refresh ---- */
 
+/* Known threads that the task listing left out but that still live (their
+ * open stat file still reads, not a zombie): /proc/PID/task can skip the
+ * thread after one that exits while the directory is read, and a live
+ * thread missing from one refresh would lose its samples, name and state.
+ * Appends them to *tids (n of them); returns the new count or -ENOMEM. */
+static int add_missed(struct pst_target *t, pid_t **tids, int n) {
+  int m = n;
+
+  for (size_t k = 0; k < t->nthreads; k++) {
+    const struct pst_tthread *x = &t->threads[k];
+    char state = '?';
+    uint64_t start = 0;
+    pid_t *nv;
+    int i;
+
+    for (i = 0; i < n && (*tids)[i] != x->th.tid; i++)
+      ;
+    if (i < n || x->statfd < 0 ||
+        pst_proc_stat_fd(x->statfd, &state, &start) || state == 'Z' ||
+        state == 'X' || start != x->starttime)
+      continue;
+    nv = realloc(*tids, ((size_t)m + 1) * sizeof(**tids));
+    if (!nv)
+      return -ENOMEM;
+    *tids = nv;
+    (*tids)[m++] = x->th.tid;
+    t->missed_listing++;
+  }
+  return m;
+}
+
 int pst_target_refresh(struct pst_target *t) {
   struct tstate_list *list = NULL;
   struct pst_tthread *threads;
@@ -278,6 +309,10 @@ int pst_target_refresh(struct pst_target *t) {
   n = pst_proc_tasks(t->pid, &tids);
   if (n < 0)
     return n;
+  if ((n = add_missed(t, &tids, n)) < 0) {
+    free(tids);
+    return n;
+  }
   threads = calloc((size_t)n + 1, sizeof(*threads));
   if (!threads) {
     free(tids);

@@ -21,7 +21,7 @@
   X(profile_runs_and_dedup) X(hash_functions) X(hash_table) X(dmcache_slots)
 
 #define PST_PY_TESTS(X)                                                        \
-  X(debug_offsets_313) X(layout_check_bounds) X(target_never_left_traced)
+  X(debug_offsets_313) X(layout_check_bounds) X(target_never_left_traced) X(target_exits_hide_no_thread)
 
 #define PST_TSD_TESTS(X) X(tsd_glibc_threads) X(tsd_musl_threads)
 

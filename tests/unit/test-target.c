@@ -1,8 +1,10 @@
 /* test-target.c: while pystitch still has the target open (so the kernel
  * has not cleaned up after us), no thread is left traced or stopped, after
  * repeated snapshots, and a stopped target stays stopped (and is not
- * resumed by us). */
+ * resumed by us); threads exiting never hide a live thread from a
+ * snapshot (the kernel's /proc/PID/task listing can). */
 #include <dirent.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,5 +98,103 @@ TEST_IMPL(target_never_left_traced) {
   pst_target_close(t);
   kill(pid, SIGKILL);
   waitpid(pid, NULL, 0);
+  return 0;
+}
+
+/* Is every tid of want[] in the n of have[]? */
+static int all_listed(const pid_t *want, int nwant, const pid_t *have,
+                      int n) {
+  for (int i = 0; i < nwant; i++) {
+    int j;
+    for (j = 0; j < n && have[j] != want[i]; j++)
+      ;
+    if (j == n)
+      return 0;
+  }
+  return 1;
+}
+
+/* tests/targets/exits.py, ROUNDS times: 8 threads exit, each in front of
+ * one that lives on, while we list the tasks (the kernel's listing,
+ * counted) and take snapshots, each of which must hold the 8. */
+#define ROUNDS 200
+#define PAIRS 8
+TEST_IMPL(target_exits_hide_no_thread) {
+  char py[512], script[1024], line[256];
+  int in[2], out[2], snaps = 0, lists = 0, raw_missed = 0;
+  struct pst_target *t = NULL;
+  FILE *f, *cmd;
+  pid_t pid;
+
+  if (find_python(3, 12, py, sizeof(py)) && find_python(3, 11, py, sizeof(py)))
+    SKIP("no python3.12 or python3.11");
+  snprintf(script, sizeof(script), "%s/tests/targets/exits.py",
+           getenv("PST_SRCDIR") ? getenv("PST_SRCDIR") : ".");
+  ASSERT(pipe(in) == 0 && pipe(out) == 0);
+  pid = fork();
+  ASSERT(pid >= 0);
+  if (pid == 0) {
+    dup2(in[0], 0);
+    dup2(out[1], 1);
+    close(in[1]);
+    close(out[0]);
+    execl(py, py, "-u", script, (char *)NULL);
+    _exit(127);
+  }
+  close(in[0]);
+  close(out[1]);
+  f = fdopen(out[0], "r");
+  cmd = fdopen(in[1], "w");
+  ASSERT(f && cmd);
+  for (int round = 0; round < ROUNDS; round++) {
+    const struct pst_thread *th;
+    struct pollfd pfd = {.fd = out[0], .events = POLLIN};
+    pid_t longs[PAIRS], tids[64];
+    char *p = line + 6;
+    int m;
+
+    fputs("round\n", cmd);
+    fflush(cmd);
+    if (!fgets(line, sizeof(line), f) || strncmp(line, "round ", 6))
+      TEST_FAIL("target: %s", line);
+    for (int i = 0; i < PAIRS; i++)
+      longs[i] = (pid_t)strtol(p, &p, 10);
+    ASSERT_GT(longs[PAIRS - 1], 0);
+    if (!t)
+      ASSERT_EQ(pst_target_open(pid, &t), 0);
+    ASSERT_GT(pst_target_snapshot(t, &th), PAIRS); /* all known */
+    fputs("go\n", cmd);
+    fflush(cmd);
+    while (poll(&pfd, 1, 0) == 0) {
+      pid_t *raw;
+      int n = pst_proc_tasks(pid, &raw);
+
+      ASSERT_GT(n, 0);
+      lists++;
+      raw_missed += !all_listed(longs, PAIRS, raw, n);
+      free(raw);
+      m = pst_target_snapshot(t, &th);
+      ASSERT_GT(m, PAIRS);
+      ASSERT_LT(m, 64);
+      for (int i = 0; i < m; i++)
+        tids[i] = th[i].tid;
+      snaps++;
+      if (!all_listed(longs, PAIRS, tids, m))
+        TEST_FAIL("round %d: a snapshot left out a live thread (%d listed)",
+                  round, m);
+    }
+    if (!fgets(line, sizeof(line), f) || strncmp(line, "done", 4))
+      TEST_FAIL("target: %s", line);
+    fputs("next\n", cmd);
+    fflush(cmd);
+  }
+  printf("# %d rounds, %d snapshots while a thread exited: none left a live "
+         "thread out; the kernel's listing left one out %d times in %d\n",
+         ROUNDS, snaps, raw_missed, lists);
+  pst_target_close(t);
+  fclose(cmd);
+  kill(pid, SIGKILL);
+  waitpid(pid, NULL, 0);
+  fclose(f);
   return 0;
 }
