@@ -31,6 +31,17 @@ struct pst_opts {
 };
 
 int pst_cmd_dump(const struct pst_opts *o);
+/* top parses its own options: argv[1] is "top". */
+int pst_cmd_top(int argc, char **argv);
+
+/* Shared by record and top (cmd_record.c). -1 on a bad value. */
+struct pst_sampler_opts;
+struct pst_sampler_stats;
+int pst_cli_parse_double(const char *s, double lo, double hi, double *out);
+int pst_cli_parse_pids(const char *s, struct pst_sampler_opts *o);
+/* "9 torn, 0 gone, 3 EFAULT: ...": every error kind of st named. */
+void pst_cli_error_kinds(const struct pst_sampler_stats *st, char *buf,
+                         size_t len);
 /* record parses its own options: argv[1] is "record". */
 int pst_cmd_record(int argc, char **argv);
 

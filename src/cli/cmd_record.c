@@ -64,7 +64,7 @@ static int usage_error(const char *what, const char *arg) {
   return PST_EXIT_USAGE;
 }
 
-static int parse_double(const char *s, double lo, double hi, double *out) {
+int pst_cli_parse_double(const char *s, double lo, double hi, double *out) {
   char *end;
   double v;
 
@@ -76,7 +76,7 @@ static int parse_double(const char *s, double lo, double hi, double *out) {
   return 0;
 }
 
-static int parse_pids(const char *s, struct pst_sampler_opts *o) {
+int pst_cli_parse_pids(const char *s, struct pst_sampler_opts *o) {
   char *copy = strdup(s), *tok, *save = NULL;
   int err = 0;
 
@@ -177,8 +177,8 @@ static const char *error_reason(int err) {
 }
 
 /* "9 torn, 0 gone, 3 EFAULT: ...; 1 ENOSYS: ...": every kind named. */
-static void error_kinds(const struct pst_sampler_stats *st, char *buf,
-                        size_t len) {
+void pst_cli_error_kinds(const struct pst_sampler_stats *st, char *buf,
+                         size_t len) {
   size_t off;
 
   off = (size_t)snprintf(buf, len, "%llu torn, %llu gone",
@@ -205,7 +205,7 @@ static void summary(const char *path, const struct pst_writer_ops *w,
   uint64_t all = st->samples + st->errors;
   char kinds[1024];
 
-  error_kinds(st, kinds, sizeof(kinds));
+  pst_cli_error_kinds(st, kinds, sizeof(kinds));
   fprintf(stderr,
           "pystitch: wrote %s (%s): %llu samples of %zu threads in %d "
           "process%s over %.1f s\n",
@@ -294,16 +294,16 @@ int pst_cmd_record(int argc, char **argv) {
          -1) {
     switch (c) {
     case 'p':
-      if (parse_pids(optarg, &o))
+      if (pst_cli_parse_pids(optarg, &o))
         return usage_error("--pid: not a list of process ids:", optarg);
       break;
     case 'r':
-      if (parse_double(optarg, 0, RATE_MAX, &o.rate_hz))
+      if (pst_cli_parse_double(optarg, 0, RATE_MAX, &o.rate_hz))
         return usage_error("--rate: want a number of Hz in (0, 20000], got",
                            optarg);
       break;
     case 'd':
-      if (parse_double(optarg, 0, DURATION_MAX, &o.duration_s))
+      if (pst_cli_parse_double(optarg, 0, DURATION_MAX, &o.duration_s))
         return usage_error("--duration: want seconds in (0, 30 days], got",
                            optarg);
       break;

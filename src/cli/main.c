@@ -15,6 +15,8 @@ static const char usage_text[] =
     "Commands:\n"
     "  record -p PID | -- CMD sample to a profile (see 'pystitch record "
     "--help')\n"
+    "  top -p PID | -- CMD    a table of where the targets spend their time\n"
+    "                         now, every second (see 'pystitch top --help')\n"
     "  dump -p PID [--json] [--native] [--nonblocking]\n"
     "                         print every thread's current stack\n"
     "  info -p PID            show how pystitch sees the process\n"
@@ -76,7 +78,7 @@ int main(int argc, char **argv) {
   int c;
 
   if (argc < 2)
-    return usage_error("%s", "missing command (record, dump, info)");
+    return usage_error("%s", "missing command (record, top, dump, info)");
   cmd = argv[1];
   if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help")) {
     fputs(usage_text, stdout);
@@ -88,9 +90,11 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(cmd, "record"))
     return pst_cmd_record(argc, argv);
+  if (!strcmp(cmd, "top"))
+    return pst_cmd_top(argc, argv);
   if (strcmp(cmd, "dump") && strcmp(cmd, "info"))
-    return usage_error("unknown command '%s' (expected record, dump or "
-                       "info)",
+    return usage_error("unknown command '%s' (expected record, top, dump "
+                       "or info)",
                        cmd);
   optind = 2;
   opterr = 0; /* our own one-line messages */

@@ -62,9 +62,9 @@ struct pst_target {
   struct pst_thread *view; /* what the last sample returned */
   struct pst_frame *pool;  /* frames of all threads of the last sample */
   size_t pool_cap;
-  uint64_t torn_retries;  /* walks redone because the stack moved */
+  uint64_t torn_retries;   /* walks redone because the stack moved */
   uint64_t missed_listing; /* live threads /proc/PID/task left out, kept */
-  uint64_t exact_rereads; /* PST_SAMPLE_EXACT: threads read again stopped */
+  uint64_t exact_rereads;  /* PST_SAMPLE_EXACT: threads read again stopped */
   struct pst_native_sampler *native; /* --native, made at the first use */
   struct pst_modcache *modcache;     /* modules, for both of them: */
   struct pst_resolver *resolver;     /* native-only threads' start routines */

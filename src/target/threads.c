@@ -286,9 +286,8 @@ static int add_missed(struct pst_target *t, pid_t **tids, int n) {
 
     for (i = 0; i < n && (*tids)[i] != x->th.tid; i++)
       ;
-    if (i < n || x->statfd < 0 ||
-        pst_proc_stat_fd(x->statfd, &state, &start) || state == 'Z' ||
-        state == 'X' || start != x->starttime)
+    if (i < n || x->statfd < 0 || pst_proc_stat_fd(x->statfd, &state, &start) ||
+        state == 'Z' || state == 'X' || start != x->starttime)
       continue;
     nv = realloc(*tids, ((size_t)m + 1) * sizeof(**tids));
     if (!nv)

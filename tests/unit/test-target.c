@@ -102,8 +102,7 @@ TEST_IMPL(target_never_left_traced) {
 }
 
 /* Is every tid of want[] in the n of have[]? */
-static int all_listed(const pid_t *want, int nwant, const pid_t *have,
-                      int n) {
+static int all_listed(const pid_t *want, int nwant, const pid_t *have, int n) {
   for (int i = 0; i < nwant; i++) {
     int j;
     for (j = 0; j < n && have[j] != want[i]; j++)

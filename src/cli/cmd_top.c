@@ -1,0 +1,300 @@
+/* cmd_top.c: `pystitch top`: where the targets spend their time now, as a
+ * table by function printed every --delay seconds (plain text; the
+ * full-screen view is to come), from the same engine as record. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "consumer/top.h"
+#include "pystitch.h"
+#include "sampler/sampler.h"
+
+#define RATE_MAX 20000.0
+#define DELAY_MAX 3600.0
+#define ROWS_MAX 1000
+
+static const char top_usage[] =
+    "usage: pystitch top [options] -p PID[,PID...]\n"
+    "       pystitch top [options] -- COMMAND [ARGS...]\n"
+    "\n"
+    "Samples every thread of the target(s) and prints, every --delay\n"
+    "seconds, a table of the functions they spent that interval in (own:\n"
+    "on top of the stack; total: anywhere in it), then their threads.\n"
+    "Ends at Ctrl-C, --duration or the targets' exit.\n"
+    "\n"
+    "  -p, --pid PID[,PID]    processes to watch\n"
+    "  -r, --rate HZ          samples per second (default 100)\n"
+    "      --delay SEC        seconds per table (default 1)\n"
+    "      --once             print one table, after --delay, and exit\n"
+    "  -d, --duration SEC     stop after SEC seconds\n"
+    "  -n, --rows N           rows of the table (default 20)\n"
+    "      --sort KEY         own (default), total, own-time, total-time\n"
+    "      --lines            by line instead of by function\n"
+    "      --since-start      counts since the start, not per interval\n"
+    "  -s, --subprocesses     also child processes\n"
+    "      --idle             count idle threads too\n"
+    "      --gil              only the thread holding the GIL\n"
+    "      --native           native (C/C++) frames too\n"
+    "      --nonblocking      never stop a thread\n"
+    "  -v, --verbose          more diagnostics on stderr\n"
+    "\n"
+    "Examples:\n"
+    "  pystitch top -p 1234\n"
+    "  pystitch top --once --delay 2 -p 1234 > table.txt\n";
+
+struct printer {
+  struct pst_top *top;
+  const struct pst_sampler_opts *o;
+  double delay_s;
+  int once, rows, since_start;
+  enum pst_top_sort sort;
+  uint64_t last_ns;   /* when the last table was printed */
+  uint64_t errors_at; /* st->errors then */
+  double cpu_at;      /* our CPU seconds then */
+  struct pst_top_row *buf;
+};
+
+static double cpu_seconds(void) {
+  struct rusage ru;
+
+  getrusage(RUSAGE_SELF, &ru);
+  return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+         (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+static void print_table(struct printer *p, uint64_t t_ns,
+                        const struct pst_sampler_stats *st) {
+  size_t n, nth, shown, active = 0, idle = 0;
+  const struct pst_top_thread *th = pst_top_threads(p->top, &nth);
+  double wall = (double)(t_ns - p->last_ns) / 1e9, cpu = cpu_seconds();
+  uint64_t samples, errors = st->errors - p->errors_at;
+
+  n = pst_top_table(p->top, p->since_start, p->sort, p->buf, (size_t)p->rows,
+                    &samples);
+  for (size_t i = 0; i < nth; i++) {
+    active += th[i].active > 0;
+    idle += !th[i].active && th[i].idle;
+  }
+  printf(
+      "pystitch top: %.1f s at %.0f Hz, %llu thread-samples (%.0f/s), %d "
+      "process%s, threads %zu active %zu idle, %llu errors (%.2f%%), "
+      "pystitch CPU %.1f%%\n",
+      (double)t_ns / 1e9, p->o->rate_hz, (unsigned long long)samples,
+      wall > 0 ? (double)samples / wall : 0.0, st->processes,
+      st->processes == 1 ? "" : "es", active, idle, (unsigned long long)errors,
+      (samples + errors) ? 100.0 * (double)errors / (double)(samples + errors)
+                         : 0.0,
+      wall > 0 ? 100.0 * (cpu - p->cpu_at) / wall : 0.0);
+  printf("%7s %7s %9s %9s  %s\n", "%Own", "%Total", "OwnTime", "TotalTime",
+         "Function (file:line)");
+  shown = n < (size_t)p->rows ? n : (size_t)p->rows;
+  for (size_t i = 0; i < shown; i++) {
+    const struct pst_top_row *r = &p->buf[i];
+    double d = samples ? 100.0 / (double)samples : 0;
+    if (r->line)
+      printf("%6.1f%% %6.1f%% %8.2fs %8.2fs  %s (%s:%d)\n", d * (double)r->own,
+             d * (double)r->total, (double)r->own_ns / 1e9,
+             (double)r->total_ns / 1e9, r->name, r->file, r->line);
+    else
+      printf("%6.1f%% %6.1f%% %8.2fs %8.2fs  %s (%s)\n", d * (double)r->own,
+             d * (double)r->total, (double)r->own_ns / 1e9,
+             (double)r->total_ns / 1e9, r->name, r->file);
+  }
+  printf("%7s %7s %-5s %-4s %-24s %s\n", "PID", "TID", "STATE", "GIL", "THREAD",
+         "TOP");
+  for (size_t i = 0; i < nth; i++)
+    printf("%7d %7d %-5c %-4s %-24s %s\n", (int)th[i].pid, (int)th[i].tid,
+           th[i].state ? th[i].state : '?',
+           th[i].holds_gil == 1   ? "yes"
+           : th[i].holds_gil == 0 ? "no"
+                                  : "?",
+           th[i].name, th[i].active && th[i].top ? th[i].top : "(idle)");
+  printf("\n");
+  fflush(stdout);
+  p->last_ns = t_ns;
+  p->errors_at = st->errors;
+  p->cpu_at = cpu;
+  pst_top_roll(p->top);
+}
+
+static void printer_tick(void *ctx, uint64_t t_ns,
+                         const struct pst_sampler_stats *st) {
+  struct printer *p = ctx;
+
+  if (!p->once && (double)(t_ns - p->last_ns) >= p->delay_s * 1e9)
+    print_table(p, t_ns, st);
+}
+
+static const struct pst_consumer_ops printer_ops = {
+    .name = "top printer",
+    .tick = printer_tick,
+};
+
+static int usage_error(const char *what, const char *arg) {
+  fprintf(stderr, "pystitch: error: %s '%s' (see 'pystitch top --help')\n",
+          what, arg);
+  return PST_EXIT_USAGE;
+}
+
+int pst_cmd_top(int argc, char **argv) {
+  enum {
+    O_IDLE = 256,
+    O_GIL,
+    O_NATIVE,
+    O_NONBLOCKING,
+    O_DELAY,
+    O_ONCE,
+    O_SORT,
+    O_LINES,
+    O_SINCE
+  };
+  static const struct option longopts[] = {
+      {"pid", required_argument, NULL, 'p'},
+      {"rate", required_argument, NULL, 'r'},
+      {"duration", required_argument, NULL, 'd'},
+      {"rows", required_argument, NULL, 'n'},
+      {"delay", required_argument, NULL, O_DELAY},
+      {"once", no_argument, NULL, O_ONCE},
+      {"sort", required_argument, NULL, O_SORT},
+      {"lines", no_argument, NULL, O_LINES},
+      {"since-start", no_argument, NULL, O_SINCE},
+      {"subprocesses", no_argument, NULL, 's'},
+      {"idle", no_argument, NULL, O_IDLE},
+      {"gil", no_argument, NULL, O_GIL},
+      {"native", no_argument, NULL, O_NATIVE},
+      {"nonblocking", no_argument, NULL, O_NONBLOCKING},
+      {"verbose", no_argument, NULL, 'v'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  static const char *sorts[] = {"own", "total", "own-time", "total-time"};
+  struct pst_sampler_opts o = {.rate_hz = 100};
+  struct printer p = {.delay_s = 1, .rows = 20, .o = &o};
+  struct pst_consumer consumers[2];
+  struct pst_sampler_stats st;
+  int c, verbose = 0, by_line = 0, err, k;
+  double rows;
+
+  optind = 2;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, "+p:r:d:n:svh", longopts, NULL)) != -1) {
+    switch (c) {
+    case 'p':
+      if (pst_cli_parse_pids(optarg, &o))
+        return usage_error("--pid: not a list of process ids:", optarg);
+      break;
+    case 'r':
+      if (pst_cli_parse_double(optarg, 0, RATE_MAX, &o.rate_hz))
+        return usage_error("--rate: want a number of Hz in (0, 20000], got",
+                           optarg);
+      break;
+    case 'd':
+      if (pst_cli_parse_double(optarg, 0, 30.0 * 86400, &o.duration_s))
+        return usage_error("--duration: want seconds in (0, 30 days], got",
+                           optarg);
+      break;
+    case 'n':
+      if (pst_cli_parse_double(optarg, 0, ROWS_MAX, &rows) || rows != (int)rows)
+        return usage_error("--rows: want a whole number in [1, 1000], got",
+                           optarg);
+      p.rows = (int)rows;
+      break;
+    case O_DELAY:
+      if (pst_cli_parse_double(optarg, 0, DELAY_MAX, &p.delay_s) ||
+          p.delay_s < 0.05)
+        return usage_error("--delay: want seconds in [0.05, 3600], got",
+                           optarg);
+      break;
+    case O_ONCE:
+      p.once = 1;
+      break;
+    case O_SORT:
+      for (k = 0; k < 4 && strcmp(optarg, sorts[k]); k++)
+        ;
+      if (k == 4)
+        return usage_error("--sort: want own, total, own-time or "
+                           "total-time, got",
+                           optarg);
+      p.sort = (enum pst_top_sort)k;
+      break;
+    case O_LINES:
+      by_line = 1;
+      break;
+    case O_SINCE:
+      p.since_start = 1;
+      break;
+    case 's':
+      o.subprocesses = 1;
+      break;
+    case O_IDLE:
+      o.idle = 1;
+      break;
+    case O_GIL:
+      o.gil_only = 1;
+      break;
+    case O_NATIVE:
+      o.native = 1;
+      break;
+    case O_NONBLOCKING:
+      o.nonblocking = 1;
+      break;
+    case 'v':
+      verbose++;
+      break;
+    case 'h':
+      fputs(top_usage, stdout);
+      return PST_EXIT_OK;
+    default:
+      return usage_error("unknown or incomplete option", argv[optind - 1]);
+    }
+  }
+  if (optind < argc)
+    o.argv = argv + optind;
+  if (!o.npids && !o.argv) {
+    fprintf(stderr, "pystitch: error: top needs -p PID or -- COMMAND "
+                    "(see 'pystitch top --help')\n");
+    return PST_EXIT_USAGE;
+  }
+  if (o.argv && o.npids) {
+    fprintf(stderr, "pystitch: error: give -p PID or -- COMMAND, not both "
+                    "(see 'pystitch top --help')\n");
+    return PST_EXIT_USAGE;
+  }
+  if (p.once && (!o.duration_s || o.duration_s > p.delay_s))
+    o.duration_s = p.delay_s;
+  pst_log_set_level(verbose);
+  p.buf = calloc((size_t)p.rows, sizeof(*p.buf));
+  if (!p.buf || pst_top_new(by_line, &p.top)) {
+    free(p.buf);
+    fprintf(stderr, "pystitch: error: out of memory\n");
+    return PST_EXIT_ERROR;
+  }
+  p.cpu_at = cpu_seconds();
+  consumers[0] = (struct pst_consumer){&pst_top_consumer_ops, p.top};
+  consumers[1] = (struct pst_consumer){&printer_ops, &p};
+  err = pst_sampler_run(&o, consumers, 2, &st);
+  if (!err) {
+    uint64_t left;
+    /* The last (partial) interval, or the one table of --once. */
+    pst_top_table(p.top, 0, p.sort, p.buf, 0, &left);
+    if (left || p.once)
+      print_table(&p, (uint64_t)(st.elapsed_s * 1e9), &st);
+    if (st.child_exited && st.child_status != 0)
+      fprintf(stderr, "pystitch: the command exited with status %d\n",
+              st.child_status);
+  }
+  pst_top_free(p.top);
+  free(p.buf);
+  if (err) {
+    if (err == -ENOENT && o.argv) {
+      fprintf(stderr, "pystitch: error: command not found: %s\n", o.argv[0]);
+      return PST_EXIT_NO_PROCESS;
+    }
+    return pst_cli_explain(o.npids ? o.pids[0] : 0, err);
+  }
+  return PST_EXIT_OK;
+}

@@ -1,0 +1,249 @@
+/* top.c: the top consumer: thread-samples counted by function (or line),
+ * own and total, per interval and since the start; the threads seen. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "consumer/top.h"
+#include "util/array.h"
+#include "util/hash.h"
+
+/* A function (or line): counters of the interval (_i) and since start. */
+struct ent {
+  char *name, *file;
+  int line;
+  uint32_t stamp; /* the sample that last counted it in total */
+  uint64_t own_i, total_i, own_ns_i, total_ns_i;
+  uint64_t own_a, total_a, own_ns_a, total_ns_a;
+};
+
+struct key {
+  const char *name, *file;
+  int line;
+};
+
+struct pst_top {
+  int by_line;
+  struct ent *e;
+  size_t ne, cap;
+  struct pst_hash ids;
+  uint32_t stamp;
+  uint64_t samples_i, samples_a; /* thread-samples with a stack */
+  struct pst_top_thread *th;
+  size_t nth, thcap;
+  struct pst_top_row *rows; /* what pst_top_table() returned */
+  size_t rowcap;
+};
+
+int pst_top_new(int by_line, struct pst_top **out) {
+  struct pst_top *t = calloc(1, sizeof(*t));
+
+  if (!t)
+    return -ENOMEM;
+  t->by_line = by_line;
+  *out = t;
+  return 0;
+}
+
+void pst_top_free(struct pst_top *t) {
+  if (!t)
+    return;
+  for (size_t i = 0; i < t->ne; i++) {
+    free(t->e[i].name);
+    free(t->e[i].file);
+  }
+  free(t->e);
+  pst_hash_exit(&t->ids);
+  free(t->th);
+  free(t->rows);
+  free(t);
+}
+
+static int ent_eq(const void *ctx, uint32_t id, const void *key) {
+  const struct ent *e = &((const struct pst_top *)ctx)->e[id];
+  const struct key *k = key;
+
+  return e->line == k->line && !strcmp(e->name, k->name) &&
+         !strcmp(e->file, k->file);
+}
+
+/* The entry of frame f: its id, or -ENOMEM. */
+static int64_t ent_of(struct pst_top *t, const struct pst_frame *f) {
+  struct key k = {f->name ? f->name : "?", f->filename ? f->filename : "",
+                  t->by_line ? f->line : 0};
+  uint64_t h =
+      pst_hash_mix(pst_hash_mix(pst_hash_str(k.name), pst_hash_str(k.file)),
+                   (uint64_t)(unsigned)k.line);
+  int64_t id = pst_hash_find(&t->ids, h, ent_eq, t, &k);
+  struct ent *e;
+
+  if (id >= 0)
+    return id;
+  if (t->ne >= UINT32_MAX - 1 ||
+      pst_array_reserve((void **)&t->e, &t->cap, t->ne + 1, sizeof(*t->e)))
+    return -ENOMEM;
+  e = &t->e[t->ne];
+  memset(e, 0, sizeof(*e));
+  e->name = strdup(k.name);
+  e->file = strdup(k.file);
+  e->line = k.line;
+  if (!e->name || !e->file || pst_hash_insert(&t->ids, h, (uint32_t)t->ne)) {
+    free(e->name);
+    free(e->file);
+    return -ENOMEM;
+  }
+  return (int64_t)t->ne++;
+}
+
+static struct pst_top_thread *thread_of(struct pst_top *t, pid_t pid,
+                                        pid_t tid) {
+  struct pst_top_thread *x;
+
+  for (size_t i = 0; i < t->nth; i++)
+    if (t->th[i].tid == tid && t->th[i].pid == pid)
+      return &t->th[i];
+  if (pst_array_reserve((void **)&t->th, &t->thcap, t->nth + 1, sizeof(*t->th)))
+    return NULL;
+  x = &t->th[t->nth++];
+  memset(x, 0, sizeof(*x));
+  x->pid = pid;
+  x->tid = tid;
+  x->holds_gil = -1;
+  return x;
+}
+
+static int top_sample(void *ctx, const struct pst_sample *s) {
+  struct pst_top *t = ctx;
+  const struct pst_thread *th = s->thread;
+  struct pst_top_thread *x = thread_of(t, s->proc->pid, th->tid);
+
+  if (!x)
+    return -ENOMEM;
+  snprintf(x->name, sizeof(x->name), "%s", th->name);
+  x->state = th->state;
+  x->holds_gil = th->holds_gil;
+  if (s->kind == PST_SK_IDLE) {
+    x->idle++;
+    return 0;
+  }
+  if (s->kind == PST_SK_ERROR) {
+    x->errors++;
+    return 0;
+  }
+  if (!th->nframes) {
+    x->idle++;
+    return 0;
+  }
+  x->active++;
+  t->samples_i++;
+  t->stamp++;
+  for (size_t i = 0; i < th->nframes; i++) {
+    int64_t id = ent_of(t, &th->frames[i]);
+    struct ent *e;
+    if (id < 0)
+      return (int)id;
+    e = &t->e[id];
+    if (i == 0) {
+      e->own_i++;
+      e->own_ns_i += s->weight_ns;
+      x->top = e->name;
+    }
+    if (e->stamp != t->stamp) { /* recursion counts once */
+      e->stamp = t->stamp;
+      e->total_i++;
+      e->total_ns_i += s->weight_ns;
+    }
+  }
+  return 0;
+}
+
+const struct pst_consumer_ops pst_top_consumer_ops = {
+    .name = "top",
+    .sample = top_sample,
+};
+
+void pst_top_roll(struct pst_top *t) {
+  size_t j = 0;
+
+  for (size_t i = 0; i < t->ne; i++) {
+    struct ent *e = &t->e[i];
+    e->own_a += e->own_i;
+    e->total_a += e->total_i;
+    e->own_ns_a += e->own_ns_i;
+    e->total_ns_a += e->total_ns_i;
+    e->own_i = e->total_i = e->own_ns_i = e->total_ns_i = 0;
+  }
+  t->samples_a += t->samples_i;
+  t->samples_i = 0;
+  /* Threads not seen for a whole interval have ended (or their process
+   * has): they leave the pane. */
+  for (size_t i = 0; i < t->nth; i++) {
+    struct pst_top_thread *x = &t->th[i];
+    if (!x->active && !x->idle && !x->errors)
+      continue;
+    x->active = x->idle = x->errors = 0;
+    t->th[j++] = *x;
+  }
+  t->nth = j;
+}
+
+static enum pst_top_sort sort_by;
+
+static uint64_t sort_key(const struct pst_top_row *r) {
+  switch (sort_by) {
+  case PST_TOP_TOTAL:
+    return r->total;
+  case PST_TOP_OWN_TIME:
+    return r->own_ns;
+  case PST_TOP_TOTAL_TIME:
+    return r->total_ns;
+  default:
+    return r->own;
+  }
+}
+
+static int row_cmp(const void *a, const void *b) {
+  const struct pst_top_row *x = a, *y = b;
+  uint64_t kx = sort_key(x), ky = sort_key(y);
+  int c;
+
+  if (kx != ky)
+    return kx < ky ? 1 : -1;
+  if (x->total != y->total)
+    return x->total < y->total ? 1 : -1;
+  c = strcmp(x->name, y->name);
+  return c ? c : x->line - y->line;
+}
+
+size_t pst_top_table(struct pst_top *t, int since_start, enum pst_top_sort by,
+                     struct pst_top_row *rows, size_t max, uint64_t *samples) {
+  size_t n = 0;
+
+  *samples = since_start ? t->samples_a + t->samples_i : t->samples_i;
+  if (pst_array_reserve((void **)&t->rows, &t->rowcap, t->ne + 1,
+                        sizeof(*t->rows)))
+    return 0;
+  for (size_t i = 0; i < t->ne; i++) {
+    const struct ent *e = &t->e[i];
+    struct pst_top_row *r = &t->rows[n];
+    r->name = e->name;
+    r->file = e->file;
+    r->line = e->line;
+    r->own = e->own_i + (since_start ? e->own_a : 0);
+    r->total = e->total_i + (since_start ? e->total_a : 0);
+    r->own_ns = e->own_ns_i + (since_start ? e->own_ns_a : 0);
+    r->total_ns = e->total_ns_i + (since_start ? e->total_ns_a : 0);
+    n += r->total > 0;
+  }
+  sort_by = by;
+  qsort(t->rows, n, sizeof(*t->rows), row_cmp);
+  memcpy(rows, t->rows, (n < max ? n : max) * sizeof(*rows));
+  return n;
+}
+
+const struct pst_top_thread *pst_top_threads(const struct pst_top *t,
+                                             size_t *n) {
+  *n = t->nth;
+  return t->th;
+}

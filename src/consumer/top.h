@@ -1,0 +1,69 @@
+/* top.h: the consumer of `pystitch top`: thread-samples counted by
+ * function (or line), own and total, for the current interval and since
+ * the start, and the threads seen, for the live table.
+ *
+ * Memory stays bounded by what the targets run: one entry per distinct
+ * function (or line) and per thread, each with fixed counters; intervals
+ * are rolled by pst_top_roll(), not kept.
+ * Ownership: pst_top_new() returns a consumer freed by pst_top_free(); it
+ * copies every string it keeps (frame strings die at proc_end). Hand it
+ * to the engine as {&pst_top_consumer_ops, top}. Not thread-safe: the
+ * engine's thread only.
+ */
+#ifndef PST_CONSUMER_TOP_H
+#define PST_CONSUMER_TOP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sampler/sampler.h"
+
+struct pst_top;
+
+extern const struct pst_consumer_ops pst_top_consumer_ops;
+
+/* One row of the function table. */
+struct pst_top_row {
+  const char *name, *file;
+  int line;            /* 0 when aggregated by function */
+  uint64_t own, total; /* samples: on top of the stack, anywhere in it */
+  uint64_t own_ns, total_ns;
+};
+
+/* One thread as last seen. */
+struct pst_top_thread {
+  pid_t pid, tid;
+  char name[64];
+  char state;                    /* kernel state letter at its last sample */
+  int holds_gil;                 /* 1, 0, -1 unknown */
+  uint64_t active, idle, errors; /* samples in the interval */
+  const char *top;               /* its innermost function at the last stack */
+};
+
+enum pst_top_sort {
+  PST_TOP_OWN = 0,
+  PST_TOP_TOTAL,
+  PST_TOP_OWN_TIME,
+  PST_TOP_TOTAL_TIME
+};
+
+/* by_line: aggregate by (function, line) instead of function. 0 or
+ * -ENOMEM. */
+int pst_top_new(int by_line, struct pst_top **out);
+void pst_top_free(struct pst_top *t);
+
+/* Ends the interval: its counts move into the since-start ones. */
+void pst_top_roll(struct pst_top *t);
+
+/* The table, sorted: since_start 0 gives the current interval. Writes at
+ * most max rows and returns how many there are in all; *samples gets the
+ * thread-samples the percentages are of. Rows live until the next call
+ * into t. */
+size_t pst_top_table(struct pst_top *t, int since_start, enum pst_top_sort by,
+                     struct pst_top_row *rows, size_t max, uint64_t *samples);
+
+/* The threads seen (live ones, in order of appearance): *n of them. */
+const struct pst_top_thread *pst_top_threads(const struct pst_top *t,
+                                             size_t *n);
+
+#endif
