@@ -10,7 +10,7 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends \
   build-essential autoconf automake libtool pkg-config \
-  libelf-dev libcapstone-dev libunwind-dev libuv1-dev \
+  libelf-dev libcapstone-dev libunwind-dev libuv1-dev libncurses-dev tmux \
   musl-tools debootstrap python3 util-linux procps ca-certificates strace \
   protobuf-c-compiler libprotobuf-c-dev zlib1g-dev protobuf-compiler \
   liblzma-dev libiberty-dev xz-utils \

@@ -1,8 +1,9 @@
 /* cmd_top.c: `pystitch top`: where the targets spend their time now, as a
- * table by function printed every --delay seconds (plain text; the
- * full-screen view is to come), from the same engine as record. */
+ * table by function every --delay seconds, full-screen on a terminal
+ * (cli/top_screen.c) or as plain text, from the same engine as record. */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/top_screen.h"
 #include "consumer/top.h"
 #include "pystitch.h"
 #include "sampler/sampler.h"
@@ -22,15 +24,20 @@ static const char top_usage[] =
     "usage: pystitch top [options] -p PID[,PID...]\n"
     "       pystitch top [options] -- COMMAND [ARGS...]\n"
     "\n"
-    "Samples every thread of the target(s) and prints, every --delay\n"
+    "Samples every thread of the target(s) and shows, every --delay\n"
     "seconds, a table of the functions they spent that interval in (own:\n"
-    "on top of the stack; total: anywhere in it), then their threads.\n"
-    "Ends at Ctrl-C, --duration or the targets' exit.\n"
+    "on top of the stack; total: anywhere in it), then their threads. On a\n"
+    "terminal: a full-screen view, with keys 1-4 (sort by own, total, own\n"
+    "time, total time), w (last interval / since start), l (by line /\n"
+    "function), t (thread pane), q (quit). Else (a pipe, a file, --plain):\n"
+    "one plain table per interval. Ends at q, Ctrl-C, --duration or the\n"
+    "targets' exit.\n"
     "\n"
     "  -p, --pid PID[,PID]    processes to watch\n"
     "  -r, --rate HZ          samples per second (default 100)\n"
     "      --delay SEC        seconds per table (default 1)\n"
     "      --once             print one table, after --delay, and exit\n"
+    "      --plain            plain tables even on a terminal\n"
     "  -d, --duration SEC     stop after SEC seconds\n"
     "  -n, --rows N           rows of the table (default 20)\n"
     "      --sort KEY         own (default), total, own-time, total-time\n"
@@ -48,7 +55,11 @@ static const char top_usage[] =
     "  pystitch top --once --delay 2 -p 1234 > table.txt\n";
 
 struct printer {
-  struct pst_top *top;
+  struct pst_top *top;  /* by function, or by line with --lines */
+  struct pst_top *line; /* screen: by line too (the l key), else NULL */
+  int screen;           /* full-screen view, else plain tables */
+  struct pst_top_keys keys;
+  char header[512];
   const struct pst_sampler_opts *o;
   double delay_s;
   int once, rows, since_start;
@@ -67,29 +78,59 @@ static double cpu_seconds(void) {
          (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 }
 
-static void print_table(struct printer *p, uint64_t t_ns,
+/* The header line of the interval ending at t_ns, into p->header. */
+static void make_header(struct printer *p, uint64_t t_ns,
                         const struct pst_sampler_stats *st) {
-  size_t n, nth, shown, active = 0, idle = 0;
+  size_t nth, active = 0, idle = 0;
   const struct pst_top_thread *th = pst_top_threads(p->top, &nth);
   double wall = (double)(t_ns - p->last_ns) / 1e9, cpu = cpu_seconds();
   uint64_t samples, errors = st->errors - p->errors_at;
 
-  n = pst_top_table(p->top, p->since_start, p->sort, p->buf, (size_t)p->rows,
-                    &samples);
+  pst_top_table(p->top, PST_TOP_INTERVAL, p->sort, p->buf, 0, &samples);
   for (size_t i = 0; i < nth; i++) {
     active += th[i].active > 0;
     idle += !th[i].active && th[i].idle;
   }
-  printf(
+  snprintf(
+      p->header, sizeof(p->header),
       "pystitch top: %.1f s at %.0f Hz, %llu thread-samples (%.0f/s), %d "
       "process%s, threads %zu active %zu idle, %llu errors (%.2f%%), "
-      "pystitch CPU %.1f%%\n",
+      "pystitch CPU %.1f%%",
       (double)t_ns / 1e9, p->o->rate_hz, (unsigned long long)samples,
       wall > 0 ? (double)samples / wall : 0.0, st->processes,
       st->processes == 1 ? "" : "es", active, idle, (unsigned long long)errors,
       (samples + errors) ? 100.0 * (double)errors / (double)(samples + errors)
                          : 0.0,
       wall > 0 ? 100.0 * (cpu - p->cpu_at) / wall : 0.0);
+  p->last_ns = t_ns;
+  p->errors_at = st->errors;
+  p->cpu_at = cpu;
+}
+
+/* Draws the screen from the last whole interval (or since the start). */
+static void draw(struct printer *p) {
+  struct pst_top *t = p->keys.by_line && p->line ? p->line : p->top;
+  size_t nth, n;
+  const struct pst_top_thread *th = pst_top_threads(p->top, &nth);
+  uint64_t samples;
+
+  n = pst_top_table(t, p->keys.since_start ? PST_TOP_ALL : PST_TOP_LAST,
+                    p->keys.sort, p->buf, (size_t)p->rows, &samples);
+  pst_top_screen_draw(p->header, p->buf,
+                      n < (size_t)p->rows ? n : (size_t)p->rows, samples, th,
+                      nth, &p->keys, p->delay_s);
+}
+
+static void print_table(struct printer *p, uint64_t t_ns,
+                        const struct pst_sampler_stats *st) {
+  size_t n, nth, shown;
+  const struct pst_top_thread *th = pst_top_threads(p->top, &nth);
+  uint64_t samples;
+
+  make_header(p, t_ns, st);
+  n = pst_top_table(p->top, p->since_start ? PST_TOP_ALL : PST_TOP_INTERVAL,
+                    p->sort, p->buf, (size_t)p->rows, &samples);
+  printf("%s\n", p->header);
   printf("%7s %7s %9s %9s  %s\n", "%Own", "%Total", "OwnTime", "TotalTime",
          "Function (file:line)");
   shown = n < (size_t)p->rows ? n : (size_t)p->rows;
@@ -116,18 +157,60 @@ static void print_table(struct printer *p, uint64_t t_ns,
            th[i].name, th[i].active && th[i].top ? th[i].top : "(idle)");
   printf("\n");
   fflush(stdout);
-  p->last_ns = t_ns;
-  p->errors_at = st->errors;
-  p->cpu_at = cpu;
   pst_top_roll(p->top);
 }
 
 static void printer_tick(void *ctx, uint64_t t_ns,
                          const struct pst_sampler_stats *st) {
   struct printer *p = ctx;
+  int dirty;
 
-  if (!p->once && (double)(t_ns - p->last_ns) >= p->delay_s * 1e9)
-    print_table(p, t_ns, st);
+  if (!p->screen) {
+    if (!p->once && (double)(t_ns - p->last_ns) >= p->delay_s * 1e9)
+      print_table(p, t_ns, st);
+    return;
+  }
+  dirty = pst_top_screen_keys(&p->keys);
+  if (p->keys.quit) {
+    raise(SIGINT); /* the engine's way out: it stops at this tick */
+    return;
+  }
+  if ((double)(t_ns - p->last_ns) >= p->delay_s * 1e9) {
+    make_header(p, t_ns, st);
+    pst_top_roll(p->top);
+    if (p->line)
+      pst_top_roll(p->line);
+    dirty = 1;
+  }
+  if (dirty)
+    draw(p);
+}
+
+/* The targets are gone (or sampling ended): the last figures stay on the
+ * screen until q. */
+static volatile sig_atomic_t wait_signal;
+
+static void on_wait_signal(int sig) { wait_signal = sig; }
+
+static void screen_wait(struct printer *p, const struct pst_sampler_stats *st) {
+  size_t len = strlen(p->header);
+  struct sigaction sa;
+  int ended = !p->o->duration_s || st->elapsed_s < p->o->duration_s - 0.05;
+
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = on_wait_signal;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL);
+  snprintf(p->header + len, sizeof(p->header) - len, "%s",
+           ended ? "  [the targets ended; q leaves]"
+                 : "  [--duration reached; q leaves]");
+  draw(p);
+  while (!p->keys.quit && !wait_signal) {
+    usleep(50000);
+    if (pst_top_screen_keys(&p->keys))
+      draw(p);
+  }
 }
 
 static const struct pst_consumer_ops printer_ops = {
@@ -151,7 +234,8 @@ int pst_cmd_top(int argc, char **argv) {
     O_ONCE,
     O_SORT,
     O_LINES,
-    O_SINCE
+    O_SINCE,
+    O_PLAIN
   };
   static const struct option longopts[] = {
       {"pid", required_argument, NULL, 'p'},
@@ -163,6 +247,7 @@ int pst_cmd_top(int argc, char **argv) {
       {"sort", required_argument, NULL, O_SORT},
       {"lines", no_argument, NULL, O_LINES},
       {"since-start", no_argument, NULL, O_SINCE},
+      {"plain", no_argument, NULL, O_PLAIN},
       {"subprocesses", no_argument, NULL, 's'},
       {"idle", no_argument, NULL, O_IDLE},
       {"gil", no_argument, NULL, O_GIL},
@@ -174,9 +259,9 @@ int pst_cmd_top(int argc, char **argv) {
   static const char *sorts[] = {"own", "total", "own-time", "total-time"};
   struct pst_sampler_opts o = {.rate_hz = 100};
   struct printer p = {.delay_s = 1, .rows = 20, .o = &o};
-  struct pst_consumer consumers[2];
+  struct pst_consumer consumers[3];
   struct pst_sampler_stats st;
-  int c, verbose = 0, by_line = 0, err, k;
+  int c, verbose = 0, by_line = 0, plain = 0, nconsumers = 2, err, k;
   double rows;
 
   optind = 2;
@@ -227,6 +312,9 @@ int pst_cmd_top(int argc, char **argv) {
     case O_SINCE:
       p.since_start = 1;
       break;
+    case O_PLAIN:
+      plain = 1;
+      break;
     case 's':
       o.subprocesses = 1;
       break;
@@ -276,11 +364,30 @@ int pst_cmd_top(int argc, char **argv) {
   p.cpu_at = cpu_seconds();
   consumers[0] = (struct pst_consumer){&pst_top_consumer_ops, p.top};
   consumers[1] = (struct pst_consumer){&printer_ops, &p};
-  err = pst_sampler_run(&o, consumers, 2, &st);
-  if (!err) {
+  if (!plain && !p.once && isatty(1)) {
+    p.keys.sort = p.sort;
+    p.keys.since_start = p.since_start;
+    p.keys.threads = 1;
+    /* The l key: both aggregations are kept. */
+    if (!by_line && pst_top_new(1, &p.line) == 0) {
+      consumers[2] = (struct pst_consumer){&pst_top_consumer_ops, p.line};
+      nconsumers = 3;
+    }
+    p.keys.by_line = by_line;
+    p.screen = pst_top_screen_open() == 0;
+    snprintf(p.header, sizeof(p.header), "pystitch top: sampling...");
+    if (p.screen)
+      draw(&p);
+  }
+  err = pst_sampler_run(&o, consumers, nconsumers, &st);
+  if (p.screen) {
+    if (!err && !p.keys.quit && !st.interrupted)
+      screen_wait(&p, &st);
+    pst_top_screen_close();
+  } else if (!err) {
     uint64_t left;
     /* The last (partial) interval, or the one table of --once. */
-    pst_top_table(p.top, 0, p.sort, p.buf, 0, &left);
+    pst_top_table(p.top, PST_TOP_INTERVAL, p.sort, p.buf, 0, &left);
     if (left || p.once)
       print_table(&p, (uint64_t)(st.elapsed_s * 1e9), &st);
     if (st.child_exited && st.child_status != 0)
@@ -288,6 +395,7 @@ int pst_cmd_top(int argc, char **argv) {
               st.child_status);
   }
   pst_top_free(p.top);
+  pst_top_free(p.line);
   free(p.buf);
   if (err) {
     if (err == -ENOENT && o.argv) {

@@ -16,6 +16,7 @@ struct ent {
   uint32_t stamp; /* the sample that last counted it in total */
   uint64_t own_i, total_i, own_ns_i, total_ns_i;
   uint64_t own_a, total_a, own_ns_a, total_ns_a;
+  uint64_t own_p, total_p, own_ns_p, total_ns_p; /* the last whole one */
 };
 
 struct key {
@@ -29,7 +30,7 @@ struct pst_top {
   size_t ne, cap;
   struct pst_hash ids;
   uint32_t stamp;
-  uint64_t samples_i, samples_a; /* thread-samples with a stack */
+  uint64_t samples_i, samples_a, samples_p; /* thread-samples, a stack */
   struct pst_top_thread *th;
   size_t nth, thcap;
   struct pst_top_row *rows; /* what pst_top_table() returned */
@@ -168,6 +169,10 @@ void pst_top_roll(struct pst_top *t) {
 
   for (size_t i = 0; i < t->ne; i++) {
     struct ent *e = &t->e[i];
+    e->own_p = e->own_i;
+    e->total_p = e->total_i;
+    e->own_ns_p = e->own_ns_i;
+    e->total_ns_p = e->total_ns_i;
     e->own_a += e->own_i;
     e->total_a += e->total_i;
     e->own_ns_a += e->own_ns_i;
@@ -175,6 +180,7 @@ void pst_top_roll(struct pst_top *t) {
     e->own_i = e->total_i = e->own_ns_i = e->total_ns_i = 0;
   }
   t->samples_a += t->samples_i;
+  t->samples_p = t->samples_i;
   t->samples_i = 0;
   /* Threads not seen for a whole interval have ended (or their process
    * has): they leave the pane. */
@@ -182,6 +188,8 @@ void pst_top_roll(struct pst_top *t) {
     struct pst_top_thread *x = &t->th[i];
     if (!x->active && !x->idle && !x->errors)
       continue;
+    x->active_p = x->active;
+    x->idle_p = x->idle;
     x->active = x->idle = x->errors = 0;
     t->th[j++] = *x;
   }
@@ -216,11 +224,14 @@ static int row_cmp(const void *a, const void *b) {
   return c ? c : x->line - y->line;
 }
 
-size_t pst_top_table(struct pst_top *t, int since_start, enum pst_top_sort by,
-                     struct pst_top_row *rows, size_t max, uint64_t *samples) {
+size_t pst_top_table(struct pst_top *t, enum pst_top_window w,
+                     enum pst_top_sort by, struct pst_top_row *rows, size_t max,
+                     uint64_t *samples) {
   size_t n = 0;
 
-  *samples = since_start ? t->samples_a + t->samples_i : t->samples_i;
+  *samples = w == PST_TOP_ALL    ? t->samples_a + t->samples_i
+             : w == PST_TOP_LAST ? t->samples_p
+                                 : t->samples_i;
   if (pst_array_reserve((void **)&t->rows, &t->rowcap, t->ne + 1,
                         sizeof(*t->rows)))
     return 0;
@@ -230,10 +241,18 @@ size_t pst_top_table(struct pst_top *t, int since_start, enum pst_top_sort by,
     r->name = e->name;
     r->file = e->file;
     r->line = e->line;
-    r->own = e->own_i + (since_start ? e->own_a : 0);
-    r->total = e->total_i + (since_start ? e->total_a : 0);
-    r->own_ns = e->own_ns_i + (since_start ? e->own_ns_a : 0);
-    r->total_ns = e->total_ns_i + (since_start ? e->total_ns_a : 0);
+    if (w == PST_TOP_LAST) {
+      r->own = e->own_p;
+      r->total = e->total_p;
+      r->own_ns = e->own_ns_p;
+      r->total_ns = e->total_ns_p;
+    } else {
+      int all = w == PST_TOP_ALL;
+      r->own = e->own_i + (all ? e->own_a : 0);
+      r->total = e->total_i + (all ? e->total_a : 0);
+      r->own_ns = e->own_ns_i + (all ? e->own_ns_a : 0);
+      r->total_ns = e->total_ns_i + (all ? e->total_ns_a : 0);
+    }
     n += r->total > 0;
   }
   sort_by = by;

@@ -37,6 +37,7 @@ struct pst_top_thread {
   char state;                    /* kernel state letter at its last sample */
   int holds_gil;                 /* 1, 0, -1 unknown */
   uint64_t active, idle, errors; /* samples in the interval */
+  uint64_t active_p, idle_p;     /* in the last whole one */
   const char *top;               /* its innermost function at the last stack */
 };
 
@@ -55,12 +56,19 @@ void pst_top_free(struct pst_top *t);
 /* Ends the interval: its counts move into the since-start ones. */
 void pst_top_roll(struct pst_top *t);
 
-/* The table, sorted: since_start 0 gives the current interval. Writes at
- * most max rows and returns how many there are in all; *samples gets the
- * thread-samples the percentages are of. Rows live until the next call
- * into t. */
-size_t pst_top_table(struct pst_top *t, int since_start, enum pst_top_sort by,
-                     struct pst_top_row *rows, size_t max, uint64_t *samples);
+/* Which counts a table shows. */
+enum pst_top_window {
+  PST_TOP_INTERVAL = 0, /* the interval in progress */
+  PST_TOP_ALL,          /* since the start */
+  PST_TOP_LAST,         /* the last whole interval */
+};
+
+/* The table of window w, sorted by by. Writes at most max rows and
+ * returns how many there are in all; *samples gets the thread-samples the
+ * percentages are of. Row strings live as long as t. */
+size_t pst_top_table(struct pst_top *t, enum pst_top_window w,
+                     enum pst_top_sort by, struct pst_top_row *rows, size_t max,
+                     uint64_t *samples);
 
 /* The threads seen (live ones, in order of appearance): *n of them. */
 const struct pst_top_thread *pst_top_threads(const struct pst_top *t,

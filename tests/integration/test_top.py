@@ -5,6 +5,7 @@
 # and the target never left stopped. Prints TAP lines and the summary.
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -19,6 +20,7 @@ TAP = tap.Tap()
 report = TAP.report
 ROW = re.compile(r"^\s*([\d.]+)%\s+([\d.]+)%\s+([\d.]+)s\s+([\d.]+)s\s+(\S+) "
                  r"\((.*?)(?::(\d+))?\)$")
+PCT = re.compile(r"^\s*[\d.]+%")
 THREAD = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\S)\s+(\S+)\s+(.*?)\s{2,}(\S.*)$")
 
 
@@ -169,6 +171,98 @@ def check_intervals(interp):
         t.stop()
 
 
+def tmux(*args):
+    return subprocess.run(["tmux", "-L", "pst-test"] + list(args),
+                          capture_output=True, timeout=30).stdout.decode()
+
+
+def screen():
+    return tmux("capture-pane", "-p", "-t", "top").splitlines()
+
+
+def screen_rows(lines):
+    return [ROW.match(x) for x in lines[3:] if ROW.match(x)]
+
+
+def wait_for(pred, what, timeout=10):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        lines = screen()
+        if pred(lines):
+            return lines
+        time.sleep(0.1)
+    raise RuntimeError("%s; the screen:\n%s" % (what, "\n".join(screen())))
+
+
+def check_screen(interp):
+    """The full-screen view in a real terminal (tmux): table, thread pane,
+    keys, resize, q, the terminal given back, the target's end shown."""
+    t = pytargets.Target(interp, "counter.py", ["3", "10", "0.5"])
+    cmd = "%s top --delay 0.5 -p %d; echo EXIT=$?; sleep 60" % (
+        os.path.abspath(PST), t.pid)
+    try:
+        t.readline()
+        tmux("kill-server")
+        tmux("new-session", "-d", "-s", "top", "-x", "200", "-y", "40", cmd)
+        lines = wait_for(lambda ls: ls and ls[0].startswith("pystitch top: ")
+                         and "thread-samples" in ls[0] and screen_rows(ls),
+                         "no table after 10 s")
+        time.sleep(0.6)
+        lines = screen()
+        rows = screen_rows(lines)
+        if rows[0].group(5) != "spin" or float(rows[0].group(1)) < 80:
+            return "top row: %s" % rows[0].group(0)
+        names = sorted(x.split()[4] for x in lines if THREAD.match(x) and
+                       x.split()[0].isdigit())
+        if names != ["MainThread", "spin-0", "spin-1", "spin-2"]:
+            return "thread pane: %s" % names
+        tmux("send-keys", "-t", "top", "2")
+        lines = wait_for(lambda ls: "sort: total" in ls[1], "2: no sort")
+        tot = [float(m.group(2)) for m in screen_rows(lines)]
+        if tot != sorted(tot, reverse=True) or tot[0] < 99:
+            return "sorted by total: %s" % tot
+        tmux("send-keys", "-t", "top", "l")
+        lines = wait_for(lambda ls: "by line" in ls[1], "l: not by line")
+        if any(not m.group(7) for m in screen_rows(lines)):
+            return "by line: rows without a line"
+        tmux("send-keys", "-t", "top", "w")
+        wait_for(lambda ls: "since start" in ls[1], "w: no window change")
+        tmux("send-keys", "-t", "top", "t")
+        wait_for(lambda ls: not any(x.lstrip().startswith("PID ")
+                                    for x in ls), "t: pane still shown")
+        tmux("resize-window", "-t", "top", "-x", "70", "-y", "12")
+        lines = wait_for(lambda ls: len(ls) == 12 and
+                         ls[0].startswith("pystitch top: ") and
+                         1 <= len([x for x in ls[3:] if PCT.match(x)]) <= 9
+                         and ls[2].lstrip().startswith("%Own"),
+                         "resize: layout did not follow")
+        if any(len(x) > 70 for x in lines):
+            return "resize: a line wider than 70"
+        tmux("send-keys", "-t", "top", "q")
+        lines = wait_for(lambda ls: any("EXIT=0" in x for x in ls),
+                         "q: top did not exit 0")
+        if tmux("display-message", "-p", "-t", "top",
+                "#{alternate_on}").strip() != "0":
+            return "terminal not given back (alternate screen still on)"
+        err = not_stopped(t)
+        if err:
+            return err
+        # The target's end: shown, figures kept until q.
+        tmux("kill-server")
+        tmux("new-session", "-d", "-s", "top", "-x", "200", "-y", "40", cmd)
+        wait_for(lambda ls: ls and screen_rows(ls), "no table (second run)")
+        t.stop()
+        wait_for(lambda ls: "targets ended" in ls[0] and screen_rows(ls),
+                 "the target's end not shown")
+        tmux("send-keys", "-t", "top", "q")
+        wait_for(lambda ls: any("EXIT=0" in x for x in ls),
+                 "q after the end: top did not exit 0")
+        return ""
+    finally:
+        tmux("kill-server")
+        t.stop()
+
+
 def check_errors():
     problems = []
     r = top(["--once", "-p", "999999"])
@@ -206,6 +300,17 @@ def main():
             except Exception as e:
                 err = "%s: %s" % (type(e).__name__, e)
             report(not err, "top %s %s" % (name, interp.label), err)
+    screen_interp = next((i for i in found if not i.rootfs and
+                          "3.12" in i.label), found[0])
+    if not shutil.which("tmux"):
+        report(None, "top full screen", "no tmux (tools/install-deps.sh)")
+    else:
+        try:
+            err = check_screen(screen_interp)
+        except Exception as e:
+            err = "%s: %s" % (type(e).__name__, e)
+        report(not err, "top full screen in tmux %s" % screen_interp.label,
+               err)
     err = check_errors()
     report(not err, "top: bad input, record's exit codes", err)
     return TAP.finish()

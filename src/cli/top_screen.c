@@ -1,0 +1,158 @@
+/* top_screen.c: top's full-screen view with ncurses: header, keys line,
+ * the table by function (or line), the thread pane; resize and keys. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <curses.h>
+
+#include "cli/top_screen.h"
+
+static int opened;
+
+void pst_top_screen_close(void) {
+  if (!opened)
+    return;
+  opened = 0;
+  endwin();
+}
+
+int pst_top_screen_open(void) {
+  if (opened)
+    return 0;
+  if (!isatty(0) || !isatty(1) || !getenv("TERM") ||
+      !newterm(NULL, stdout, stdin))
+    return -ENOTTY;
+  opened = 1;
+  atexit(pst_top_screen_close);
+  cbreak();
+  noecho();
+  nodelay(stdscr, TRUE);
+  keypad(stdscr, TRUE);
+  curs_set(0);
+  if (has_colors()) {
+    start_color();
+    use_default_colors();
+    init_pair(1, COLOR_BLACK, COLOR_CYAN); /* header */
+    init_pair(2, COLOR_RED, -1);           /* hot rows */
+  }
+  return 0;
+}
+
+int pst_top_screen_keys(struct pst_top_keys *k) {
+  int c, dirty = 0;
+
+  while ((c = getch()) != ERR) {
+    dirty = 1;
+    switch (c) {
+    case 'q':
+    case 'Q':
+      k->quit = 1;
+      break;
+    case '1':
+    case 'o':
+      k->sort = PST_TOP_OWN;
+      break;
+    case '2':
+    case 'T':
+      k->sort = PST_TOP_TOTAL;
+      break;
+    case '3':
+    case 'O':
+      k->sort = PST_TOP_OWN_TIME;
+      break;
+    case '4':
+      k->sort = PST_TOP_TOTAL_TIME;
+      break;
+    case 'w':
+      k->since_start = !k->since_start;
+      break;
+    case 'l':
+      k->by_line = !k->by_line;
+      break;
+    case 't':
+      k->threads = !k->threads;
+      break;
+    default: /* KEY_RESIZE included: ncurses has the new size */
+      break;
+    }
+  }
+  return dirty;
+}
+
+static void line_at(int y, int attr, const char *s) {
+  if (y >= LINES)
+    return;
+  move(y, 0);
+  clrtoeol();
+  if (attr)
+    attron(attr);
+  addnstr(s, COLS);
+  if (attr)
+    attroff(attr);
+}
+
+void pst_top_screen_draw(const char *header, const struct pst_top_row *rows,
+                         size_t n, uint64_t samples,
+                         const struct pst_top_thread *th, size_t nth,
+                         const struct pst_top_keys *k, double interval_s) {
+  static const char *sorts[] = {"own", "total", "own time", "total time"};
+  int pane = k->threads ? (int)nth + 2 : 0, y = 0, body;
+  char buf[1024];
+  double d = samples ? 100.0 / (double)samples : 0;
+
+  if (pane > LINES / 2)
+    pane = LINES / 2;
+  erase();
+  line_at(y++, has_colors() ? COLOR_PAIR(1) : A_REVERSE, header);
+  if (k->since_start)
+    snprintf(buf, sizeof(buf),
+             "window: since start (w)  sort: %s (1-4)  by %s (l)  threads "
+             "(t)  quit (q)",
+             sorts[k->sort], k->by_line ? "line" : "function");
+  else
+    snprintf(buf, sizeof(buf),
+             "window: last %.1f s (w)  sort: %s (1-4)  by %s (l)  threads "
+             "(t)  quit (q)",
+             interval_s, sorts[k->sort], k->by_line ? "line" : "function");
+  line_at(y++, 0, buf);
+  snprintf(buf, sizeof(buf), "%7s %7s %9s %9s  %s", "%Own", "%Total", "OwnTime",
+           "TotalTime", "Function (file:line)");
+  line_at(y++, A_BOLD, buf);
+  body = LINES - y - pane;
+  for (size_t i = 0; i < n && (int)i < body; i++) {
+    const struct pst_top_row *r = &rows[i];
+    const char *file = strrchr(r->file, '/'); /* the name is enough here */
+    double own = d * (double)r->own;
+
+    file = file ? file + 1 : r->file;
+    if (r->line)
+      snprintf(buf, sizeof(buf), "%6.1f%% %6.1f%% %8.2fs %8.2fs  %s (%s:%d)",
+               own, d * (double)r->total, (double)r->own_ns / 1e9,
+               (double)r->total_ns / 1e9, r->name, file, r->line);
+    else
+      snprintf(buf, sizeof(buf), "%6.1f%% %6.1f%% %8.2fs %8.2fs  %s (%s)", own,
+               d * (double)r->total, (double)r->own_ns / 1e9,
+               (double)r->total_ns / 1e9, r->name, file);
+    line_at(y++, own >= 20 && has_colors() ? COLOR_PAIR(2) : 0, buf);
+  }
+  if (pane) {
+    y = LINES - pane;
+    snprintf(buf, sizeof(buf), "%7s %7s %-5s %-4s %-24s %s", "PID", "TID",
+             "STATE", "GIL", "THREAD", "TOP");
+    line_at(y++, A_BOLD, buf);
+    for (size_t i = 0; i < nth && y < LINES; i++) {
+      const struct pst_top_thread *x = &th[i];
+      snprintf(buf, sizeof(buf), "%7d %7d %-5c %-4s %-24s %s", (int)x->pid,
+               (int)x->tid, x->state ? x->state : '?',
+               x->holds_gil == 1   ? "yes"
+               : x->holds_gil == 0 ? "no"
+                                   : "?",
+               x->name, x->active_p && x->top ? x->top : "(idle)");
+      line_at(y++, 0, buf);
+    }
+  }
+  refresh();
+}
