@@ -66,6 +66,8 @@ struct printer {
   enum pst_top_sort sort;
   uint64_t last_ns;   /* when the last table was printed */
   uint64_t errors_at; /* st->errors then */
+  uint64_t ticks_at;  /* st->ticks then */
+  char procs[512];    /* the processes: pid, version, rank, command */
   double cpu_at;      /* our CPU seconds then */
   struct pst_top_row *buf;
 };
@@ -85,25 +87,51 @@ static void make_header(struct printer *p, uint64_t t_ns,
   const struct pst_top_thread *th = pst_top_threads(p->top, &nth);
   double wall = (double)(t_ns - p->last_ns) / 1e9, cpu = cpu_seconds();
   uint64_t samples, errors = st->errors - p->errors_at;
+  uint64_t ticks = st->ticks - p->ticks_at;
+  size_t np, live = 0, off = 0;
+  const struct pst_top_proc *pr = pst_top_procs(p->top, &np);
+  char gil[32] = "";
 
   pst_top_table(p->top, PST_TOP_INTERVAL, p->sort, p->buf, 0, &samples);
   for (size_t i = 0; i < nth; i++) {
     active += th[i].active > 0;
     idle += !th[i].active && th[i].idle;
   }
-  snprintf(
-      p->header, sizeof(p->header),
-      "pystitch top: %.1f s at %.0f Hz, %llu thread-samples (%.0f/s), %d "
-      "process%s, threads %zu active %zu idle, %llu errors (%.2f%%), "
-      "pystitch CPU %.1f%%",
-      (double)t_ns / 1e9, p->o->rate_hz, (unsigned long long)samples,
-      wall > 0 ? (double)samples / wall : 0.0, st->processes,
-      st->processes == 1 ? "" : "es", active, idle, (unsigned long long)errors,
-      (samples + errors) ? 100.0 * (double)errors / (double)(samples + errors)
-                         : 0.0,
-      wall > 0 ? 100.0 * (cpu - p->cpu_at) / wall : 0.0);
+  p->procs[0] = '\0';
+  for (size_t i = 0; i < np; i++) {
+    char rank[48] = "";
+    live += !pr[i].ended;
+    if (pr[i].rank >= 0)
+      snprintf(rank, sizeof(rank), " rank %d/%d local %d", pr[i].rank,
+               pr[i].world_size, pr[i].local_rank);
+    if (off < sizeof(p->procs))
+      off +=
+          (size_t)snprintf(p->procs + off, sizeof(p->procs) - off,
+                           "%spid %d CPython %s%s: %.60s", off ? "; " : "",
+                           (int)pr[i].pid, pr[i].version, rank, pr[i].cmdline);
+  }
+  /* A process has at most one GIL holder a tick. */
+  if (!live) /* the last table, after the end: they were all there */
+    live = np;
+  if (ticks && live && !p->o->gil_only)
+    snprintf(gil, sizeof(gil), ", GIL held %.0f%%",
+             100.0 * (double)pst_top_gil_samples(p->top) /
+                 ((double)ticks * (double)live));
+  snprintf(p->header, sizeof(p->header),
+           "pystitch top: %.1f s at %.0f Hz, %llu thread-samples (%.0f/s), %d "
+           "process%s, threads %zu active %zu idle%s, %llu errors (%.2f%%), "
+           "pystitch CPU %.1f%%",
+           (double)t_ns / 1e9, p->o->rate_hz, (unsigned long long)samples,
+           wall > 0 ? (double)samples / wall : 0.0, st->processes,
+           st->processes == 1 ? "" : "es", active, idle, gil,
+           (unsigned long long)errors,
+           (samples + errors)
+               ? 100.0 * (double)errors / (double)(samples + errors)
+               : 0.0,
+           wall > 0 ? 100.0 * (cpu - p->cpu_at) / wall : 0.0);
   p->last_ns = t_ns;
   p->errors_at = st->errors;
+  p->ticks_at = st->ticks;
   p->cpu_at = cpu;
 }
 
@@ -116,7 +144,7 @@ static void draw(struct printer *p) {
 
   n = pst_top_table(t, p->keys.since_start ? PST_TOP_ALL : PST_TOP_LAST,
                     p->keys.sort, p->buf, (size_t)p->rows, &samples);
-  pst_top_screen_draw(p->header, p->buf,
+  pst_top_screen_draw(p->header, p->procs, p->buf,
                       n < (size_t)p->rows ? n : (size_t)p->rows, samples, th,
                       nth, &p->keys, p->delay_s);
 }
@@ -130,7 +158,7 @@ static void print_table(struct printer *p, uint64_t t_ns,
   make_header(p, t_ns, st);
   n = pst_top_table(p->top, p->since_start ? PST_TOP_ALL : PST_TOP_INTERVAL,
                     p->sort, p->buf, (size_t)p->rows, &samples);
-  printf("%s\n", p->header);
+  printf("%s\n%s\n", p->header, p->procs);
   printf("%7s %7s %9s %9s  %s\n", "%Own", "%Total", "OwnTime", "TotalTime",
          "Function (file:line)");
   shown = n < (size_t)p->rows ? n : (size_t)p->rows;

@@ -94,10 +94,11 @@ static void line_at(int y, int attr, const char *s) {
     attroff(attr);
 }
 
-void pst_top_screen_draw(const char *header, const struct pst_top_row *rows,
-                         size_t n, uint64_t samples,
-                         const struct pst_top_thread *th, size_t nth,
-                         const struct pst_top_keys *k, double interval_s) {
+void pst_top_screen_draw(const char *header, const char *procs,
+                         const struct pst_top_row *rows, size_t n,
+                         uint64_t samples, const struct pst_top_thread *th,
+                         size_t nth, const struct pst_top_keys *k,
+                         double interval_s) {
   static const char *sorts[] = {"own", "total", "own time", "total time"};
   int pane = k->threads ? (int)nth + 2 : 0, y = 0, body;
   char buf[1024];
@@ -107,6 +108,7 @@ void pst_top_screen_draw(const char *header, const struct pst_top_row *rows,
     pane = LINES / 2;
   erase();
   line_at(y++, has_colors() ? COLOR_PAIR(1) : A_REVERSE, header);
+  line_at(y++, 0, procs);
   if (k->since_start)
     snprintf(buf, sizeof(buf),
              "window: since start (w)  sort: %s (1-4)  by %s (l)  threads "

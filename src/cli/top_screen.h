@@ -30,11 +30,12 @@ void pst_top_screen_close(void);
  * be drawn again (a key or a resize), else 0. */
 int pst_top_screen_keys(struct pst_top_keys *k);
 
-/* Draws a whole screen: the header line, the table rows (n; samples: what
+/* Draws a whole screen: the header line, the processes line, the table rows (n; samples: what
  * the shares are of) and, with k->threads, the nth threads. */
-void pst_top_screen_draw(const char *header, const struct pst_top_row *rows,
-                         size_t n, uint64_t samples,
-                         const struct pst_top_thread *th, size_t nth,
-                         const struct pst_top_keys *k, double interval_s);
+void pst_top_screen_draw(const char *header, const char *procs,
+                         const struct pst_top_row *rows, size_t n,
+                         uint64_t samples, const struct pst_top_thread *th,
+                         size_t nth, const struct pst_top_keys *k,
+                         double interval_s);
 
 #endif

@@ -33,6 +33,9 @@ struct pst_top {
   uint64_t samples_i, samples_a, samples_p; /* thread-samples, a stack */
   struct pst_top_thread *th;
   size_t nth, thcap;
+  uint64_t gil_i; /* samples holding the GIL, this interval */
+  struct pst_top_proc *procs;
+  size_t nprocs, proccap;
   struct pst_top_row *rows; /* what pst_top_table() returned */
   size_t rowcap;
 };
@@ -57,6 +60,7 @@ void pst_top_free(struct pst_top *t) {
   free(t->e);
   pst_hash_exit(&t->ids);
   free(t->th);
+  free(t->procs);
   free(t->rows);
   free(t);
 }
@@ -124,6 +128,7 @@ static int top_sample(void *ctx, const struct pst_sample *s) {
   snprintf(x->name, sizeof(x->name), "%s", th->name);
   x->state = th->state;
   x->holds_gil = th->holds_gil;
+  t->gil_i += th->holds_gil == 1;
   if (s->kind == PST_SK_IDLE) {
     x->idle++;
     return 0;
@@ -159,8 +164,53 @@ static int top_sample(void *ctx, const struct pst_sample *s) {
   return 0;
 }
 
+static int top_proc_begin(void *ctx, const struct pst_sample_proc *p,
+                          void **proc_data) {
+  struct pst_top *t = ctx;
+  struct pst_top_proc *x = NULL;
+
+  (void)proc_data;
+  for (size_t i = 0; i < t->nprocs && !x; i++)
+    if (t->procs[i].pid == p->pid)
+      x = &t->procs[i]; /* again, after an exec */
+  if (!x) {
+    if (pst_array_reserve((void **)&t->procs, &t->proccap, t->nprocs + 1,
+                          sizeof(*t->procs)))
+      return -ENOMEM;
+    x = &t->procs[t->nprocs++];
+  }
+  memset(x, 0, sizeof(*x));
+  x->pid = p->pid;
+  snprintf(x->cmdline, sizeof(x->cmdline), "%s", p->cmdline);
+  snprintf(x->version, sizeof(x->version), "%s",
+           p->info ? p->info->version : "?");
+  x->rank = p->rank;
+  x->local_rank = p->local_rank;
+  x->world_size = p->world_size;
+  return 0;
+}
+
+static void top_proc_end(void *ctx, const struct pst_sample_proc *p,
+                         void *proc_data) {
+  struct pst_top *t = ctx;
+
+  (void)proc_data;
+  for (size_t i = 0; i < t->nprocs; i++)
+    if (t->procs[i].pid == p->pid)
+      t->procs[i].ended = 1;
+}
+
+const struct pst_top_proc *pst_top_procs(const struct pst_top *t, size_t *n) {
+  *n = t->nprocs;
+  return t->procs;
+}
+
+uint64_t pst_top_gil_samples(const struct pst_top *t) { return t->gil_i; }
+
 const struct pst_consumer_ops pst_top_consumer_ops = {
     .name = "top",
+    .proc_begin = top_proc_begin,
+    .proc_end = top_proc_end,
     .sample = top_sample,
 };
 
@@ -182,6 +232,7 @@ void pst_top_roll(struct pst_top *t) {
   t->samples_a += t->samples_i;
   t->samples_p = t->samples_i;
   t->samples_i = 0;
+  t->gil_i = 0;
   /* Threads not seen for a whole interval have ended (or their process
    * has): they leave the pane. */
   for (size_t i = 0; i < t->nth; i++) {

@@ -41,6 +41,15 @@ struct pst_top_thread {
   const char *top;               /* its innermost function at the last stack */
 };
 
+/* A process sampled (or that was, until it ended). */
+struct pst_top_proc {
+  pid_t pid;
+  char cmdline[96];
+  char version[32];                 /* CPython's */
+  int rank, local_rank, world_size; /* -1: not set */
+  int ended;
+};
+
 enum pst_top_sort {
   PST_TOP_OWN = 0,
   PST_TOP_TOTAL,
@@ -69,6 +78,13 @@ enum pst_top_window {
 size_t pst_top_table(struct pst_top *t, enum pst_top_window w,
                      enum pst_top_sort by, struct pst_top_row *rows, size_t max,
                      uint64_t *samples);
+
+/* The processes seen, in order of appearance: *n of them. */
+const struct pst_top_proc *pst_top_procs(const struct pst_top *t, size_t *n);
+
+/* Thread-samples of the interval in progress that found the GIL held by
+ * the thread sampled (at most one a tick and process). */
+uint64_t pst_top_gil_samples(const struct pst_top *t);
 
 /* The threads seen (live ones, in order of appearance): *n of them. */
 const struct pst_top_thread *pst_top_threads(const struct pst_top *t,

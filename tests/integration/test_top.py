@@ -29,11 +29,13 @@ def parse(text):
     tables, cur, part = [], None, None
     for line in text.splitlines():
         if line.startswith("pystitch top: "):
-            cur = {"header": line, "rows": [], "threads": []}
+            cur = {"header": line, "rows": [], "threads": [], "procs": ""}
             tables.append(cur)
             part = None
         elif cur is None or not line.strip():
             continue
+        elif part is None and line.startswith("pid "):
+            cur["procs"] = line
         elif line.lstrip().startswith("%Own"):
             part = "rows"
         elif line.lstrip().startswith("PID "):
@@ -144,6 +146,12 @@ def check_intervals(interp):
         if not 4 <= len(tabs) <= 6:
             return "%d tables in 2.3 s at --delay 0.5" % len(tabs)
         for tab in tabs[:-1]:
+            if "pid %d CPython " % t.pid not in tab["procs"]:
+                return "no process line: %s" % tab["procs"]
+            gil = re.search(r"GIL held (\d+)%", tab["header"])
+            # 3 threads spinning: someone holds the GIL nearly always.
+            if not gil or int(gil.group(1)) < 70:
+                return "GIL share: %s" % tab["header"]
             if not tab["rows"] or tab["rows"][0]["name"] != "spin":
                 return "top row not spin: %s" % tab["rows"][:2]
             if tab["rows"][0]["own"] < 80:
@@ -181,7 +189,7 @@ def screen():
 
 
 def screen_rows(lines):
-    return [ROW.match(x) for x in lines[3:] if ROW.match(x)]
+    return [ROW.match(x) for x in lines[4:] if ROW.match(x)]
 
 
 def wait_for(pred, what, timeout=10):
@@ -212,29 +220,31 @@ def check_screen(interp):
         rows = screen_rows(lines)
         if rows[0].group(5) != "spin" or float(rows[0].group(1)) < 80:
             return "top row: %s" % rows[0].group(0)
+        if not lines[1].startswith("pid %d CPython " % t.pid):
+            return "process line: %s" % lines[1]
         names = sorted(x.split()[4] for x in lines if THREAD.match(x) and
                        x.split()[0].isdigit())
         if names != ["MainThread", "spin-0", "spin-1", "spin-2"]:
             return "thread pane: %s" % names
         tmux("send-keys", "-t", "top", "2")
-        lines = wait_for(lambda ls: "sort: total" in ls[1], "2: no sort")
+        lines = wait_for(lambda ls: "sort: total" in ls[2], "2: no sort")
         tot = [float(m.group(2)) for m in screen_rows(lines)]
         if tot != sorted(tot, reverse=True) or tot[0] < 99:
             return "sorted by total: %s" % tot
         tmux("send-keys", "-t", "top", "l")
-        lines = wait_for(lambda ls: "by line" in ls[1], "l: not by line")
+        lines = wait_for(lambda ls: "by line" in ls[2], "l: not by line")
         if any(not m.group(7) for m in screen_rows(lines)):
             return "by line: rows without a line"
         tmux("send-keys", "-t", "top", "w")
-        wait_for(lambda ls: "since start" in ls[1], "w: no window change")
+        wait_for(lambda ls: "since start" in ls[2], "w: no window change")
         tmux("send-keys", "-t", "top", "t")
         wait_for(lambda ls: not any(x.lstrip().startswith("PID ")
                                     for x in ls), "t: pane still shown")
         tmux("resize-window", "-t", "top", "-x", "70", "-y", "12")
         lines = wait_for(lambda ls: len(ls) == 12 and
                          ls[0].startswith("pystitch top: ") and
-                         1 <= len([x for x in ls[3:] if PCT.match(x)]) <= 9
-                         and ls[2].lstrip().startswith("%Own"),
+                         1 <= len([x for x in ls[4:] if PCT.match(x)]) <= 8
+                         and ls[3].lstrip().startswith("%Own"),
                          "resize: layout did not follow")
         if any(len(x) > 70 for x in lines):
             return "resize: a line wider than 70"
