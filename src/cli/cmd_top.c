@@ -118,12 +118,10 @@ static void make_header(struct printer *p, uint64_t t_ns,
              100.0 * (double)pst_top_gil_samples(p->top) /
                  ((double)ticks * (double)live));
   snprintf(p->header, sizeof(p->header),
-           "pystitch top: %.1f s at %.0f Hz, %llu thread-samples (%.0f/s), %d "
-           "process%s, threads %zu active %zu idle%s, %llu errors (%.2f%%), "
-           "pystitch CPU %.1f%%",
-           (double)t_ns / 1e9, p->o->rate_hz, (unsigned long long)samples,
-           wall > 0 ? (double)samples / wall : 0.0, st->processes,
-           st->processes == 1 ? "" : "es", active, idle, gil,
+           "pystitch top: %.1f s, %.0f Hz, %.0f thread-samples/s, threads %zu "
+           "active %zu idle%s, errors %llu (%.2f%%), CPU %.1f%%",
+           (double)t_ns / 1e9, p->o->rate_hz,
+           wall > 0 ? (double)samples / wall : 0.0, active, idle, gil,
            (unsigned long long)errors,
            (samples + errors)
                ? 100.0 * (double)errors / (double)(samples + errors)
