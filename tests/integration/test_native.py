@@ -167,6 +167,10 @@ def check_record(interp, lib):
             for line in f:
                 stack = line.rsplit(" ", 1)[0].split(";")
                 names = [s.split(" (")[0] for s in stack]
+                # Kept unmerged under the marker (counted above, <= 1%):
+                # native part, marker, Python part; no order to check.
+                if "[python/native stacks not merged]" in names:
+                    continue
                 cb = [i for i, n in enumerate(names)
                       if n.endswith("py_compare")]
                 q = [i for i, n in enumerate(names) if re.search(
