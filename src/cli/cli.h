@@ -39,6 +39,11 @@ struct pst_sampler_opts;
 struct pst_sampler_stats;
 int pst_cli_parse_double(const char *s, double lo, double hi, double *out);
 int pst_cli_parse_pids(const char *s, struct pst_sampler_opts *o);
+/* -p PID or -- COMMAND, exactly one (cmd names the command in the
+ * message): 0 or PST_EXIT_USAGE, the message printed. */
+int pst_cli_check_targets(const struct pst_sampler_opts *o, const char *cmd);
+/* pst_sampler_run()'s error err as a message and an exit code. */
+int pst_cli_sampler_error(const struct pst_sampler_opts *o, int err);
 /* "9 torn, 0 gone, 3 EFAULT: ...": every error kind of st named. */
 void pst_cli_error_kinds(const struct pst_sampler_stats *st, char *buf,
                          size_t len);

@@ -99,6 +99,35 @@ int pst_cli_parse_pids(const char *s, struct pst_sampler_opts *o) {
   return err || o->npids == 0 ? -1 : 0;
 }
 
+/* -p PID or -- COMMAND, exactly one of them (cmd: "record", "top"). 0 or
+ * PST_EXIT_USAGE, with the message printed. */
+int pst_cli_check_targets(const struct pst_sampler_opts *o, const char *cmd) {
+  if (!o->npids && !o->argv) {
+    fprintf(stderr,
+            "pystitch: error: %s needs -p PID or -- COMMAND "
+            "(see 'pystitch %s --help')\n",
+            cmd, cmd);
+    return PST_EXIT_USAGE;
+  }
+  if (o->argv && o->npids) {
+    fprintf(stderr,
+            "pystitch: error: give -p PID or -- COMMAND, not both "
+            "(see 'pystitch %s --help')\n",
+            cmd);
+    return PST_EXIT_USAGE;
+  }
+  return 0;
+}
+
+/* The exit code of pst_sampler_run()'s error err, its message printed. */
+int pst_cli_sampler_error(const struct pst_sampler_opts *o, int err) {
+  if (err == -ENOENT && o->argv) {
+    fprintf(stderr, "pystitch: error: command not found: %s\n", o->argv[0]);
+    return PST_EXIT_NO_PROCESS;
+  }
+  return pst_cli_explain(o->npids ? o->pids[0] : 0, err);
+}
+
 /* The output must be creatable before we spend time recording: its
  * directory exists and is writable, and the path is not a directory. */
 static int check_output(const char *path) {
@@ -359,16 +388,9 @@ int pst_cmd_record(int argc, char **argv) {
   }
   if (optind < argc)
     o.argv = argv + optind;
-  if (!o.npids && !o.argv) {
-    fprintf(stderr, "pystitch: error: record needs -p PID or -- COMMAND "
-                    "(see 'pystitch record --help')\n");
-    return PST_EXIT_USAGE;
-  }
-  if (o.argv && o.npids) {
-    fprintf(stderr, "pystitch: error: give -p PID or -- COMMAND, not both "
-                    "(see 'pystitch record --help')\n");
-    return PST_EXIT_USAGE;
-  }
+  rc = pst_cli_check_targets(&o, "record");
+  if (rc)
+    return rc;
   pst_log_set_level(verbose);
   if (!output) {
     default_output(&o, w, defpath, sizeof(defpath));
@@ -390,11 +412,7 @@ int pst_cmd_record(int argc, char **argv) {
   pst_record_consumer_free(rc_consumer);
   if (err) {
     pst_profile_free(prof);
-    if (err == -ENOENT && o.argv) {
-      fprintf(stderr, "pystitch: error: command not found: %s\n", o.argv[0]);
-      return PST_EXIT_NO_PROCESS;
-    }
-    return pst_cli_explain(o.npids ? o.pids[0] : 0, err);
+    return pst_cli_sampler_error(&o, err);
   }
   if (st.child_stopped && st.child_exited)
     fprintf(stderr,

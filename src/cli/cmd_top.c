@@ -368,16 +368,9 @@ int pst_cmd_top(int argc, char **argv) {
   }
   if (optind < argc)
     o.argv = argv + optind;
-  if (!o.npids && !o.argv) {
-    fprintf(stderr, "pystitch: error: top needs -p PID or -- COMMAND "
-                    "(see 'pystitch top --help')\n");
-    return PST_EXIT_USAGE;
-  }
-  if (o.argv && o.npids) {
-    fprintf(stderr, "pystitch: error: give -p PID or -- COMMAND, not both "
-                    "(see 'pystitch top --help')\n");
-    return PST_EXIT_USAGE;
-  }
+  err = pst_cli_check_targets(&o, "top");
+  if (err)
+    return err;
   if (p.once && (!o.duration_s || o.duration_s > p.delay_s))
     o.duration_s = p.delay_s;
   pst_log_set_level(verbose);
@@ -423,12 +416,5 @@ int pst_cmd_top(int argc, char **argv) {
   pst_top_free(p.top);
   pst_top_free(p.line);
   free(p.buf);
-  if (err) {
-    if (err == -ENOENT && o.argv) {
-      fprintf(stderr, "pystitch: error: command not found: %s\n", o.argv[0]);
-      return PST_EXIT_NO_PROCESS;
-    }
-    return pst_cli_explain(o.npids ? o.pids[0] : 0, err);
-  }
-  return PST_EXIT_OK;
+  return err ? pst_cli_sampler_error(&o, err) : PST_EXIT_OK;
 }
