@@ -149,8 +149,12 @@ def check_intervals(interp):
             if "pid %d CPython " % t.pid not in tab["procs"]:
                 return "no process line: %s" % tab["procs"]
             gil = re.search(r"GIL held (\d+)%", tab["header"])
-            # 3 threads spinning: someone holds the GIL nearly always.
-            if not gil or int(gil.group(1)) < 70:
+            # 3 threads spinning: someone holds the GIL nearly always. On
+            # 2.7 the old GIL's hand-off leaves _PyThreadState_Current NULL
+            # between a release and the next acquire, and a sample landing
+            # there sees nobody holding it (measured 66-84% on 2 cores).
+            least = 50 if "-2." in interp.label else 70
+            if not gil or int(gil.group(1)) < least:
                 return "GIL share: %s" % tab["header"]
             if not tab["rows"] or tab["rows"][0]["name"] != "spin":
                 return "top row not spin: %s" % tab["rows"][:2]
@@ -192,7 +196,7 @@ def screen_rows(lines):
     return [ROW.match(x) for x in lines[4:] if ROW.match(x)]
 
 
-def wait_for(pred, what, timeout=10):
+def wait_for(pred, what, timeout=20):
     deadline = time.time() + timeout
     while time.time() < deadline:
         lines = screen()
@@ -212,29 +216,38 @@ def check_screen(interp):
         t.readline()
         tmux("kill-server")
         tmux("new-session", "-d", "-s", "top", "-x", "200", "-y", "40", cmd)
-        lines = wait_for(lambda ls: ls and ls[0].startswith("pystitch top: ")
-                         and "thread-samples" in ls[0] and screen_rows(ls),
-                         "no table after 10 s")
-        time.sleep(0.6)
-        lines = screen()
-        rows = screen_rows(lines)
-        if rows[0].group(5) != "spin" or float(rows[0].group(1)) < 80:
-            return "top row: %s" % rows[0].group(0)
-        if not lines[1].startswith("pid %d CPython " % t.pid):
-            return "process line: %s" % lines[1]
-        names = sorted(x.split()[4] for x in lines if THREAD.match(x) and
-                       x.split()[0].isdigit())
-        if names != ["MainThread", "spin-0", "spin-1", "spin-2"]:
-            return "thread pane: %s" % names
+        # Each check is retried until it holds (a loaded CI machine draws
+        # the first tables late and from few samples); a failure shows the
+        # screen it last saw.
+        wait_for(lambda ls: ls and ls[0].startswith("pystitch top: ")
+                 and "thread-samples" in ls[0] and screen_rows(ls),
+                 "no table", timeout=30)
+
+        def top_row(ls):
+            rows = screen_rows(ls)
+            return (rows and rows[0].group(5) == "spin" and
+                    float(rows[0].group(1)) >= 80)
+        wait_for(top_row, "top row not spin with >= 80% own")
+        wait_for(lambda ls: ls[1].startswith("pid %d CPython " % t.pid),
+                 "no process line")
+
+        def pane(ls):
+            return sorted(x.split()[4] for x in ls if THREAD.match(x) and
+                          x.split()[0].isdigit())
+        wait_for(lambda ls: pane(ls) == ["MainThread", "spin-0", "spin-1",
+                                         "spin-2"],
+                 "thread pane does not name the 4 threads")
         tmux("send-keys", "-t", "top", "2")
-        lines = wait_for(lambda ls: "sort: total" in ls[2], "2: no sort")
-        tot = [float(m.group(2)) for m in screen_rows(lines)]
-        if tot != sorted(tot, reverse=True) or tot[0] < 90:
-            return "sorted by total: %s" % tot
+
+        def by_total(ls):
+            tot = [float(m.group(2)) for m in screen_rows(ls)]
+            return ("sort: total" in ls[2] and tot and
+                    tot == sorted(tot, reverse=True) and tot[0] >= 90)
+        wait_for(by_total, "2: not sorted by total (first >= 90%)")
         tmux("send-keys", "-t", "top", "l")
-        lines = wait_for(lambda ls: "by line" in ls[2], "l: not by line")
-        if any(not m.group(7) for m in screen_rows(lines)):
-            return "by line: rows without a line"
+        wait_for(lambda ls: "by line" in ls[2] and screen_rows(ls) and
+                 all(m.group(7) for m in screen_rows(ls)),
+                 "l: not by line, or rows without a line")
         tmux("send-keys", "-t", "top", "w")
         wait_for(lambda ls: "since start" in ls[2], "w: no window change")
         tmux("send-keys", "-t", "top", "t")
@@ -247,7 +260,7 @@ def check_screen(interp):
                          and ls[3].lstrip().startswith("%Own"),
                          "resize: layout did not follow")
         if any(len(x) > 70 for x in lines):
-            return "resize: a line wider than 70"
+            return "resize: a line wider than 70:\n%s" % "\n".join(lines)
         tmux("send-keys", "-t", "top", "q")
         lines = wait_for(lambda ls: any("EXIT=0" in x for x in ls),
                          "q: top did not exit 0")
@@ -260,7 +273,8 @@ def check_screen(interp):
         # The target's end: shown, figures kept until q.
         tmux("kill-server")
         tmux("new-session", "-d", "-s", "top", "-x", "200", "-y", "40", cmd)
-        wait_for(lambda ls: ls and screen_rows(ls), "no table (second run)")
+        wait_for(lambda ls: ls and screen_rows(ls), "no table (second run)",
+                 timeout=30)
         t.stop()
         wait_for(lambda ls: "targets ended" in ls[0] and screen_rows(ls),
                  "the target's end not shown")
