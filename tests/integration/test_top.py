@@ -78,6 +78,19 @@ def totals(t):
             return [float(x) for x in line.split()[1:]]
 
 
+def check_shares_twice(interp):
+    """check_shares, run again once when it misses. Over 10 runs at rest the
+    heavy share is off by -0.2 points on average, 2.5 sd (300 samples: 2.8
+    expected): unbiased. On a loaded CI machine one 3-second window in a
+    few hundred was off by 12 points (the target's clock and the sampler
+    lose scheduler slices apart), as record's proportions check saw."""
+    err = check_shares(interp)
+    if err:
+        err2 = check_shares(interp)
+        return err2 and "%s; then %s" % (err, err2)
+    return err
+
+
 def check_shares(interp):
     """heavy/medium/light: top's %Total of each against the target's own
     clock over the same interval."""
@@ -317,7 +330,7 @@ def main():
         report(False, "at least one interpreter", "no CPython found")
         return TAP.finish()
     for interp in found:
-        for name, fn in (("shares", check_shares),
+        for name, fn in (("shares", check_shares_twice),
                          ("intervals", check_intervals)):
             try:
                 err = fn(interp)
