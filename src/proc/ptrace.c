@@ -65,6 +65,13 @@ static int wait_stop(pid_t tid) {
      * and then leave as it was. */
     if ((status >> 16) == PTRACE_EVENT_STOP)
       return 0;
+    /* An execve() under way when we seized it: an interrupt sent then can
+     * be dropped by the exec (seen: a leader seized in the middle of
+     * execve never stopped, and this wait never returned). Seized with
+     * PTRACE_O_TRACEEXEC, the exec stops it instead: a ptrace-stop too,
+     * but of a new program, so the caller must not read it as the old. */
+    if ((status >> 16) == PTRACE_EVENT_EXEC)
+      return -ESTALE;
     /* A signal-delivery stop: re-inject it and wait for our interrupt. */
     if (ptrace(PTRACE_CONT, tid, NULL, (void *)(long)WSTOPSIG(status)) < 0)
       return -errno;
@@ -83,7 +90,16 @@ static void detach(pid_t tid, int stopped) {
       return; /* gone */
     if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) < 0 && errno == ESRCH)
       return; /* not ours any more, or gone */
-    stopped = wait_stop(tid) == 0;
+    switch (wait_stop(tid)) {
+    case 0:
+    case -ESTALE: /* stopped at an exec */
+      stopped = 1;
+      break;
+    case -ESRCH:
+      return; /* exited, and reaped */
+    default:
+      stopped = 0;
+    }
   }
   pst_warn("could not detach from thread %d; it stays traced until "
            "pystitch exits",
@@ -93,7 +109,7 @@ static void detach(pid_t tid, int stopped) {
 int pst_ptrace_stop(pid_t tid) {
   int err;
 
-  if (ptrace(PTRACE_SEIZE, tid, NULL, NULL) < 0)
+  if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)(long)PTRACE_O_TRACEEXEC) < 0)
     return -errno;
   if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) < 0) {
     err = -errno;
@@ -102,8 +118,8 @@ int pst_ptrace_stop(pid_t tid) {
   }
   err = wait_stop(tid);
   if (err && err != -ESRCH)
-    detach(tid, 0);
-  return err;
+    detach(tid, err == -ESTALE);
+  return err == -ESTALE ? -ESRCH : err; /* the thread we knew is gone */
 }
 
 void pst_ptrace_resume(pid_t tid) { detach(tid, 1); }

@@ -26,7 +26,8 @@ int pst_ptrace_thread_pointer(pid_t tid, uint64_t *tp);
 /* Stops thread tid (seize, interrupt, wait) so that its memory can be read
  * consistently; pst_ptrace_resume() detaches it again. Only this thread
  * stops; the rest of the process runs. 0 or -errno (the thread is then
- * left detached). */
+ * left detached): -ESRCH when it exited, or was in execve() (what it ran
+ * is gone: its process runs a new program). */
 int pst_ptrace_stop(pid_t tid);
 void pst_ptrace_resume(pid_t tid);
 

@@ -320,6 +320,28 @@ def check_exec_other(interp, mode):
         t.stop()
 
 
+def check_exec_while_stopping(interp, mode):
+    """exec() while pystitch stops threads at 2 kHz, 8 times: a thread
+    seized in the middle of the target's execve() must neither hang
+    pystitch (an interrupt the exec dropped was waited for forever: about
+    1 run in 5 went on until killed) nor stay traced in the new program."""
+    for k in range(8):
+        t = Faults(interp, "exec", ["0.%d" % (2 + k % 7), "/bin/sleep", "60"])
+        try:
+            rc, err, took, out = record_until_done(
+                ["-p", str(t.pid), "-r", "2000"] + mode, 15)
+            if rc is None or took > 10:
+                return "run %d: went on %.1f s after exec: %s" % (k, took,
+                                                                 err)
+            with open("/proc/%d/status" % t.pid) as f:
+                tracer = [x for x in f if x.startswith("TracerPid:")]
+            if tracer and tracer[0].split()[1] != "0":
+                return "run %d: the exec'd program is still traced" % k
+        finally:
+            t.stop()
+    return ""
+
+
 def check_exec_python(interp, mode):
     """exec() of Python again: the new program is recorded as well."""
     if interp.rootfs:
@@ -893,6 +915,9 @@ def main():
             interp, mode)
         run("target execs python, %s" % label, check_exec_python, interp,
             mode)
+        if mode:
+            run("target execs while threads are stopped at 2 kHz, %s" % label,
+                check_exec_while_stopping, interp, mode)
         run("target forks, %s" % label, check_fork, interp, mode)
         run("target SIGSTOP/SIGCONT, %s" % label, check_sigstop, interp,
             mode)
