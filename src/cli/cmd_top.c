@@ -29,7 +29,9 @@ static const char top_usage[] =
     "on top of the stack; total: anywhere in it), then their threads. On a\n"
     "terminal: a full-screen view, with keys 1-4 (sort by own, total, own\n"
     "time, total time), w (last interval / since start), l (by line /\n"
-    "function), t (thread pane), q (quit). Else (a pipe, a file, --plain):\n"
+    "function), t (thread pane), Up/Down or k/j (select a thread), Enter\n"
+    "(the table of that thread; again: of all), p (of its process), d (its\n"
+    "last stack), q (quit). Else (a pipe, a file, --plain):\n"
     "one plain table per interval. Ends at q, Ctrl-C, --duration or the\n"
     "targets' exit.\n"
     "\n"
@@ -70,6 +72,12 @@ struct printer {
   char procs[512];    /* the processes: pid, version, rank, command */
   double cpu_at;      /* our CPU seconds then */
   struct pst_top_row *buf;
+  pid_t sel_pid, sel_tid;       /* the selected thread (screen) */
+  pid_t filter_pid, filter_tid; /* what the table is of: 0, all */
+  char filter[96];
+  int fresh; /* the filter changed this interval: show the one in progress */
+  uint64_t now_ns;
+  struct pst_top_frame stack[PST_TOP_STACK_MAX];
 };
 
 static double cpu_seconds(void) {
@@ -133,18 +141,79 @@ static void make_header(struct printer *p, uint64_t t_ns,
   p->cpu_at = cpu;
 }
 
-/* Draws the screen from the last whole interval (or since the start). */
+/* Applies the selection keys: moves, Enter (a thread's table), p (a
+ * process's). Returns the selected thread's index (nth when none). */
+static size_t select_keys(struct printer *p, const struct pst_top_thread *th,
+                          size_t nth) {
+  size_t i = 0;
+  pid_t pid, tid;
+
+  while (i < nth && (th[i].pid != p->sel_pid || th[i].tid != p->sel_tid))
+    i++;
+  if (i == nth) /* none yet, or it ended: the first */
+    i = 0;
+  if (p->keys.moves < 0)
+    i = (size_t)-p->keys.moves > i ? 0 : i - (size_t)-p->keys.moves;
+  else if (p->keys.moves > 0)
+    i = i + (size_t)p->keys.moves >= nth ? (nth ? nth - 1 : 0)
+                                         : i + (size_t)p->keys.moves;
+  p->keys.moves = 0;
+  if (!nth) {
+    p->keys.select = p->keys.proc = 0;
+    return 0;
+  }
+  p->sel_pid = th[i].pid;
+  p->sel_tid = th[i].tid;
+  if (p->keys.select || p->keys.proc) {
+    pid = p->sel_pid;
+    tid = p->keys.select ? p->sel_tid : 0;
+    if (pid == p->filter_pid && tid == p->filter_tid)
+      pid = tid = 0; /* again: back to every thread */
+    p->filter_pid = pid;
+    p->filter_tid = tid;
+    if (tid)
+      snprintf(p->filter, sizeof(p->filter), "thread %d %s", (int)tid,
+               th[i].name);
+    else if (pid)
+      snprintf(p->filter, sizeof(p->filter), "process %d", (int)pid);
+    pst_top_set_filter(p->top, pid, tid);
+    if (p->line)
+      pst_top_set_filter(p->line, pid, tid);
+    p->fresh = 1;
+    p->keys.select = p->keys.proc = 0;
+  }
+  return i;
+}
+
+/* Draws the screen from the last whole interval (or since the start; the
+ * one in progress right after the filter changed), or the stack view. */
 static void draw(struct printer *p) {
   struct pst_top *t = p->keys.by_line && p->line ? p->line : p->top;
-  size_t nth, n;
+  size_t nth, n, sel;
   const struct pst_top_thread *th = pst_top_threads(p->top, &nth);
   uint64_t samples;
+  struct pst_top_view v;
 
-  n = pst_top_table(t, p->keys.since_start ? PST_TOP_ALL : PST_TOP_LAST,
+  sel = select_keys(p, th, nth);
+  if (p->keys.dump && sel < nth) {
+    const struct pst_top_thread *x = &th[sel];
+    size_t all = pst_top_stack(p->top, x, p->stack, PST_TOP_STACK_MAX);
+    pst_top_screen_draw_stack(
+        p->header, x, p->stack,
+        all < PST_TOP_STACK_MAX ? all : PST_TOP_STACK_MAX, all,
+        x->stack_ns ? (double)(p->now_ns - x->stack_ns) / 1e9 : -1.0);
+    return;
+  }
+  p->keys.dump = 0;
+  n = pst_top_table(t,
+                    p->keys.since_start ? PST_TOP_ALL
+                    : p->fresh          ? PST_TOP_INTERVAL
+                                        : PST_TOP_LAST,
                     p->keys.sort, p->buf, (size_t)p->rows, &samples);
+  v = (struct pst_top_view){sel, p->filter_pid ? p->filter : NULL};
   pst_top_screen_draw(p->header, p->procs, p->buf,
                       n < (size_t)p->rows ? n : (size_t)p->rows, samples, th,
-                      nth, &p->keys, p->delay_s);
+                      nth, &p->keys, &v, p->delay_s);
 }
 
 static void print_table(struct printer *p, uint64_t t_ns,
@@ -197,6 +266,7 @@ static void printer_tick(void *ctx, uint64_t t_ns,
     return;
   }
   dirty = pst_top_screen_keys(&p->keys);
+  p->now_ns = t_ns;
   if (p->keys.quit) {
     raise(SIGINT); /* the engine's way out: it stops at this tick */
     return;
@@ -206,6 +276,7 @@ static void printer_tick(void *ctx, uint64_t t_ns,
     pst_top_roll(p->top);
     if (p->line)
       pst_top_roll(p->line);
+    p->fresh = 0;
     dirty = 1;
   }
   if (dirty)

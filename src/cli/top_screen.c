@@ -46,6 +46,10 @@ int pst_top_screen_keys(struct pst_top_keys *k) {
 
   while ((c = getch()) != ERR) {
     dirty = 1;
+    if (k->dump && c != KEY_RESIZE && c != 'q' && c != 'Q') {
+      k->dump = 0; /* any key closes the stack view */
+      continue;
+    }
     switch (c) {
     case 'q':
     case 'Q':
@@ -75,6 +79,25 @@ int pst_top_screen_keys(struct pst_top_keys *k) {
     case 't':
       k->threads = !k->threads;
       break;
+    case KEY_UP:
+    case 'k':
+      k->moves--;
+      break;
+    case KEY_DOWN:
+    case 'j':
+      k->moves++;
+      break;
+    case '\n':
+    case '\r':
+    case KEY_ENTER:
+      k->select = 1;
+      break;
+    case 'p':
+      k->proc = 1;
+      break;
+    case 'd':
+      k->dump = 1;
+      break;
     default: /* KEY_RESIZE included: ncurses has the new size */
       break;
     }
@@ -98,7 +121,7 @@ void pst_top_screen_draw(const char *header, const char *procs,
                          const struct pst_top_row *rows, size_t n,
                          uint64_t samples, const struct pst_top_thread *th,
                          size_t nth, const struct pst_top_keys *k,
-                         double interval_s) {
+                         const struct pst_top_view *v, double interval_s) {
   static const char *sorts[] = {"own", "total", "own time", "total time"};
   int pane = k->threads ? (int)nth + 2 : 0, y = 0, body;
   char buf[1024];
@@ -109,16 +132,15 @@ void pst_top_screen_draw(const char *header, const char *procs,
   erase();
   line_at(y++, has_colors() ? COLOR_PAIR(1) : A_REVERSE, header);
   line_at(y++, 0, procs);
-  if (k->since_start)
-    snprintf(buf, sizeof(buf),
-             "window: since start (w)  sort: %s (1-4)  by %s (l)  threads "
-             "(t)  quit (q)",
-             sorts[k->sort], k->by_line ? "line" : "function");
-  else
-    snprintf(buf, sizeof(buf),
-             "window: last %.1f s (w)  sort: %s (1-4)  by %s (l)  threads "
-             "(t)  quit (q)",
-             interval_s, sorts[k->sort], k->by_line ? "line" : "function");
+  char window[32] = "since start";
+  if (!k->since_start)
+    snprintf(window, sizeof(window), "last %.1f s", interval_s);
+  snprintf(buf, sizeof(buf),
+           "%s%s%swindow: %s (w)  sort: %s (1-4)  by %s (l)  threads (t)  "
+           "select (Up/Down Enter p d)  quit (q)",
+           v->filter ? "table of " : "", v->filter ? v->filter : "",
+           v->filter ? " (Enter/p: all)  " : "", window, sorts[k->sort],
+           k->by_line ? "line" : "function");
   line_at(y++, 0, buf);
   snprintf(buf, sizeof(buf), "%7s %7s %9s %9s  %s", "%Own", "%Total", "OwnTime",
            "TotalTime", "Function (file:line)");
@@ -145,16 +167,58 @@ void pst_top_screen_draw(const char *header, const char *procs,
     snprintf(buf, sizeof(buf), "%7s %7s %-5s %-4s %-24s %s", "PID", "TID",
              "STATE", "GIL", "THREAD", "TOP");
     line_at(y++, A_BOLD, buf);
-    for (size_t i = 0; i < nth && y < LINES; i++) {
+    /* The rows that fit, the selected one among them. */
+    size_t fit = (size_t)(LINES - y), first = 0;
+    if (fit && v->selected >= fit)
+      first = v->selected - fit + 1;
+    for (size_t i = first; i < nth && y < LINES; i++) {
       const struct pst_top_thread *x = &th[i];
-      snprintf(buf, sizeof(buf), "%7d %7d %-5c %-4s %-24s %s", (int)x->pid,
-               (int)x->tid, x->state ? x->state : '?',
+      int sel = i == v->selected;
+      snprintf(buf, sizeof(buf), "%c%6d %7d %-5c %-4s %-24s %s",
+               sel ? '>' : ' ', (int)x->pid, (int)x->tid,
+               x->state ? x->state : '?',
                x->holds_gil == 1   ? "yes"
                : x->holds_gil == 0 ? "no"
                                    : "?",
                x->name, x->active_p && x->top ? x->top : "(idle)");
-      line_at(y++, 0, buf);
+      line_at(y++, sel ? A_REVERSE : 0, buf);
     }
+  }
+  refresh();
+}
+
+void pst_top_screen_draw_stack(const char *header,
+                               const struct pst_top_thread *x,
+                               const struct pst_top_frame *f, size_t n,
+                               size_t nall, double age_s) {
+  char buf[1024];
+  int y = 0;
+
+  erase();
+  line_at(y++, has_colors() ? COLOR_PAIR(1) : A_REVERSE, header);
+  snprintf(buf, sizeof(buf), "Thread %d \"%s\" of process %d: state %c, %s",
+           (int)x->tid, x->name, (int)x->pid, x->state ? x->state : '?',
+           x->holds_gil == 1   ? "holds the GIL"
+           : x->holds_gil == 0 ? "does not hold the GIL"
+                               : "GIL unknown");
+  line_at(y++, A_BOLD, buf);
+  if (age_s < 0)
+    line_at(y++, 0,
+            "no stack sampled yet (an idle thread is read only with --idle)");
+  else {
+    snprintf(buf, sizeof(buf),
+             "its last stack, sampled %.1f s ago, innermost first (%zu "
+             "frames%s); any key goes back",
+             age_s, nall, x->stack_truncated ? ", cut" : "");
+    line_at(y++, 0, buf);
+  }
+  for (size_t i = 0; i < n && y < LINES; i++) {
+    if (f[i].line)
+      snprintf(buf, sizeof(buf), "    %s (%s:%d)", f[i].name, f[i].file,
+               f[i].line);
+    else
+      snprintf(buf, sizeof(buf), "    %s (%s)", f[i].name, f[i].file);
+    line_at(y++, 0, buf);
   }
   refresh();
 }

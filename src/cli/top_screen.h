@@ -20,6 +20,17 @@ struct pst_top_keys {
   int by_line;            /* l */
   int threads;            /* t: the thread pane shown */
   int quit;               /* q */
+  /* Asked since the last call, for the caller to apply: */
+  int moves;  /* Up/Down (k/j): the selection moves by this many threads */
+  int select; /* Enter: the table of the selected thread (again: all) */
+  int proc;   /* p: the table of the selected thread's process (again: all) */
+  int dump;   /* d: the selected thread's last stack shown (any key closes) */
+};
+
+/* What the thread pane and the stack view show. */
+struct pst_top_view {
+  size_t selected;    /* the selected thread, an index in the pane */
+  const char *filter; /* what the table is of ("thread 12 spin-0"), or NULL */
 };
 
 /* 0, or -ENOTTY when there is no usable terminal. */
@@ -30,12 +41,21 @@ void pst_top_screen_close(void);
  * be drawn again (a key or a resize), else 0. */
 int pst_top_screen_keys(struct pst_top_keys *k);
 
-/* Draws a whole screen: the header line, the processes line, the table rows (n; samples: what
- * the shares are of) and, with k->threads, the nth threads. */
+/* Draws a whole screen: the header line, the processes line, the table
+ * rows (n; samples: what the shares are of) and, with k->threads, the nth
+ * threads, v->selected highlighted. */
 void pst_top_screen_draw(const char *header, const char *procs,
                          const struct pst_top_row *rows, size_t n,
                          uint64_t samples, const struct pst_top_thread *th,
                          size_t nth, const struct pst_top_keys *k,
-                         double interval_s);
+                         const struct pst_top_view *v, double interval_s);
+
+/* Draws the stack view of thread x: its n frames (nall in all; age_s:
+ * seconds since it was sampled, < 0 when it never was), innermost first,
+ * under the header line. */
+void pst_top_screen_draw_stack(const char *header,
+                               const struct pst_top_thread *x,
+                               const struct pst_top_frame *f, size_t n,
+                               size_t nall, double age_s);
 
 #endif

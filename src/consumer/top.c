@@ -38,6 +38,7 @@ struct pst_top {
   size_t nprocs, proccap;
   struct pst_top_row *rows; /* what pst_top_table() returned */
   size_t rowcap;
+  pid_t filter_pid, filter_tid; /* pst_top_set_filter() */
 };
 
 int pst_top_new(int by_line, struct pst_top **out) {
@@ -122,6 +123,7 @@ static int top_sample(void *ctx, const struct pst_sample *s) {
   struct pst_top *t = ctx;
   const struct pst_thread *th = s->thread;
   struct pst_top_thread *x = thread_of(t, s->proc->pid, th->tid);
+  int counted;
 
   if (!x)
     return -ENOMEM;
@@ -142,7 +144,12 @@ static int top_sample(void *ctx, const struct pst_sample *s) {
     return 0;
   }
   x->active++;
-  t->samples_i++;
+  x->stack_ns = s->t_ns ? s->t_ns : 1;
+  x->nstack = 0;
+  x->stack_truncated = th->truncated || th->nframes > PST_TOP_STACK_MAX;
+  counted = (!t->filter_pid || t->filter_pid == s->proc->pid) &&
+            (!t->filter_tid || t->filter_tid == th->tid);
+  t->samples_i += counted;
   t->stamp++;
   for (size_t i = 0; i < th->nframes; i++) {
     int64_t id = ent_of(t, &th->frames[i]);
@@ -150,10 +157,18 @@ static int top_sample(void *ctx, const struct pst_sample *s) {
     if (id < 0)
       return (int)id;
     e = &t->e[id];
+    if (i < PST_TOP_STACK_MAX) {
+      x->stack[i].ent = (uint32_t)id;
+      x->stack[i].line = th->frames[i].line;
+      x->nstack = (uint32_t)i + 1;
+    }
+    if (i == 0)
+      x->top = e->name;
+    if (!counted)
+      continue;
     if (i == 0) {
       e->own_i++;
       e->own_ns_i += s->weight_ns;
-      x->top = e->name;
     }
     if (e->stamp != t->stamp) { /* recursion counts once */
       e->stamp = t->stamp;
@@ -310,6 +325,31 @@ size_t pst_top_table(struct pst_top *t, enum pst_top_window w,
   qsort(t->rows, n, sizeof(*t->rows), row_cmp);
   memcpy(rows, t->rows, (n < max ? n : max) * sizeof(*rows));
   return n;
+}
+
+void pst_top_set_filter(struct pst_top *t, pid_t pid, pid_t tid) {
+  if (t->filter_pid == pid && t->filter_tid == tid)
+    return;
+  t->filter_pid = pid;
+  t->filter_tid = tid;
+  for (size_t i = 0; i < t->ne; i++) {
+    struct ent *e = &t->e[i];
+    e->own_i = e->total_i = e->own_ns_i = e->total_ns_i = 0;
+    e->own_a = e->total_a = e->own_ns_a = e->total_ns_a = 0;
+    e->own_p = e->total_p = e->own_ns_p = e->total_ns_p = 0;
+  }
+  t->samples_i = t->samples_a = t->samples_p = 0;
+}
+
+size_t pst_top_stack(const struct pst_top *t, const struct pst_top_thread *x,
+                     struct pst_top_frame *out, size_t max) {
+  size_t n = x->nstack < max ? x->nstack : max;
+
+  for (size_t i = 0; i < n; i++) {
+    const struct ent *e = &t->e[x->stack[i].ent];
+    out[i] = (struct pst_top_frame){e->name, e->file, x->stack[i].line};
+  }
+  return x->nstack;
 }
 
 const struct pst_top_thread *pst_top_threads(const struct pst_top *t,

@@ -30,6 +30,8 @@ struct pst_top_row {
   uint64_t own_ns, total_ns;
 };
 
+#define PST_TOP_STACK_MAX 128 /* frames kept of a thread's last stack */
+
 /* One thread as last seen. */
 struct pst_top_thread {
   pid_t pid, tid;
@@ -39,6 +41,20 @@ struct pst_top_thread {
   uint64_t active, idle, errors; /* samples in the interval */
   uint64_t active_p, idle_p;     /* in the last whole one */
   const char *top;               /* its innermost function at the last stack */
+  /* Its last stack, read through pst_top_stack(): */
+  uint64_t stack_ns; /* when it was sampled; 0: never */
+  uint32_t nstack;
+  int stack_truncated;
+  struct {
+    uint32_t ent;
+    int line;
+  } stack[PST_TOP_STACK_MAX];
+};
+
+/* A frame of a thread's last stack. */
+struct pst_top_frame {
+  const char *name, *file;
+  int line;
 };
 
 /* A process sampled (or that was, until it ended). */
@@ -85,6 +101,18 @@ const struct pst_top_proc *pst_top_procs(const struct pst_top *t, size_t *n);
 /* Thread-samples of the interval in progress that found the GIL held by
  * the thread sampled (at most one a tick and process). */
 uint64_t pst_top_gil_samples(const struct pst_top *t);
+
+/* Counts only the samples of thread tid of process pid (tid 0: of any
+ * thread of pid; pid 0: of every thread, the default) from now on. The
+ * counts so far are dropped when the filter changes: they mixed threads.
+ * The thread pane, the GIL and the stacks keep seeing every thread. */
+void pst_top_set_filter(struct pst_top *t, pid_t pid, pid_t tid);
+
+/* The last stack sampled of thread x (one of pst_top_threads()),
+ * innermost frame first: writes at most max frames and returns how many
+ * it has. Strings live as long as t. */
+size_t pst_top_stack(const struct pst_top *t, const struct pst_top_thread *x,
+                     struct pst_top_frame *out, size_t max);
 
 /* The threads seen (live ones, in order of appearance): *n of them. */
 const struct pst_top_thread *pst_top_threads(const struct pst_top *t,

@@ -21,7 +21,8 @@ report = TAP.report
 ROW = re.compile(r"^\s*([\d.]+)%\s+([\d.]+)%\s+([\d.]+)s\s+([\d.]+)s\s+(\S+) "
                  r"\((.*?)(?::(\d+))?\)$")
 PCT = re.compile(r"^\s*[\d.]+%")
-THREAD = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\S)\s+(\S+)\s+(.*?)\s{2,}(\S.*)$")
+# A thread row; on the screen the selected one starts with ">".
+THREAD = re.compile(r"^>?\s*(\d+)\s+(\d+)\s+(\S)\s+(\S+)\s+(.*?)\s{2,}(\S.*)$")
 
 
 def parse(text):
@@ -263,12 +264,48 @@ def check_screen(interp):
         wait_for(lambda ls: ls[1].startswith("pid %d CPython " % t.pid),
                  "no process line")
 
+        def pane_rows(ls):
+            return [THREAD.match(x) for x in ls if THREAD.match(x)]
+
         def pane(ls):
-            return sorted(x.split()[4] for x in ls if THREAD.match(x) and
-                          x.split()[0].isdigit())
-        wait_for(lambda ls: pane(ls) == ["MainThread", "spin-0", "spin-1",
-                                         "spin-2"],
-                 "thread pane does not name the 4 threads")
+            return sorted(m.group(5).strip() for m in pane_rows(ls))
+        lines = wait_for(lambda ls: pane(ls) == ["MainThread", "spin-0",
+                                                 "spin-1", "spin-2"],
+                         "thread pane does not name the 4 threads")
+        # Selection: Down to spin-1's row, Enter: the table of that thread
+        # alone; d: its stack; any key back; p: its process; p: all again.
+        rows = pane_rows(lines)
+        names = [m.group(5).strip() for m in rows]
+        if not rows[0].group(0).startswith(">"):
+            return "the first thread is not selected: %s" % rows[0].group(0)
+        k = names.index("spin-1")
+        tid = int(rows[k].group(2))
+        tmux("send-keys", "-t", "top", *(["Down"] * k + ["Enter"]))
+        wait_for(lambda ls: ls[2].startswith("table of thread %d spin-1 " %
+                                             tid) and
+                 [m.group(2) for m in pane_rows(ls)
+                  if m.group(0).startswith(">")] == [str(tid)],
+                 "Enter: no table of spin-1 (%d), or another selected" % tid)
+        wait_for(lambda ls: "table of thread" in ls[2] and top_row(ls),
+                 "Enter: spin-1's table has not spin on top")
+        tmux("send-keys", "-t", "top", "d")
+        lines = wait_for(lambda ls: ls[1].startswith('Thread %d "spin-1"' %
+                                                     tid) and
+                         any(x.startswith("    spin (") for x in ls) and
+                         any(x.startswith("    descend (") for x in ls),
+                         "d: no stack of spin-1")
+        frames = [x.strip().split()[0] for x in lines[3:] if x.strip()]
+        if frames[0] != "spin" or "descend" not in frames[1:3]:
+            return "d: spin-1's stack is not spin over descend: %s" % frames
+        tmux("send-keys", "-t", "top", "x")
+        wait_for(lambda ls: ls[3].lstrip().startswith("%Own"),
+                 "a key after d: the table not back")
+        tmux("send-keys", "-t", "top", "p")
+        wait_for(lambda ls: ls[2].startswith("table of process %d " % t.pid),
+                 "p: no table of the process")
+        tmux("send-keys", "-t", "top", "p")
+        wait_for(lambda ls: ls[2].startswith("window: ") and top_row(ls),
+                 "p again: not back to every thread")
         tmux("send-keys", "-t", "top", "2")
 
         def by_total(ls):
