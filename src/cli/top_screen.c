@@ -136,8 +136,8 @@ void pst_top_screen_draw(const char *header, const char *procs,
   if (!k->since_start)
     snprintf(window, sizeof(window), "last %.1f s", interval_s);
   snprintf(buf, sizeof(buf),
-           "%s%s%swindow: %s (w)  sort: %s (1-4)  by %s (l)  threads (t)  "
-           "select (Up/Down Enter p d)  quit (q)",
+           "%s%s%swindow: %s (w)  sort: %s (1-4)  by %s (l)  threads (t arrows "
+           "Enter p d)  quit (q)",
            v->filter ? "table of " : "", v->filter ? v->filter : "",
            v->filter ? " (Enter/p: all)  " : "", window, sorts[k->sort],
            k->by_line ? "line" : "function");
