@@ -66,11 +66,12 @@ struct printer {
   double delay_s;
   int once, rows, since_start;
   enum pst_top_sort sort;
-  uint64_t last_ns;   /* when the last table was printed */
-  uint64_t errors_at; /* st->errors then */
-  uint64_t ticks_at;  /* st->ticks then */
-  char procs[512];    /* the processes: pid, version, rank, command */
-  double cpu_at;      /* our CPU seconds then */
+  uint64_t last_ns;                        /* when the last table was printed */
+  uint64_t errors_at;                      /* st->errors then */
+  uint64_t ticks_at;                       /* st->ticks then */
+  uint64_t kinds_at[PST_SAMPLER_ERRKINDS]; /* st->errkinds[].count then */
+  char procs[512]; /* the processes: pid, version, rank, command */
+  double cpu_at;   /* our CPU seconds then */
   struct pst_top_row *buf;
   pid_t sel_pid, sel_tid;       /* the selected thread (screen) */
   pid_t filter_pid, filter_tid; /* what the table is of: 0, all */
@@ -88,6 +89,28 @@ static double cpu_seconds(void) {
          (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 }
 
+/* The interval's errors by kind ("2 torn, 1 EFAULT"), into buf. */
+static void error_kinds(struct printer *p, const struct pst_sampler_stats *st,
+                        char *buf, size_t len) {
+  size_t off = 0;
+
+  buf[0] = '\0';
+  for (int k = 0; k < PST_SAMPLER_ERRKINDS && off < len; k++) {
+    int code = st->errkinds[k].code;
+    uint64_t n = st->errkinds[k].count - p->kinds_at[k];
+    const char *name = code == PST_ETORN ? "torn"
+                       : code == -ESRCH  ? "gone"
+                                         : pst_errname(code);
+    p->kinds_at[k] = st->errkinds[k].count;
+    if (!code || !n)
+      continue;
+    if (!strncmp(name, "PST_", 4))
+      name += 4;
+    off += (size_t)snprintf(buf + off, len - off, "%s%llu %s",
+                            off ? ", " : ": ", (unsigned long long)n, name);
+  }
+}
+
 /* The header line of the interval ending at t_ns, into p->header. */
 static void make_header(struct printer *p, uint64_t t_ns,
                         const struct pst_sampler_stats *st) {
@@ -98,7 +121,7 @@ static void make_header(struct printer *p, uint64_t t_ns,
   uint64_t ticks = st->ticks - p->ticks_at;
   size_t np, live = 0, off = 0;
   const struct pst_top_proc *pr = pst_top_procs(p->top, &np);
-  char gil[32] = "";
+  char gil[32] = "", kinds[160];
 
   pst_top_table(p->top, PST_TOP_INTERVAL, p->sort, p->buf, 0, &samples);
   for (size_t i = 0; i < nth; i++) {
@@ -125,16 +148,17 @@ static void make_header(struct printer *p, uint64_t t_ns,
     snprintf(gil, sizeof(gil), ", GIL held %.0f%%",
              100.0 * (double)pst_top_gil_samples(p->top) /
                  ((double)ticks * (double)live));
+  error_kinds(p, st, kinds, sizeof(kinds));
   snprintf(p->header, sizeof(p->header),
            "pystitch top: %.1f s, %.0f Hz, %.0f thread-samples/s, threads %zu "
-           "active %zu idle%s, errors %llu (%.2f%%), CPU %.1f%%",
+           "active %zu idle%s, errors %llu (%.2f%%%s), CPU %.1f%%",
            (double)t_ns / 1e9, p->o->rate_hz,
            wall > 0 ? (double)samples / wall : 0.0, active, idle, gil,
            (unsigned long long)errors,
            (samples + errors)
                ? 100.0 * (double)errors / (double)(samples + errors)
                : 0.0,
-           wall > 0 ? 100.0 * (cpu - p->cpu_at) / wall : 0.0);
+           kinds, wall > 0 ? 100.0 * (cpu - p->cpu_at) / wall : 0.0);
   p->last_ns = t_ns;
   p->errors_at = st->errors;
   p->ticks_at = st->ticks;

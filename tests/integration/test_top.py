@@ -356,6 +356,39 @@ def check_screen(interp):
         t.stop()
 
 
+def check_error_kinds(interp):
+    """A call storm read without stops at 1 kHz (torn reads happen): each
+    table's errors are named by kind, and the kinds add up to the count."""
+    t = pytargets.Target(interp, "callstorm.py")
+    try:
+        t.readline()
+        seen = 0
+        for _ in range(3):
+            r = top(["--nonblocking", "--delay", "0.5", "-d", "2.2", "-r",
+                     "1000", "-p", str(t.pid)])
+            if r.returncode != 0:
+                return "exit %d: %s" % (r.returncode, r.stderr.decode())
+            for tab in parse(r.stdout.decode()):
+                m = re.search(r"errors (\d+) \(([\d.]+)%(?:: ([^)]*))?\)",
+                              tab["header"])
+                if not m:
+                    return "no error figure: %s" % tab["header"]
+                n = int(m.group(1))
+                kinds = m.group(3) or ""
+                named = sum(int(x.split()[0]) for x in kinds.split(", ")
+                            if x)
+                if named != n:
+                    return "errors %d, by kind %r" % (n, kinds)
+                seen += n
+            if seen:
+                print("# %s: %d errors in the tables, named by kind"
+                      % (interp.label, seen))
+                return not_stopped(t)
+        return "no error in 3 runs to name (the storm tore nothing)"
+    finally:
+        t.stop()
+
+
 def check_errors():
     problems = []
     r = top(["--once", "-p", "999999"])
@@ -404,6 +437,12 @@ def main():
             err = "%s: %s" % (type(e).__name__, e)
         report(not err, "top full screen in tmux %s" % screen_interp.label,
                err)
+    storm_interp = next((i for i in found if "3.9" in i.label), found[0])
+    try:
+        err = check_error_kinds(storm_interp)
+    except Exception as e:
+        err = "%s: %s" % (type(e).__name__, e)
+    report(not err, "top: errors named by kind %s" % storm_interp.label, err)
     err = check_errors()
     report(not err, "top: bad input, record's exit codes", err)
     return TAP.finish()
