@@ -37,6 +37,39 @@ int pst_cmd_top(int argc, char **argv);
 /* Shared by record and top (cmd_record.c). -1 on a bad value. */
 struct pst_sampler_opts;
 struct pst_sampler_stats;
+
+/* The sampling engine's options, the same in record and top: their long
+ * option codes (a command's own start at PST_OPT_OWN), their getopt
+ * table entries and their short letters. */
+enum {
+  PST_OPT_IDLE = 256,
+  PST_OPT_GIL,
+  PST_OPT_NATIVE,
+  PST_OPT_NONBLOCKING,
+  PST_OPT_OWN
+};
+#define PST_CLI_SAMPLER_LONGOPTS                                               \
+  {"pid", required_argument, NULL, 'p'},                                       \
+      {"rate", required_argument, NULL, 'r'},                                  \
+      {"duration", required_argument, NULL, 'd'},                              \
+      {"subprocesses", no_argument, NULL, 's'},                                \
+      {"idle", no_argument, NULL, PST_OPT_IDLE},                               \
+      {"gil", no_argument, NULL, PST_OPT_GIL},                                 \
+      {"native", no_argument, NULL, PST_OPT_NATIVE},                           \
+      {"nonblocking", no_argument, NULL, PST_OPT_NONBLOCKING},                 \
+      {"verbose", no_argument, NULL, 'v'}, {                                   \
+    "help", no_argument, NULL, 'h'                                             \
+  }
+#define PST_CLI_SAMPLER_SHORTOPTS "p:r:d:svh"
+/* Takes getopt's option c (with arg) into *o (-v into *verbose) when it
+ * is one of the engine's: 1 when it was, 0 when it is the command's own
+ * (or -h), PST_EXIT_USAGE on a bad value, the message printed (cmd names
+ * the command for its --help). */
+int pst_cli_sampler_option(int c, const char *arg, const char *cmd,
+                           struct pst_sampler_opts *o, int *verbose);
+/* "pystitch: error: WHAT 'ARG' (see 'pystitch CMD --help')": returns
+ * PST_EXIT_USAGE. */
+int pst_cli_usage_error(const char *cmd, const char *what, const char *arg);
 int pst_cli_parse_double(const char *s, double lo, double hi, double *out);
 int pst_cli_parse_pids(const char *s, struct pst_sampler_opts *o);
 /* -p PID or -- COMMAND, exactly one (cmd names the command in the

@@ -56,12 +56,54 @@ static const char record_usage[] =
     "  pystitch record -p 1234 -d 30 -o profile.svg\n"
     "  pystitch record -f speedscope -- python3 app.py --workers 4\n";
 
-static int usage_error(const char *what, const char *arg) {
-  fprintf(stderr,
-          "pystitch: error: %s '%s' (see 'pystitch record "
-          "--help')\n",
-          what, arg);
+int pst_cli_usage_error(const char *cmd, const char *what, const char *arg) {
+  fprintf(stderr, "pystitch: error: %s '%s' (see 'pystitch %s --help')\n", what,
+          arg, cmd);
   return PST_EXIT_USAGE;
+}
+
+static int usage_error(const char *what, const char *arg) {
+  return pst_cli_usage_error("record", what, arg);
+}
+
+int pst_cli_sampler_option(int c, const char *arg, const char *cmd,
+                           struct pst_sampler_opts *o, int *verbose) {
+  switch (c) {
+  case 'p':
+    if (pst_cli_parse_pids(arg, o))
+      return pst_cli_usage_error(cmd, "--pid: not a list of process ids:", arg);
+    return 1;
+  case 'r':
+    if (pst_cli_parse_double(arg, 0, RATE_MAX, &o->rate_hz))
+      return pst_cli_usage_error(
+          cmd, "--rate: want a number of Hz in (0, 20000], got", arg);
+    return 1;
+  case 'd':
+    if (pst_cli_parse_double(arg, 0, DURATION_MAX, &o->duration_s))
+      return pst_cli_usage_error(
+          cmd, "--duration: want seconds in (0, 30 days], got", arg);
+    return 1;
+  case 's':
+    o->subprocesses = 1;
+    return 1;
+  case PST_OPT_IDLE:
+    o->idle = 1;
+    return 1;
+  case PST_OPT_GIL:
+    o->gil_only = 1;
+    return 1;
+  case PST_OPT_NATIVE:
+    o->native = o->native ? o->native : 1;
+    return 1;
+  case PST_OPT_NONBLOCKING:
+    o->nonblocking = 1;
+    return 1;
+  case 'v':
+    (*verbose)++;
+    return 1;
+  default:
+    return 0;
+  }
 }
 
 int pst_cli_parse_double(const char *s, double lo, double hi, double *out) {
@@ -277,34 +319,21 @@ static void summary(const char *path, const struct pst_writer_ops *w,
 
 int pst_cmd_record(int argc, char **argv) {
   enum {
-    O_IDLE = 256,
-    O_GIL,
-    O_THREADS,
+    O_THREADS = PST_OPT_OWN,
     O_FUNCTION,
     O_BLOCKING,
-    O_NATIVE,
     O_NATIVE_ALL,
-    O_KEEP_RUNNING,
-    O_NONBLOCKING
+    O_KEEP_RUNNING
   };
   static const struct option longopts[] = {
-      {"pid", required_argument, NULL, 'p'},
-      {"rate", required_argument, NULL, 'r'},
-      {"duration", required_argument, NULL, 'd'},
+      PST_CLI_SAMPLER_LONGOPTS,
       {"format", required_argument, NULL, 'f'},
       {"output", required_argument, NULL, 'o'},
-      {"subprocesses", no_argument, NULL, 's'},
-      {"idle", no_argument, NULL, O_IDLE},
-      {"gil", no_argument, NULL, O_GIL},
       {"threads", no_argument, NULL, O_THREADS},
       {"function", no_argument, NULL, O_FUNCTION},
       {"blocking", no_argument, NULL, O_BLOCKING},
-      {"native", no_argument, NULL, O_NATIVE},
       {"native-all", no_argument, NULL, O_NATIVE_ALL},
       {"keep-running", no_argument, NULL, O_KEEP_RUNNING},
-      {"nonblocking", no_argument, NULL, O_NONBLOCKING},
-      {"verbose", no_argument, NULL, 'v'},
-      {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   struct pst_sampler_opts o = {.rate_hz = 100};
   struct pst_record_view view = {0, 0, 0};
@@ -319,23 +348,14 @@ int pst_cmd_record(int argc, char **argv) {
 
   optind = 2;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, "+p:r:d:f:o:svh", longopts, NULL)) !=
-         -1) {
+  while ((c = getopt_long(argc, argv, "+f:o:" PST_CLI_SAMPLER_SHORTOPTS,
+                          longopts, NULL)) != -1) {
+    rc = pst_cli_sampler_option(c, optarg, "record", &o, &verbose);
+    if (rc == 1)
+      continue;
+    if (rc)
+      return rc;
     switch (c) {
-    case 'p':
-      if (pst_cli_parse_pids(optarg, &o))
-        return usage_error("--pid: not a list of process ids:", optarg);
-      break;
-    case 'r':
-      if (pst_cli_parse_double(optarg, 0, RATE_MAX, &o.rate_hz))
-        return usage_error("--rate: want a number of Hz in (0, 20000], got",
-                           optarg);
-      break;
-    case 'd':
-      if (pst_cli_parse_double(optarg, 0, DURATION_MAX, &o.duration_s))
-        return usage_error("--duration: want seconds in (0, 30 days], got",
-                           optarg);
-      break;
     case 'f':
       w = pst_writer_find(optarg);
       if (!w)
@@ -346,15 +366,6 @@ int pst_cmd_record(int argc, char **argv) {
     case 'o':
       output = optarg;
       break;
-    case 's':
-      o.subprocesses = 1;
-      break;
-    case O_IDLE:
-      o.idle = 1;
-      break;
-    case O_GIL:
-      o.gil_only = 1;
-      break;
     case O_THREADS:
       view.thread_roots = 1;
       break;
@@ -364,20 +375,11 @@ int pst_cmd_record(int argc, char **argv) {
     case O_BLOCKING:
       o.blocking = 1;
       break;
-    case O_NATIVE:
-      o.native = o.native ? o.native : 1;
-      break;
     case O_NATIVE_ALL:
       o.native = 2;
       break;
     case O_KEEP_RUNNING:
       o.keep_running = 1;
-      break;
-    case O_NONBLOCKING:
-      o.nonblocking = 1;
-      break;
-    case 'v':
-      verbose++;
       break;
     case 'h':
       fputs(record_usage, stdout);

@@ -16,7 +16,6 @@
 #include "pystitch.h"
 #include "sampler/sampler.h"
 
-#define RATE_MAX 20000.0
 #define DELAY_MAX 3600.0
 #define ROWS_MAX 1000
 
@@ -340,28 +339,13 @@ static const struct pst_consumer_ops printer_ops = {
 };
 
 static int usage_error(const char *what, const char *arg) {
-  fprintf(stderr, "pystitch: error: %s '%s' (see 'pystitch top --help')\n",
-          what, arg);
-  return PST_EXIT_USAGE;
+  return pst_cli_usage_error("top", what, arg);
 }
 
 int pst_cmd_top(int argc, char **argv) {
-  enum {
-    O_IDLE = 256,
-    O_GIL,
-    O_NATIVE,
-    O_NONBLOCKING,
-    O_DELAY,
-    O_ONCE,
-    O_SORT,
-    O_LINES,
-    O_SINCE,
-    O_PLAIN
-  };
+  enum { O_DELAY = PST_OPT_OWN, O_ONCE, O_SORT, O_LINES, O_SINCE, O_PLAIN };
   static const struct option longopts[] = {
-      {"pid", required_argument, NULL, 'p'},
-      {"rate", required_argument, NULL, 'r'},
-      {"duration", required_argument, NULL, 'd'},
+      PST_CLI_SAMPLER_LONGOPTS,
       {"rows", required_argument, NULL, 'n'},
       {"delay", required_argument, NULL, O_DELAY},
       {"once", no_argument, NULL, O_ONCE},
@@ -369,13 +353,6 @@ int pst_cmd_top(int argc, char **argv) {
       {"lines", no_argument, NULL, O_LINES},
       {"since-start", no_argument, NULL, O_SINCE},
       {"plain", no_argument, NULL, O_PLAIN},
-      {"subprocesses", no_argument, NULL, 's'},
-      {"idle", no_argument, NULL, O_IDLE},
-      {"gil", no_argument, NULL, O_GIL},
-      {"native", no_argument, NULL, O_NATIVE},
-      {"nonblocking", no_argument, NULL, O_NONBLOCKING},
-      {"verbose", no_argument, NULL, 'v'},
-      {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   static const char *sorts[] = {"own", "total", "own-time", "total-time"};
   struct pst_sampler_opts o = {.rate_hz = 100};
@@ -387,22 +364,14 @@ int pst_cmd_top(int argc, char **argv) {
 
   optind = 2;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, "+p:r:d:n:svh", longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "+n:" PST_CLI_SAMPLER_SHORTOPTS, longopts,
+                          NULL)) != -1) {
+    err = pst_cli_sampler_option(c, optarg, "top", &o, &verbose);
+    if (err == 1)
+      continue;
+    if (err)
+      return err;
     switch (c) {
-    case 'p':
-      if (pst_cli_parse_pids(optarg, &o))
-        return usage_error("--pid: not a list of process ids:", optarg);
-      break;
-    case 'r':
-      if (pst_cli_parse_double(optarg, 0, RATE_MAX, &o.rate_hz))
-        return usage_error("--rate: want a number of Hz in (0, 20000], got",
-                           optarg);
-      break;
-    case 'd':
-      if (pst_cli_parse_double(optarg, 0, 30.0 * 86400, &o.duration_s))
-        return usage_error("--duration: want seconds in (0, 30 days], got",
-                           optarg);
-      break;
     case 'n':
       if (pst_cli_parse_double(optarg, 0, ROWS_MAX, &rows) || rows != (int)rows)
         return usage_error("--rows: want a whole number in [1, 1000], got",
@@ -435,24 +404,6 @@ int pst_cmd_top(int argc, char **argv) {
       break;
     case O_PLAIN:
       plain = 1;
-      break;
-    case 's':
-      o.subprocesses = 1;
-      break;
-    case O_IDLE:
-      o.idle = 1;
-      break;
-    case O_GIL:
-      o.gil_only = 1;
-      break;
-    case O_NATIVE:
-      o.native = 1;
-      break;
-    case O_NONBLOCKING:
-      o.nonblocking = 1;
-      break;
-    case 'v':
-      verbose++;
       break;
     case 'h':
       fputs(top_usage, stdout);
