@@ -41,6 +41,7 @@ enum pst_map_method {
   PST_MAP_TSD,        /* pthread_getspecific(key) emulated on its fsbase */
   PST_MAP_LIST,       /* thread-states list: thread_id == fsbase */
   PST_MAP_LIST_TID,   /* thread-states list: native_thread_id == tid */
+  PST_MAP_TLS,        /* 3.15+: the thread-local read at its fsbase */
 };
 
 /* What a frame is. Without PST_SAMPLE_NATIVE every frame is Python. */

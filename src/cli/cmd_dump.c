@@ -14,6 +14,8 @@ static const char *method_name(enum pst_map_method m) {
     return "list";
   case PST_MAP_LIST_TID:
     return "list-tid";
+  case PST_MAP_TLS:
+    return "tls";
   default:
     return "none";
   }

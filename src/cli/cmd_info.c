@@ -12,6 +12,8 @@ static const char *method_text(enum pst_map_method m) {
     return "thread-state list: thread_id == fsbase";
   case PST_MAP_LIST_TID:
     return "thread-state list: native_thread_id == tid";
+  case PST_MAP_TLS:
+    return "thread-local at fsbase";
   default:
     return "no Python thread state";
   }

@@ -83,3 +83,20 @@ int pst_disasm_global_getter(enum pst_arch arch, const uint8_t *code,
     return err;
   return pst_dx_global_getter(ops, &c, read64, arg, out, why, why_len);
 }
+
+int pst_disasm_tls_getter(enum pst_arch arch, const uint8_t *code, size_t len,
+                          uint64_t addr, pst_disasm_read64_fn read64, void *arg,
+                          int64_t *tp_offset, char *shape, size_t shape_len,
+                          char *why, size_t why_len) {
+  const struct pst_disasm_ops *ops;
+  struct pst_dx_code c;
+  int err;
+
+  if (tp_offset == NULL)
+    return -EINVAL;
+  err = prepare(arch, code, len, addr, &ops, &c, why, why_len);
+  if (err != 0)
+    return err;
+  return pst_dx_tls_getter(ops, &c, read64, arg, tp_offset, shape, shape_len,
+                           why, why_len);
+}

@@ -76,6 +76,19 @@ int pst_disasm_tss_key(enum pst_arch arch, const uint8_t *code, size_t len,
                        uint64_t *out, int *is_load, char *shape,
                        size_t shape_len, char *why, size_t why_len);
 
+/* Decodes a getter of a C11 thread-local pointer, such as CPython 3.15's
+ * PyGILState_GetThisThreadState (`mov rax,fs:[-0x28]; ret`, or with the
+ * offset read from a GOT slot: initial-exec TLS), up to its ret: *tp_offset
+ * gets the offset from the thread pointer of the pointer it returns, so
+ * that a thread's value is the 8 bytes at its tp + *tp_offset. GOT loads go
+ * through read64 (the slot holds the offset once the target has started).
+ * Returns 0, or -EINVAL (a call first, or not such a read; message in why).
+ * shape as for pst_disasm_tss_key. */
+int pst_disasm_tls_getter(enum pst_arch arch, const uint8_t *code, size_t len,
+                          uint64_t addr, pst_disasm_read64_fn read64, void *arg,
+                          int64_t *tp_offset, char *shape, size_t shape_len,
+                          char *why, size_t why_len);
+
 /* Decodes a getter such as PyInterpreterState_Head (2.7, 3.6) that returns a
  * global: `mov rax,[rip+X]; ret`. Returns 0 with *out the address the return
  * value was loaded from, or -EINVAL. */

@@ -237,6 +237,12 @@ int pst_dx_tss_key(const struct pst_disasm_ops *ops,
                    void *arg, uint64_t *out, int *is_load, char *shape,
                    size_t shape_len, char *why, size_t why_len);
 
+int pst_dx_tls_getter(const struct pst_disasm_ops *ops,
+                      const struct pst_dx_code *code,
+                      pst_disasm_read64_fn read64, void *arg,
+                      int64_t *tp_offset, char *shape, size_t shape_len,
+                      char *why, size_t why_len);
+
 int pst_dx_global_getter(const struct pst_disasm_ops *ops,
                          const struct pst_dx_code *code,
                          pst_disasm_read64_fn read64, void *arg, uint64_t *out,

@@ -1,6 +1,8 @@
 /* tss_key.c: finds where CPython keeps its TSS key, by evaluating
- * PyGILState_GetThisThreadState up to its first call or jump, and which
- * global a getter such as PyInterpreterState_Head returns; any arch.
+ * PyGILState_GetThisThreadState up to its first call or jump, or (3.15+,
+ * a C11 thread-local instead of a key) which thread-pointer offset it reads,
+ * and which global a getter such as PyInterpreterState_Head returns; any
+ * arch.
  *
  * Neither needs the shape of the code, only the value of one register at
  * one point: the first argument at the call (a constant address, or a value
@@ -136,6 +138,47 @@ int pst_dx_global_getter(const struct pst_disasm_ops *ops,
     goto out;
   }
   *out = l->addr.c;
+out:
+  free(ev);
+  return err;
+}
+
+int pst_dx_tls_getter(const struct pst_disasm_ops *ops,
+                      const struct pst_dx_code *code,
+                      pst_disasm_read64_fn read64, void *arg,
+                      int64_t *tp_offset, char *shape, size_t shape_len,
+                      char *why, size_t why_len) {
+  const struct pst_dx_load *l;
+  struct pst_dx_stop stop;
+  struct pst_dx_eval *ev;
+  int err;
+
+  ev = malloc(sizeof(*ev));
+  if (ev == NULL)
+    return -ENOMEM;
+  pst_dx_init(ev, ops, read64, arg);
+  err = pst_dx_run(ev, code, PST_DX_UNTIL_RET, &stop, why, why_len);
+  if (err != 0)
+    goto out;
+  /* The thread pointer plus a constant (local-exec: in the code; initial-
+   * exec: read from a GOT slot, which the load folded in), read as a
+   * pointer: nothing else. */
+  l = pst_dx_pure_load(ev, &ev->reg[ops->ret_slot]);
+  if (l == NULL || l->size != 8 || !l->addr.known || l->addr.load ||
+      l->addr.tp != 1 || l->addr.key || l->addr.hi || l->addr.lo) {
+    err = not_constant(ev, ops->ret_name,
+                       "not a pointer read at the thread pointer plus a "
+                       "constant",
+                       &stop, why, why_len);
+    goto out;
+  }
+  *tp_offset = (int64_t)l->addr.c;
+  if (shape != NULL && shape_len > 0)
+    snprintf(shape, shape_len,
+             "%s = 8-byte load from tp%s0x%" PRIx64 "%s; %s", ops->ret_name,
+             *tp_offset < 0 ? "-" : "+",
+             *tp_offset < 0 ? -(uint64_t)*tp_offset : (uint64_t)*tp_offset,
+             l->addr.got ? " (offset from the GOT)" : "", stop.mnemonic);
 out:
   free(ev);
   return err;

@@ -183,6 +183,21 @@ static int find_key(struct pst_py *py, const struct pst_elf *e,
                            &is_load, shape, sizeof(shape), why, sizeof(why));
   else
     snprintf(why, sizeof(why), "PyGILState_GetThisThreadState not readable");
+  /* 3.15: no key, a C11 thread-local read at the thread pointer. */
+  if (err == -EINVAL &&
+      pst_disasm_tls_getter(arch, code, len, vaddr + bias, read64_cb, &rc,
+                            &py->tls_offset, shape, sizeof(shape), NULL,
+                            0) == 0) {
+    py->tls = 1;
+    snprintf(info->key_method, sizeof(info->key_method),
+             "none: a thread-local at the thread pointer %s0x%llx "
+             "(disassembly of PyGILState_GetThisThreadState: %s)",
+             py->tls_offset < 0 ? "-" : "+",
+             (unsigned long long)(py->tls_offset < 0 ? -py->tls_offset
+                                                     : py->tls_offset),
+             shape);
+    return 0;
+  }
   if (err == 0) {
     /* 3.7+: the argument is &Py_tss_t {int _is_initialized; int _key} or
      * the key loaded from &Py_tss_t._key; 3.6: the int autoTLSkey. */

@@ -30,6 +30,8 @@ struct schema {
   int type_size, type_flags;
   int dict_ma_keys, dict_ma_values, long_tag, long_digit;
   int bytes_size, bytes_sval, uni_state, uni_length, uni_ascii_size;
+  /* Fields that 3.15 added (0: absent, the fixed values below apply). */
+  int type_basicsize, type_dictoffset, ht_cached_keys, uni_compact_size;
   int words; /* words to read */
 };
 
@@ -129,6 +131,62 @@ static const struct schema s314 = {
     .words = 78,
 };
 
+/* 3.15: runtime 3, interp 16, tstate 16 (base_frame, the profiler's
+ * last frame, holds_gil, exceptions), err_stackitem 1, iframe 8, code 11,
+ * pyobject 2, type 6 (tp_name, tp_repr, tp_basicsize, tp_dictoffset),
+ * heap type 2, tuple 3, list 3, set 4, dict 3, float 2, long 3, bytes 3,
+ * unicode 5 (compact size), then gc, generators, llist and the debugger
+ * support, which pystitch does not read. */
+static const struct schema s315 = {
+    .version = 0x030f,
+    .rt_size = 0,
+    .rt_interp_head = 2,
+    .is_next = 5,
+    .is_threads_head = 6,
+    .is_modules = 9,
+    .is_gil_locked = 15,
+    .is_gil_holder = 16,
+    .ts_size = 19,
+    .ts_next = 21,
+    .ts_interp = 22,
+    .ts_current_frame = 23,
+    .ts_thread_id = 27,
+    .ts_native_thread_id = 28,
+    .ts_datastack_chunk = 29,
+    .if_size = 36,
+    .if_previous = 37,
+    .if_executable = 38,
+    .if_instr_ptr = 39,
+    .if_localsplus = 40,
+    .if_owner = 41,
+    .co_size = 44,
+    .co_filename = 45,
+    .co_name = 46,
+    .co_qualname = 47,
+    .co_linetable = 48,
+    .co_firstlineno = 49,
+    .co_code_adaptive = 53,
+    /* pyobject 55-56, type 57-62, heap type 63-64, tuple 65-67, list
+     * 68-70, set 71-74, dict 75-77, float 78-79, long 80-82, bytes 83-85,
+     * unicode 86-90 */
+    .type_size = 57,
+    .type_flags = 60,
+    .type_basicsize = 61,
+    .type_dictoffset = 62,
+    .ht_cached_keys = 64,
+    .dict_ma_keys = 76,
+    .dict_ma_values = 77,
+    .long_tag = 81,
+    .long_digit = 82,
+    .bytes_size = 84,
+    .bytes_sval = 85,
+    .uni_state = 87,
+    .uni_length = 88,
+    .uni_ascii_size = 89,
+    .uni_compact_size = 90,
+    .words = 91,
+};
+
 #define MAX_WORDS 96
 
 /* An offset must lie inside its struct: a wrong schema shows as offsets
@@ -164,10 +222,10 @@ int pst_py_debug_offsets(struct pst_mem *mem, uint64_t runtime,
     pst_err("free-threaded CPython builds are not supported yet");
     return PST_EPYVERSION;
   }
-  s = hex >= s314.version ? &s314 : &s313;
-  if (hex > 0x030e)
-    pst_warn("CPython %d.%d is newer than this pystitch knows; reading its "
-             "_Py_DebugOffsets as 3.14's",
+  s = hex >= s315.version ? &s315 : hex >= s314.version ? &s314 : &s313;
+  if (hex > s315.version)
+    pst_warn("CPython %d.%d is newer than this pystitch knows (untested); "
+             "reading its _Py_DebugOffsets as 3.15's",
              hex >> 8, hex & 0xff);
   if (!inside(w, s->ts_current_frame, s->ts_size) ||
       !inside(w, s->ts_native_thread_id, s->ts_size) ||
@@ -230,7 +288,9 @@ int pst_py_debug_offsets(struct pst_mem *mem, uint64_t runtime,
   lay->str_ascii_data = (int32_t)w[s->uni_ascii_size];
   /* PyCompactUnicodeObject = PyASCIIObject + utf8_length + utf8 (2 words);
    * _Py_DebugOffsets has no field for it. */
-  lay->str_compact_data = (int32_t)w[s->uni_ascii_size] + 16;
+  lay->str_compact_data = s->uni_compact_size
+                              ? (int32_t)w[s->uni_compact_size]
+                              : (int32_t)w[s->uni_ascii_size] + 16;
   lay->bytes_size = (int32_t)w[s->bytes_size];
   lay->bytes_data = (int32_t)w[s->bytes_sval];
   lay->type_flags = (int32_t)w[s->type_flags];
@@ -239,9 +299,11 @@ int pst_py_debug_offsets(struct pst_mem *mem, uint64_t runtime,
    * PyTypeObject with the async (4), number (36), mapping (3), sequence
    * (10) and buffer (2) method tables and ht_name, ht_slots, ht_qualname
    * before ht_cached_keys: 58 pointers. */
-  lay->type_basicsize = 32;
-  lay->type_dictoffset = 288;
-  lay->ht_cached_keys = (int32_t)w[s->type_size] + 58 * 8;
+  lay->type_basicsize = s->type_basicsize ? (int32_t)w[s->type_basicsize] : 32;
+  lay->type_dictoffset =
+      s->type_dictoffset ? (int32_t)w[s->type_dictoffset] : 288;
+  lay->ht_cached_keys = s->ht_cached_keys ? (int32_t)w[s->ht_cached_keys]
+                                          : (int32_t)w[s->type_size] + 58 * 8;
   lay->type_itemsize = 40; /* after tp_basicsize, as fixed as it */
   /* PyDictObject: ma_used follows PyObject_HEAD in every 3.x. */
   lay->dict_ma_used = 16;

@@ -169,6 +169,8 @@ struct pst_py {
   uint64_t code_type;        /* &PyCode_Type, to validate code objects */
   uint64_t key_addr;         /* &Py_tss_t._key or &autoTLSkey, 0 if none */
   int key;                   /* pthread key holding the tstate, -1 if none */
+  int tls;            /* 3.15+: the tstate is a C11 thread-local instead */
+  int64_t tls_offset; /* with tls: at thread pointer + this */
   uint64_t none;             /* &_Py_NoneStruct */
   /* Type objects, to check what the registry reader reads (0: unknown,
    * unchecked): PyDict_Type, PyLong_Type, PyInt_Type (2.7), the str type

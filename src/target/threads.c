@@ -84,9 +84,16 @@ static uint64_t map_by_list(const struct pst_target *t, const uint64_t *ts,
 static uint64_t map_by_tsd(struct pst_target *t, uint64_t tp, pid_t tid) {
   uint64_t cand = 0, thread_id, native, interp;
 
-  if (t->py.key < 0 || !tp)
+  if (!tp)
     return 0;
-  if (pst_tsd_get(&t->tsd, &t->mem, tp, (unsigned)t->py.key, &cand) || !cand)
+  if (t->py.tls) { /* 3.15+: the thread-local, at tp + its offset */
+    if (pst_mem_read(&t->mem, tp + (uint64_t)t->py.tls_offset, &cand,
+                     sizeof(cand)) ||
+        !cand)
+      return 0;
+  } else if (t->py.key < 0 ||
+             pst_tsd_get(&t->tsd, &t->mem, tp, (unsigned)t->py.key, &cand) ||
+             !cand)
     return 0;
   if (pst_py_tstate_ids(&t->py, &t->mem, cand, &thread_id, &native, &interp))
     return 0;
@@ -354,7 +361,7 @@ int pst_target_refresh(struct pst_target *t) {
       continue;
     x->th.tstate = map_by_tsd(t, x->tp_err ? 0 : x->th.fsbase, x->th.tid);
     if (x->th.tstate) {
-      x->th.method = PST_MAP_TSD;
+      x->th.method = t->py.tls ? PST_MAP_TLS : PST_MAP_TSD;
       continue;
     }
     if (!list && !(list = read_tstate_list(t))) {

@@ -41,7 +41,7 @@ def interpreters():
         found.append(Interp("debian-static-3.11", "/usr/bin/python3.11"))
     else:
         skipped.append(("debian-static-3.11", "/usr/bin/python3.11 absent"))
-    for dist, ver in [("sid", "3.14"), ("trixie", "3.13")]:
+    for dist, ver in [("sid", "3.14"), ("sid", "3.15"), ("trixie", "3.13")]:
         root = os.path.join(ROOTFS_DIR, dist + "-rootfs")
         exe = "/usr/bin/python" + ver
         if os.access(root + exe, os.X_OK):
@@ -50,6 +50,13 @@ def interpreters():
             skipped.append(("%s-container-%s" % (dist, ver),
                             "no rootfs at %s (tests/setup-rootfs.sh makes it)"
                             % root))
+    # PST_PYTHONS=3.15,2.7 keeps the interpreters whose label has one of
+    # these in it (a developer's quick run); the others are skipped.
+    only = [x for x in os.environ.get("PST_PYTHONS", "").split(",") if x]
+    if only:
+        skipped += [(i.label, "not in PST_PYTHONS") for i in found
+                    if not any(w in i.label for w in only)]
+        found = [i for i in found if any(w in i.label for w in only)]
     return found, skipped
 
 

@@ -63,7 +63,10 @@ def check_dump(interp):
             th = by_tid[host_tid]
             line, func = marks[key]
             frames = th["frames"]
-            want_method = "list" if two else "tsd"
+            # 3.15 keeps the thread state in a C11 thread-local, not
+            # under a pthread key.
+            want_method = ("list" if two else
+                           "tls" if dump["version"] >= "3.15" else "tsd")
             if not th["python"] or not frames:
                 errors.append("tid %d (%s): no Python stack (error %s)" % (
                     host_tid, key, th["error"]))

@@ -876,3 +876,68 @@ TEST_IMPL(disasm_tsd_model_glibc_gcc_os) {
              0x318, 16, 0, 1, 0x510, 8);
   return 0;
 }
+
+/* CPython 3.15: PyGILState_GetThisThreadState reads a C11 thread-local. */
+static void expect_tls(enum pst_arch arch, const char *hex, uint64_t rip,
+                       uint64_t got_value, int64_t want, uint64_t got) {
+  struct fake_mem mem = {.base = got_value};
+  char shape[128] = "", why[256] = "";
+  int64_t off = 0;
+  uint8_t code[256];
+  size_t n = unhex(hex, code, sizeof(code));
+  int err;
+
+  err = pst_disasm_tls_getter(arch, code, n, rip, fake_read64, &mem, &off,
+                              shape, sizeof(shape), why, sizeof(why));
+  if (err != 0)
+    TEST_FAIL("pst_disasm_tls_getter: %d (%s)", err, why);
+  ASSERT_EQ(off, want);
+  ASSERT(shape[0] != '\0');
+  if (got != 0) {
+    ASSERT_EQ(mem.calls, 1);
+    ASSERT_EQ(mem.last_addr, got);
+  } else {
+    ASSERT_EQ(mem.calls, 0);
+  }
+}
+
+/* Debian sid's static python3.15 (local-exec TLS): endbr64;
+ * mov rax,fs:[-0x28]; ret. It has no key: the TSS decoder says no. */
+TEST_IMPL(disasm_tls_315_static_local_exec) {
+  static const char hex[] = "f3 0f 1e fa 64 48 8b 04 25 d8 ff ff ff c3";
+  expect_tls(X86, hex, 0x42fa7d, 0, -0x28, 0);
+  expect_tss_error(X86, hex, 0x42fa7d, "ret");
+  return 0;
+}
+
+/* A shared libpython (initial-exec TLS): mov rax,[rip+0x10] (the GOT slot
+ * holding the offset, -0x40 here); mov rax,fs:[rax]; ret. */
+TEST_IMPL(disasm_tls_shared_initial_exec) {
+  expect_tls(X86, "48 8b 05 10 00 00 00 64 48 8b 00 c3", 0x1000,
+             (uint64_t)-0x40, -0x40, 0x1017);
+  return 0;
+}
+
+/* aarch64: mrs x0,tpidr_el0; ldr x0,[x0,#16]; ret. */
+TEST_IMPL(disasm_tls_aarch64_local_exec) {
+  expect_tls(ARM, "40 d0 3b d5 00 08 40 f9 c0 03 5f d6", 0x2000, 0, 16, 0);
+  return 0;
+}
+
+/* A key-based getter (3.12: the key loaded, then a call) is not a
+ * thread-local read. */
+TEST_IMPL(disasm_tls_rejects_tss_getter) {
+  struct fake_mem mem = {.base = 0xef00000};
+  uint8_t code[64];
+  char why[256] = "";
+  int64_t off = 0;
+  size_t n = unhex("f3 0f 1e fa 48 8b 05 25 27 27 00 53 48 8d 98 08 06 00 00 "
+                   "48 89 df e8 95 78 e2 ff",
+                   code, sizeof(code));
+
+  ASSERT_EQ(pst_disasm_tls_getter(X86, code, n, 0x2e25d0, fake_read64, &mem,
+                                  &off, NULL, 0, why, sizeof(why)),
+            -EINVAL);
+  ASSERT(why[0] != '\0');
+  return 0;
+}

@@ -7,6 +7,10 @@
 /* clang-format off */
 
 #define PST_DISASM_TESTS(X)                                                    \
+  X(disasm_tls_315_static_local_exec)                                          \
+  X(disasm_tls_shared_initial_exec)                                            \
+  X(disasm_tls_aarch64_local_exec)                                             \
+  X(disasm_tls_rejects_tss_getter)                                             \
   X(disasm_tss_310_gcc12_lto_static)                                           \
   X(disasm_tss_310_gcc12_noopt_static)                                         \
   X(disasm_tss_310_clang16_noopt_shared_membase)                               \
