@@ -39,7 +39,7 @@ int pst_cli_explain(pid_t pid, int err) {
   case PST_EPYVERSION:
     fprintf(stderr,
             "pystitch: error: process %d runs a CPython version "
-            "pystitch does not support (supported: 2.7, 3.6-3.14 "
+            "pystitch does not support (supported: 2.7, 3.6-3.15 "
             "and later versions with _Py_DebugOffsets)\n",
             (int)pid);
     return PST_EXIT_PY_VERSION;
