@@ -1,8 +1,8 @@
 #!/bin/sh
 # setup-rootfs.sh: builds the Debian rootfs the container tests run targets
-# in (sid for python3.14 and python3.15, trixie for python3.13), once;
-# later runs reuse them. Needs root and Debian's package archive. Failure
-# only means those tests are skipped.
+# in (sid for python3.14, python3.15 and their debug builds, trixie for
+# python3.13), once; later runs reuse them. Needs root and Debian's package
+# archive. Failure only means those tests are skipped.
 set -u
 dir=${PST_ROOTFS_DIR:-/var/cache/pystitch}
 mkdir -p "$dir"
@@ -46,20 +46,23 @@ if [ "${PST_ROOTFS_TORCH:-1}" != 0 ] && [ -x "$sid/usr/bin/python3.14" ] &&
       "its torch tests will be skipped" >&2
   fi
 fi
-# CPython 3.15 beside 3.14 in sid (its own interpreter in the tests).
-if [ "${PST_ROOTFS_PY315:-1}" != 0 ] && [ -x "$sid/usr/bin/python3.14" ] &&
-   [ ! -x "$sid/usr/bin/python3.15" ]; then
-  echo "setup-rootfs: adding python3.15 to $sid"
+# CPython 3.15 beside 3.14 in sid, and both debug builds (python3.14d,
+# python3.15d): each its own interpreter in the tests.
+if [ "${PST_ROOTFS_MORE:-1}" != 0 ] && [ -x "$sid/usr/bin/python3.14" ] &&
+   { [ ! -x "$sid/usr/bin/python3.15" ] || [ ! -x "$sid/usr/bin/python3.15d" ] ||
+     [ ! -x "$sid/usr/bin/python3.14d" ]; }; then
+  echo "setup-rootfs: adding python3.15, python3.15-dbg, python3.14-dbg to $sid"
   if in_root "$sid" sh -c 'export DEBIAN_FRONTEND=noninteractive
        apt-get -o Acquire::Check-Valid-Until=false update -qq &&
-       apt-get install -y -qq --no-install-recommends python3.15 &&
-       apt-get clean' >"$dir/sid-py315.log" 2>&1 &&
-     in_root "$sid" python3.15 -c "import threading" >>"$dir/sid-py315.log" 2>&1
+       apt-get install -y -qq --no-install-recommends python3.15 \
+         python3.15-dbg python3.14-dbg &&
+       apt-get clean' >"$dir/sid-more.log" 2>&1 &&
+     in_root "$sid" python3.15 -c "import threading" >>"$dir/sid-more.log" 2>&1
   then
-    echo "setup-rootfs: python3.15 added to $sid"
+    echo "setup-rootfs: python3.15 and the debug builds added to $sid"
   else
-    echo "setup-rootfs: no python3.15 in $sid (see $dir/sid-py315.log);" \
-      "its tests will be skipped" >&2
+    echo "setup-rootfs: not all of python3.15, python3.15-dbg, python3.14-dbg" \
+      "in $sid (see $dir/sid-more.log); the absent ones' tests are skipped" >&2
   fi
 fi
 exit $status

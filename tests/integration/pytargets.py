@@ -41,7 +41,9 @@ def interpreters():
         found.append(Interp("debian-static-3.11", "/usr/bin/python3.11"))
     else:
         skipped.append(("debian-static-3.11", "/usr/bin/python3.11 absent"))
-    for dist, ver in [("sid", "3.14"), ("sid", "3.15"), ("trixie", "3.13")]:
+    # 3.14d, 3.15d: Debian's debug builds (Py_DEBUG: other struct sizes).
+    for dist, ver in [("sid", "3.14"), ("sid", "3.15"), ("sid", "3.14d"),
+                      ("sid", "3.15d"), ("trixie", "3.13")]:
         root = os.path.join(ROOTFS_DIR, dist + "-rootfs")
         exe = "/usr/bin/python" + ver
         if os.access(root + exe, os.X_OK):
