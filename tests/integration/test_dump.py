@@ -65,8 +65,9 @@ def check_dump(interp):
             frames = th["frames"]
             # 3.15 keeps the thread state in a C11 thread-local, not
             # under a pthread key.
+            ver = tuple(int(x) for x in dump["version"].split(".")[:2])
             want_method = ("list" if two else
-                           "tls" if dump["version"] >= "3.15" else "tsd")
+                           "tls" if ver >= (3, 15) else "tsd")
             if not th["python"] or not frames:
                 errors.append("tid %d (%s): no Python stack (error %s)" % (
                     host_tid, key, th["error"]))
