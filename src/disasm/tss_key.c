@@ -174,9 +174,8 @@ int pst_dx_tls_getter(const struct pst_disasm_ops *ops,
   }
   *tp_offset = (int64_t)l->addr.c;
   if (shape != NULL && shape_len > 0)
-    snprintf(shape, shape_len,
-             "%s = 8-byte load from tp%s0x%" PRIx64 "%s; %s", ops->ret_name,
-             *tp_offset < 0 ? "-" : "+",
+    snprintf(shape, shape_len, "%s = 8-byte load from tp%s0x%" PRIx64 "%s; %s",
+             ops->ret_name, *tp_offset < 0 ? "-" : "+",
              *tp_offset < 0 ? -(uint64_t)*tp_offset : (uint64_t)*tp_offset,
              l->addr.got ? " (offset from the GOT)" : "", stop.mnemonic);
 out:

@@ -171,7 +171,7 @@ struct pst_py {
   int key;                   /* pthread key holding the tstate, -1 if none */
   int tls;            /* 3.15+: the tstate is a C11 thread-local instead */
   int64_t tls_offset; /* with tls: at thread pointer + this */
-  uint64_t none;             /* &_Py_NoneStruct */
+  uint64_t none;      /* &_Py_NoneStruct */
   /* Type objects, to check what the registry reader reads (0: unknown,
    * unchecked): PyDict_Type, PyLong_Type, PyInt_Type (2.7), the str type
    * (PyUnicode_Type, 2.7's PyString_Type), PyModule_Type. */
