@@ -5,6 +5,8 @@
 # --idle` (every thread read at every tick) at each rate.
 # usage: python3 bench/cpu.py [--base PATH] [--rates 1000,2000] [--rounds 5]
 #                             [--seconds 3] [--interp PATH] [--mode MODE]
+#                             [--rootfs DIR] (the interpreter in that rootfs,
+#                             as the tests run sid's: PATH inside it)
 # MODE: idle (--idle, every thread read each tick), active (the default:
 # running threads only) or native (--native --idle).
 import argparse
@@ -58,9 +60,11 @@ def main():
     ap.add_argument("--mode", default="idle", choices=sorted(MODES))
     ap.add_argument("--interp", default="/root/.pyenv/versions/3.12.1/bin/"
                     "python3.12")
+    ap.add_argument("--rootfs", default=None)
     a = ap.parse_args()
     builds = [("base", a.base), ("new", NEW)]
-    t = pytargets.Target(pytargets.Interp("bench", a.interp), "counter.py",
+    t = pytargets.Target(pytargets.Interp("bench", a.interp, a.rootfs),
+                         "counter.py",
                          ["8", "30"])
     try:
         t.readline()
