@@ -27,17 +27,23 @@ in_root() {
   timeout 900 unshare --mount --fork sh -c \
     'mount -t proc proc "$1/proc" && exec chroot "$@"' sh "$@"
 }
+# Installs the packages named after $2 into rootfs $1 (log: $2). Check-
+# Valid-Until=false: a rootfs kept for weeks has a Release file past its
+# date. apt-get clean: the .debs are not kept.
+add_packages() {
+  root=$1 log=$2
+  shift 2
+  in_root "$root" sh -c 'export DEBIAN_FRONTEND=noninteractive
+       apt-get -o Acquire::Check-Valid-Until=false update -qq &&
+       apt-get install -y -qq --no-install-recommends "$@" &&
+       apt-get clean' sh "$@" >"$log" 2>&1
+}
 sid=$dir/sid-rootfs
 if [ "${PST_ROOTFS_TORCH:-1}" != 0 ] && [ -x "$sid/usr/bin/python3.14" ] &&
    [ "$(chroot "$sid" dpkg-query -W -f='${Status}' python3-torch \
         2>/dev/null)" != "install ok installed" ]; then
   echo "setup-rootfs: adding python3-torch to $sid (about a minute)"
-  # Check-Valid-Until=false: a rootfs kept for weeks has a Release file
-  # past its date. apt-get clean: the 225 MB of .debs are not kept.
-  if in_root "$sid" sh -c 'export DEBIAN_FRONTEND=noninteractive
-       apt-get -o Acquire::Check-Valid-Until=false update -qq &&
-       apt-get install -y -qq --no-install-recommends python3-torch &&
-       apt-get clean' >"$dir/sid-torch.log" 2>&1 &&
+  if add_packages "$sid" "$dir/sid-torch.log" python3-torch &&
      in_root "$sid" python3.14 -c "import torch" >>"$dir/sid-torch.log" 2>&1
   then
     echo "setup-rootfs: python3-torch added to $sid"
@@ -52,11 +58,8 @@ if [ "${PST_ROOTFS_MORE:-1}" != 0 ] && [ -x "$sid/usr/bin/python3.14" ] &&
    { [ ! -x "$sid/usr/bin/python3.15" ] || [ ! -x "$sid/usr/bin/python3.15d" ] ||
      [ ! -x "$sid/usr/bin/python3.14d" ]; }; then
   echo "setup-rootfs: adding python3.15, python3.15-dbg, python3.14-dbg to $sid"
-  if in_root "$sid" sh -c 'export DEBIAN_FRONTEND=noninteractive
-       apt-get -o Acquire::Check-Valid-Until=false update -qq &&
-       apt-get install -y -qq --no-install-recommends python3.15 \
-         python3.15-dbg python3.14-dbg &&
-       apt-get clean' >"$dir/sid-more.log" 2>&1 &&
+  if add_packages "$sid" "$dir/sid-more.log" python3.15 python3.15-dbg \
+       python3.14-dbg &&
      in_root "$sid" python3.15 -c "import threading" >>"$dir/sid-more.log" 2>&1
   then
     echo "setup-rootfs: python3.15 and the debug builds added to $sid"

@@ -115,6 +115,27 @@ out:
   return err;
 }
 
+/* Runs code up to its ret in a new evaluator (*evp, for the caller to
+ * free; NULL on -ENOMEM) and gives in *l the load the return value is, or
+ * NULL when it is not one value read from memory. 0 or -errno (why). */
+static int run_getter(const struct pst_disasm_ops *ops,
+                      const struct pst_dx_code *code,
+                      pst_disasm_read64_fn read64, void *arg,
+                      struct pst_dx_eval **evp, struct pst_dx_stop *stop,
+                      const struct pst_dx_load **l, char *why, size_t why_len) {
+  int err;
+
+  *l = NULL;
+  *evp = malloc(sizeof(**evp));
+  if (*evp == NULL)
+    return -ENOMEM;
+  pst_dx_init(*evp, ops, read64, arg);
+  err = pst_dx_run(*evp, code, PST_DX_UNTIL_RET, stop, why, why_len);
+  if (err == 0)
+    *l = pst_dx_pure_load(*evp, &(*evp)->reg[ops->ret_slot]);
+  return err;
+}
+
 int pst_dx_global_getter(const struct pst_disasm_ops *ops,
                          const struct pst_dx_code *code,
                          pst_disasm_read64_fn read64, void *arg, uint64_t *out,
@@ -124,21 +145,12 @@ int pst_dx_global_getter(const struct pst_disasm_ops *ops,
   struct pst_dx_eval *ev;
   int err;
 
-  ev = malloc(sizeof(*ev));
-  if (ev == NULL)
-    return -ENOMEM;
-  pst_dx_init(ev, ops, read64, arg);
-  err = pst_dx_run(ev, code, PST_DX_UNTIL_RET, &stop, why, why_len);
-  if (err != 0)
-    goto out;
-  l = pst_dx_pure_load(ev, &ev->reg[ops->ret_slot]);
-  if (l == NULL || !pst_dx_is_const(&l->addr)) {
+  err = run_getter(ops, code, read64, arg, &ev, &stop, &l, why, why_len);
+  if (err == 0 && (l == NULL || !pst_dx_is_const(&l->addr)))
     err = not_constant(ev, ops->ret_name, "not read from a constant address",
                        &stop, why, why_len);
-    goto out;
-  }
-  *out = l->addr.c;
-out:
+  if (err == 0)
+    *out = l->addr.c;
   free(ev);
   return err;
 }
@@ -153,32 +165,26 @@ int pst_dx_tls_getter(const struct pst_disasm_ops *ops,
   struct pst_dx_eval *ev;
   int err;
 
-  ev = malloc(sizeof(*ev));
-  if (ev == NULL)
-    return -ENOMEM;
-  pst_dx_init(ev, ops, read64, arg);
-  err = pst_dx_run(ev, code, PST_DX_UNTIL_RET, &stop, why, why_len);
-  if (err != 0)
-    goto out;
+  err = run_getter(ops, code, read64, arg, &ev, &stop, &l, why, why_len);
   /* The thread pointer plus a constant (local-exec: in the code; initial-
    * exec: read from a GOT slot, which the load folded in), read as a
    * pointer: nothing else. */
-  l = pst_dx_pure_load(ev, &ev->reg[ops->ret_slot]);
-  if (l == NULL || l->size != 8 || !l->addr.known || l->addr.load ||
-      l->addr.tp != 1 || l->addr.key || l->addr.hi || l->addr.lo) {
+  if (err == 0 &&
+      (l == NULL || l->size != 8 || !l->addr.known || l->addr.load ||
+       l->addr.tp != 1 || l->addr.key || l->addr.hi || l->addr.lo))
     err = not_constant(ev, ops->ret_name,
                        "not a pointer read at the thread pointer plus a "
                        "constant",
                        &stop, why, why_len);
-    goto out;
+  if (err == 0) {
+    *tp_offset = (int64_t)l->addr.c;
+    if (shape != NULL && shape_len > 0)
+      snprintf(shape, shape_len,
+               "%s = 8-byte load from tp%s0x%" PRIx64 "%s; %s", ops->ret_name,
+               *tp_offset < 0 ? "-" : "+",
+               *tp_offset < 0 ? -(uint64_t)*tp_offset : (uint64_t)*tp_offset,
+               l->addr.got ? " (offset from the GOT)" : "", stop.mnemonic);
   }
-  *tp_offset = (int64_t)l->addr.c;
-  if (shape != NULL && shape_len > 0)
-    snprintf(shape, shape_len, "%s = 8-byte load from tp%s0x%" PRIx64 "%s; %s",
-             ops->ret_name, *tp_offset < 0 ? "-" : "+",
-             *tp_offset < 0 ? -(uint64_t)*tp_offset : (uint64_t)*tp_offset,
-             l->addr.got ? " (offset from the GOT)" : "", stop.mnemonic);
-out:
   free(ev);
   return err;
 }
