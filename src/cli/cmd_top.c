@@ -165,7 +165,8 @@ static void make_header(struct printer *p, uint64_t t_ns,
 }
 
 /* Applies the selection keys: moves, Enter (a thread's table), p (a
- * process's). Returns the selected thread's index (nth when none). */
+ * process's). Returns the selected thread's index (0 when there is no
+ * thread). */
 static size_t select_keys(struct printer *p, const struct pst_top_thread *th,
                           size_t nth) {
   size_t i = 0;

@@ -286,16 +286,17 @@ int pst_py_debug_offsets(struct pst_mem *mem, uint64_t runtime,
   lay->str_length = (int32_t)w[s->uni_length];
   lay->str_state = (int32_t)w[s->uni_state];
   lay->str_ascii_data = (int32_t)w[s->uni_ascii_size];
-  /* PyCompactUnicodeObject = PyASCIIObject + utf8_length + utf8 (2 words);
-   * _Py_DebugOffsets has no field for it. */
+  /* 3.15 gives the size of PyCompactUnicodeObject; before, it is
+   * PyASCIIObject + utf8_length + utf8 (2 words). */
   lay->str_compact_data = s->uni_compact_size
                               ? (int32_t)w[s->uni_compact_size]
                               : (int32_t)w[s->uni_ascii_size] + 16;
   lay->bytes_size = (int32_t)w[s->bytes_size];
   lay->bytes_data = (int32_t)w[s->bytes_sval];
   lay->type_flags = (int32_t)w[s->type_flags];
-  /* tp_basicsize and tp_dictoffset sit where they have since 2.x (the
-   * stable ABI fixes PyTypeObject's head); PyHeapTypeObject follows
+  /* 3.15 gives these three. Before: tp_basicsize and tp_dictoffset sit
+   * where they have since 2.x (the stable ABI fixes PyTypeObject's
+   * head); PyHeapTypeObject follows
    * PyTypeObject with the async (4), number (36), mapping (3), sequence
    * (10) and buffer (2) method tables and ht_name, ht_slots, ht_qualname
    * before ht_cached_keys: 58 pointers. */
