@@ -79,9 +79,10 @@ static uint64_t map_by_list(const struct pst_target *t, const uint64_t *ts,
   return 0;
 }
 
-/* Maps one thread to its PyThreadState through the TSD slot, validated by
+/* Maps one thread to its PyThreadState through its thread pointer: the
+ * TSD slot of the key (3.6-3.14) or the thread-local (3.15+), validated by
  * the state's own thread_id and interpreter. */
-static uint64_t map_by_tsd(struct pst_target *t, uint64_t tp, pid_t tid) {
+static uint64_t map_by_tp(struct pst_target *t, uint64_t tp, pid_t tid) {
   uint64_t cand = 0, thread_id, native, interp;
 
   if (!tp)
@@ -359,7 +360,7 @@ int pst_target_refresh(struct pst_target *t) {
      * later (PyGILState_Ensure). */
     if (x->th.tstate)
       continue;
-    x->th.tstate = map_by_tsd(t, x->tp_err ? 0 : x->th.fsbase, x->th.tid);
+    x->th.tstate = map_by_tp(t, x->tp_err ? 0 : x->th.fsbase, x->th.tid);
     if (x->th.tstate) {
       x->th.method = t->py.tls ? PST_MAP_TLS : PST_MAP_TSD;
       continue;
