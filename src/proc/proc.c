@@ -201,7 +201,7 @@ int pst_proc_task_stat(pid_t pid, pid_t tid, char *state, uint64_t *starttime) {
 
 int pst_proc_image(pid_t pid, struct pst_proc_image *im) {
   /* Fields of /proc/pid/stat (proc(5)), in increasing order. */
-  static const int want[] = {22, 26, 28, 47, 48, 50};
+  static const int want[] = {22, 23, 26, 28, 47, 48, 50};
   char path[64], buf[1024], *p, *end;
   ssize_t n;
   int field;
@@ -233,8 +233,10 @@ int pst_proc_image(pid_t pid, struct pst_proc_image *im) {
       return -EINVAL;
     if (k == 0)
       im->starttime = v;
+    else if (k == 1)
+      im->vsize = v;
     else
-      im->addr[k - 1] = v;
+      im->addr[k - 2] = v;
   }
   return 0;
 }

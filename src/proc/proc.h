@@ -64,10 +64,13 @@ int pst_proc_stat_fd(int fd, char *state, uint64_t *starttime);
 struct pst_proc_image {
   char state;         /* R, S, D, T, t, Z, X, ... */
   uint64_t starttime; /* clock ticks since boot (stat field 22) */
+  uint64_t vsize;     /* bytes mapped (field 23); 0 when the process has no
+                          address space (exiting, or a zombie) */
   uint64_t addr[5];   /* startcode, startstack, start_brk, arg_start,
                           env_start (fields 26, 28, 47, 48, 50); 0 when
-                          the reader may not trace the process, or for a
-                          zombie */
+                          the reader may not trace the process, for a
+                          zombie, and in the middle of an execve() (the
+                          new address space is there, not yet filled) */
 };
 
 /* Reads pid's image from /proc/pid/stat. 0, -ESRCH, or -errno. */

@@ -529,9 +529,11 @@ static int check_image(struct rec *r, struct entry *e) {
   }
   if (!memcmp(im.addr, e->image.addr, sizeof(im.addr)))
     return 0;
-  if (!im.addr[0] && !im.addr[1]) {
+  if (!im.vsize) {
     /* No address space: exiting (the kernel drops it before the process
-     * becomes a zombie). */
+     * becomes a zombie). Not the addresses being 0: they are, too, in
+     * the middle of an execve() (a new address space not yet filled),
+     * which is an exec. */
     pst_info("process %d ended", (int)e->pid);
     end_entry(r, e);
     return 1;
