@@ -473,18 +473,24 @@ void pst_py_check_prepare(struct pst_py *py, uint64_t tstate,
   c->before[1] = before[1];
   c->tstate = tstate;
   c->cframe = uses_cframe(&py->lay) && hint ? hint->cframe : 0;
+  if (hint && hint->owner_interp) { /* what check_owner() held the walk to */
+    c->thread_id = hint->owner_thread_id;
+    if (py->lay.ts_native_thread_id != PST_NOFF)
+      c->native_id = hint->owner_native_id;
+  }
   c->result = -1;
 }
 
-/* Reads the check: the frame field (and the guessed cframe's frame), and
- * every visited frame's link and code again, in one batch. */
+/* Reads the check: the frame field (and the guessed cframe's frame), the
+ * owner's ids, and every visited frame's link and code again, in one
+ * batch. */
 static int check_read(struct pst_py *py, struct pst_mem *mem,
                       const struct pst_py_check *c) {
   const struct pst_py_layout *l = &py->lay;
   struct pst_py_scratch *sc = &py->scratch;
-  size_t n = sc->nvisit + 2, span, k = 0;
+  size_t n = sc->nvisit + 4, span, k = 0, p, ig = 0, it = 0, in = 0;
   int32_t link_o, code_o, lo;
-  uint64_t field, frame, guess = 0;
+  uint64_t field, frame, guess = 0, tid = 0, nid = 0;
   uint8_t *ok;
 
   link_span(l, &link_o, &code_o, &lo, &span);
@@ -495,17 +501,33 @@ static int check_read(struct pst_py *py, struct pst_mem *mem,
   ok = sc->cbytes + n * (span + 8);
   sc->civ[k++] =
       (struct pst_mem_iov){c->tstate + (uint64_t)ts_frame_field(l), &field, 8};
-  if (c->cframe)
+  if (c->cframe) {
+    ig = k;
     sc->civ[k++] = (struct pst_mem_iov){
         c->cframe + (uint64_t)l->cf_current_frame, &guess, 8};
+  }
+  if (c->thread_id) {
+    it = k;
+    sc->civ[k++] =
+        (struct pst_mem_iov){c->tstate + (uint64_t)l->ts_thread_id, &tid, 8};
+  }
+  if (c->native_id) {
+    in = k;
+    sc->civ[k++] = (struct pst_mem_iov){
+        c->tstate + (uint64_t)l->ts_native_thread_id, &nid, 8};
+  }
+  p = k;
   for (size_t i = 0; i < sc->nvisit; i++)
     sc->civ[k++] = (struct pst_mem_iov){sc->visit[i].frame + (uint64_t)lo,
                                         sc->cbytes + i * span, span};
   if (pst_mem_readv_each(mem, sc->civ, k, ok) < 0 || !ok[0])
     return 0;
+  if ((it && (!ok[it] || tid != c->thread_id)) ||
+      (in && (!ok[in] || nid != c->native_id)))
+    return 0; /* another thread's now */
   frame = field;
   if (uses_cframe(l) && field) {
-    if (c->cframe && field == c->cframe && ok[1])
+    if (ig && field == c->cframe && ok[ig])
       frame = guess;
     else if (pst_mem_read_u64(mem, field + (uint64_t)l->cf_current_frame,
                               &frame))
@@ -513,7 +535,7 @@ static int check_read(struct pst_py *py, struct pst_mem *mem,
   }
   if (frame != c->before[0])
     return 0;
-  for (size_t i = 0, p = c->cframe ? 2 : 1; i < sc->nvisit; i++, p++)
+  for (size_t i = 0; i < sc->nvisit; i++, p++)
     if (!ok[p] || !same_visit(l, &sc->visit[i], sc->cbytes + i * span))
       return 0;
   return 1;

@@ -254,14 +254,19 @@ int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
  * in one batched read and compared with what the walk used. A stack read
  * while frames were freed and reused always has some link that changed
  * (checking only the top frame would pass a stack torn below a top frame
- * that came back to the same place). The pieces live in py's scratch: a
+ * that came back to the same place), and so is the thread state's owner.
+ * The pieces live in py's scratch: a
  * prepared check is valid until the next walk on py, which reads and
  * evaluates a check given to it as carry first. */
 struct pst_py_check {
   uint64_t before[2]; /* what the walk saw: frame, code */
   uint64_t tstate;
   uint64_t cframe; /* 3.11/3.12: the hint's cframe, guessed */
-  int result;      /* -1 until read, then 0 or 1 */
+  /* The hint's owner (0: not checked): read again too, for a thread that
+   * ended during the walk and whose thread state and frames a new thread
+   * took, at the same addresses, has a stack that did not move. */
+  uint64_t thread_id, native_id;
+  int result; /* -1 until read, then 0 or 1 */
 };
 void pst_py_check_prepare(struct pst_py *py, uint64_t tstate,
                           const struct pst_py_hint *hint,

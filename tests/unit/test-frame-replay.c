@@ -165,6 +165,37 @@ static void check_stack(const struct replay *r, const struct pst_frame *fr,
   }
 }
 
+static uint8_t *image_byte(const struct replay *r, uint64_t addr);
+
+/* The thread ended during the walk and a new thread took its thread state
+ * and put its frames at the same addresses: no frame moved, but the owner
+ * changed, and the torn-read check after that walk must fail. Each owner
+ * id the check holds the walk to is changed in turn (the pieces of the
+ * last walk are in py's scratch). */
+static void check_owner_change(struct replay *r, const struct pst_py_hint *h,
+                               const uint64_t top[2]) {
+  const struct pst_py_layout *l = &r->py.lay;
+  int32_t field[2] = {l->ts_thread_id, l->ts_native_thread_id};
+  struct pst_py_check c;
+
+  pst_py_check_prepare(&r->py, r->fx.tstate, h, top, &c);
+  ASSERT_EQ(pst_py_check_done(&r->py, &r->mem, &c), 1);
+  /* 3.8+ have a native thread id, and the walk kept the one it saw. */
+  ASSERT_EQ(c.native_id != 0, l->ts_native_thread_id != PST_NOFF);
+  for (int k = 0; k < 2; k++) {
+    uint8_t *b;
+    if (field[k] == PST_NOFF)
+      continue;
+    b = image_byte(r, r->fx.tstate + (uint64_t)field[k]);
+    b[1] ^= 0x10;
+    pst_py_check_prepare(&r->py, r->fx.tstate, h, top, &c);
+    ASSERT_EQ(pst_py_check_done(&r->py, &r->mem, &c), 0);
+    b[1] ^= 0x10;
+  }
+  pst_py_check_prepare(&r->py, r->fx.tstate, h, top, &c);
+  ASSERT_EQ(pst_py_check_done(&r->py, &r->mem, &c), 1);
+}
+
 /* Walks fixture `name` with an empty hint, as a first sample does, then
  * with the hint that walk left (the guessed reads of later samples), and
  * checks the torn-read check finds the image still. */
@@ -222,6 +253,7 @@ static int replay_fixture(const char *name, int want_hex) {
   ASSERT_EQ(top2[0], top[0]);
   ASSERT_EQ(top2[1], top[1]);
   check_stack(&r, frames, n);
+  check_owner_change(&r, &hint, top2);
   /* A walk that stops early says so. */
   n = pst_py_walk(&r.py, &r.mem, r.fx.tstate, NULL, NULL, frames, 3, &truncated,
                   NULL, top);
