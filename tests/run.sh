@@ -49,6 +49,7 @@ suite python3 "$top/tests/integration/test_record.py"
 suite python3 "$top/tests/integration/test_top.py"
 suite python3 "$top/tests/integration/test_native.py"
 suite python3 "$top/tests/integration/test_faults.py"
+suite python3 "$top/tests/integration/test_push.py"
 suite python3 "$top/tests/integration/test_apps.py"
 # Whole-tree checks, skipped with PST_QUICK=1 (as in the sanitizer rerun,
 # tests/asan.sh): static analysis, each fuzz harness for PST_FUZZ_SECONDS

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli/always_on.h"
 #include "cli/cli.h"
 #include "consumer/record.h"
 #include "output/writer.h"
@@ -270,19 +271,24 @@ void pst_cli_error_kinds(const struct pst_sampler_stats *st, char *buf,
   }
 }
 
-static void summary(const char *path, const struct pst_writer_ops *w,
-                    const struct pst_sampler_stats *st,
-                    const struct pst_profile *prof) {
-  uint64_t all = st->samples + st->errors;
-  char kinds[1024];
-
-  pst_cli_error_kinds(st, kinds, sizeof(kinds));
+/* The summary's first line: the file written at the end. */
+static void summary_file(const char *path, const struct pst_writer_ops *w,
+                         const struct pst_sampler_stats *st,
+                         const struct pst_profile *prof) {
   fprintf(stderr,
           "pystitch: wrote %s (%s): %llu samples of %zu threads in %d "
           "process%s over %.1f s\n",
           path, w->name, (unsigned long long)pst_profile_samples(prof),
           pst_profile_nthreads(prof), st->processes,
           st->processes == 1 ? "" : "es", st->elapsed_s);
+}
+
+/* The rest: errors by kind, lateness, native figures. */
+static void summary(const struct pst_sampler_stats *st) {
+  uint64_t all = st->samples + st->errors;
+  char kinds[1024];
+
+  pst_cli_error_kinds(st, kinds, sizeof(kinds));
   fprintf(stderr,
           "pystitch: %llu errors (%.2f%%: %s), %llu idle samples left out, "
           "%llu late ticks, max lag %.1f ms\n",
@@ -334,23 +340,32 @@ int pst_cmd_record(int argc, char **argv) {
       {"blocking", no_argument, NULL, O_BLOCKING},
       {"native-all", no_argument, NULL, O_NATIVE_ALL},
       {"keep-running", no_argument, NULL, O_KEEP_RUNNING},
+      PST_ALWAYS_LONGOPTS,
       {NULL, 0, NULL, 0}};
   struct pst_sampler_opts o = {.rate_hz = 100};
   struct pst_record_view view = {0, 0, 0};
   struct pst_record_consumer *rc_consumer = NULL;
-  struct pst_consumer consumer;
+  struct pst_consumer consumers[PST_SAMPLER_CONSUMERS_MAX];
+  struct pst_always always;
+  int nc = 0, whole;
   const struct pst_writer_ops *w = pst_writer_find("flamegraph");
   struct pst_sampler_stats st;
-  struct pst_profile *prof;
+  struct pst_profile *prof = NULL;
   const char *output = NULL;
   char defpath[512];
   int c, verbose = 0, err, rc;
 
+  memset(&always, 0, sizeof(always));
   optind = 2;
   opterr = 0;
   while ((c = getopt_long(argc, argv, "+f:o:" PST_CLI_SAMPLER_SHORTOPTS,
                           longopts, NULL)) != -1) {
     rc = pst_cli_sampler_option(c, optarg, "record", &o, &verbose);
+    if (rc == 1)
+      continue;
+    if (rc)
+      return rc;
+    rc = pst_always_option(c, optarg, &always);
     if (rc == 1)
       continue;
     if (rc)
@@ -394,24 +409,46 @@ int pst_cmd_record(int argc, char **argv) {
   if (rc)
     return rc;
   pst_log_set_level(verbose);
-  if (!output) {
+  whole = pst_always_whole_file(&always, output);
+  if (whole && !output) {
     default_output(&o, w, defpath, sizeof(defpath));
     output = defpath;
   }
-  rc = check_output(output);
-  if (rc)
-    return rc;
+  if (output) {
+    /* --rotate: the first window's name shows where they go. */
+    time_t now = time(NULL);
+    struct tm tm;
+    char first[4096];
+    localtime_r(&now, &tm);
+    if (!whole && strftime(first, sizeof(first), output, &tm))
+      rc = check_output(first);
+    else
+      rc = check_output(output);
+    if (rc)
+      return rc;
+  }
   o.progress = isatty(2);
   view.process_roots = o.npids > 1 || o.subprocesses;
-  prof = pst_profile_new((uint64_t)(1e9 / o.rate_hz));
-  if (!prof || pst_record_consumer_new(prof, &view, &rc_consumer)) {
-    pst_profile_free(prof);
-    fprintf(stderr, "pystitch: error: out of memory\n");
-    return PST_EXIT_ERROR;
+  if (whole) {
+    prof = pst_profile_new((uint64_t)(1e9 / o.rate_hz));
+    if (!prof || pst_record_consumer_new(prof, &view, &rc_consumer)) {
+      pst_profile_free(prof);
+      fprintf(stderr, "pystitch: error: out of memory\n");
+      return PST_EXIT_ERROR;
+    }
+    consumers[nc++] =
+        (struct pst_consumer){&pst_record_consumer_ops, rc_consumer};
   }
-  consumer = (struct pst_consumer){&pst_record_consumer_ops, rc_consumer};
-  err = pst_sampler_run(&o, &consumer, 1, &st);
+  rc = pst_always_start(&always, &o, &view, output, w, consumers, &nc);
+  if (rc) {
+    pst_always_finish(&always);
+    pst_record_consumer_free(rc_consumer);
+    pst_profile_free(prof);
+    return rc;
+  }
+  err = pst_sampler_run(&o, consumers, nc, &st);
   pst_record_consumer_free(rc_consumer);
+  pst_always_finish(&always);
   if (err) {
     pst_profile_free(prof);
     return pst_cli_sampler_error(&o, err);
@@ -426,6 +463,14 @@ int pst_cmd_record(int argc, char **argv) {
             st.child_status);
   if (st.child_left_running)
     fprintf(stderr, "pystitch: the command is still running\n");
+  if (!whole) {
+    fprintf(stderr,
+            "pystitch: recorded %llu samples in %d process%s over %.1f s\n",
+            (unsigned long long)st.samples, st.processes,
+            st.processes == 1 ? "" : "es", st.elapsed_s);
+    summary(&st);
+    return PST_EXIT_OK;
+  }
   err = pst_writer_save(w, prof, output);
   if (err) {
     fprintf(stderr, "pystitch: error: cannot write %s: %s\n", output,
@@ -433,7 +478,8 @@ int pst_cmd_record(int argc, char **argv) {
     pst_profile_free(prof);
     return PST_EXIT_ERROR;
   }
-  summary(output, w, &st, prof);
+  summary_file(output, w, &st, prof);
+  summary(&st);
   pst_profile_free(prof);
   return PST_EXIT_OK;
 }

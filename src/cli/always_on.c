@@ -1,0 +1,328 @@
+/* always_on.c: `record --push` and `record --rotate`: options, secrets,
+ * the window consumers and the pusher, and their summary. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/always_on.h"
+#include "cli/cli.h"
+#include "pystitch.h"
+#include "util/log.h"
+
+#define INTERVAL_MAX 3600.0
+#define QUEUE_MAX 100000
+#define TIMEOUT_MAX 600.0
+#define DRAIN_MAX_S 30.0
+#define SECRET_MAX 4096
+
+static int usage(const char *what, const char *arg) {
+  return pst_cli_usage_error("record", what, arg);
+}
+
+int pst_always_option(int c, const char *arg, struct pst_always *a) {
+  double v;
+  char *eq;
+
+  switch (c) {
+  case PST_OPT_PUSH:
+    a->url = arg;
+    return 1;
+  case PST_OPT_PUSH_INTERVAL:
+    if (pst_cli_parse_double(arg, 0, INTERVAL_MAX, &a->interval_s) ||
+        a->interval_s < 0.1)
+      return usage("--push-interval: want seconds in [0.1, 3600], got", arg);
+    return 1;
+  case PST_OPT_APP:
+    if (pst_push_check_name(arg))
+      return usage("--app: want letters, digits, '_', '.', '-', got", arg);
+    a->po.app = arg;
+    return 1;
+  case PST_OPT_LABEL:
+    eq = strchr(arg, '=');
+    if (!eq || a->po.nlabels == PST_PUSH_LABELS_MAX)
+      return usage(eq ? "--label: at most 16 labels, got one more"
+                      : "--label: want KEY=VALUE, got",
+                   arg);
+    *eq = '\0';
+    if (pst_push_check_key(arg) || pst_push_check_value(eq + 1)) {
+      *eq = '=';
+      return usage("--label: want KEY=VALUE, KEY of letters, digits, '_' "
+                   "and '.', VALUE without ',{}=', got",
+                   arg);
+    }
+    a->po.label_keys[a->po.nlabels] = arg;
+    a->po.label_values[a->po.nlabels++] = eq + 1;
+    return 1;
+  case PST_OPT_TENANT:
+    if (pst_push_check_value(arg) || strchr(arg, ' '))
+      return usage("--tenant: want a tenant id, got", arg);
+    a->po.tenant = arg;
+    return 1;
+  case PST_OPT_PUSH_QUEUE:
+    if (pst_cli_parse_double(arg, 0, QUEUE_MAX, &v) || v != (int)v)
+      return usage("--push-queue: want a number of profiles in [1, 100000], "
+                   "got",
+                   arg);
+    a->queue = (int)v;
+    return 1;
+  case PST_OPT_PUSH_TIMEOUT:
+    if (pst_cli_parse_double(arg, 0, TIMEOUT_MAX, &a->timeout_s))
+      return usage("--push-timeout: want seconds in (0, 600], got", arg);
+    return 1;
+  case PST_OPT_TOKEN_FILE:
+    a->token_file = arg;
+    return 1;
+  case PST_OPT_AUTH_FILE:
+    a->auth_file = arg;
+    return 1;
+  case PST_OPT_ROTATE:
+    if (pst_cli_parse_double(arg, 0, 30 * 86400.0, &a->rotate_s) ||
+        a->rotate_s < 0.1)
+      return usage("--rotate: want seconds in [0.1, 30 days], got", arg);
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+int pst_always_whole_file(const struct pst_always *a, const char *output) {
+  if (a->rotate_s > 0)
+    return 0;
+  return !a->url || output;
+}
+
+/* A secret from a file (its first line, without the newline), or NULL
+ * with the message printed. */
+static char *read_secret(const char *path, const char *opt) {
+  char buf[SECRET_MAX];
+  ssize_t n;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  char *s;
+
+  if (fd < 0) {
+    fprintf(stderr, "pystitch: error: %s: cannot read %s: %s\n", opt, path,
+            strerror(errno));
+    return NULL;
+  }
+  n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (n < 0) {
+    fprintf(stderr, "pystitch: error: %s: cannot read %s: %s\n", opt, path,
+            strerror(errno));
+    return NULL;
+  }
+  buf[n] = '\0';
+  buf[strcspn(buf, "\r\n")] = '\0';
+  if (!buf[0]) {
+    fprintf(stderr, "pystitch: error: %s: %s is empty\n", opt, path);
+    return NULL;
+  }
+  s = strdup(buf);
+  explicit_bzero(buf, sizeof(buf));
+  if (!s)
+    fprintf(stderr, "pystitch: error: out of memory\n");
+  return s;
+}
+
+/* The secrets: files named on the command line first, else the
+ * environment (PYSTITCH_PUSH_TOKEN, PYSTITCH_PUSH_BASIC_AUTH). */
+static int secrets(struct pst_always *a) {
+  const char *env;
+
+  if (a->token_file) {
+    if (!(a->secret_token = read_secret(a->token_file, "--push-token-file")))
+      return PST_EXIT_USAGE;
+  } else if ((env = getenv("PYSTITCH_PUSH_TOKEN")) && *env) {
+    if (!(a->secret_token = strdup(env)))
+      return PST_EXIT_ERROR;
+  }
+  if (a->auth_file) {
+    if (!(a->secret_basic = read_secret(a->auth_file, "--push-auth-file")))
+      return PST_EXIT_USAGE;
+  } else if ((env = getenv("PYSTITCH_PUSH_BASIC_AUTH")) && *env) {
+    if (!(a->secret_basic = strdup(env)))
+      return PST_EXIT_ERROR;
+  }
+  if (a->secret_basic && !strchr(a->secret_basic, ':')) {
+    fprintf(stderr, "pystitch: error: basic auth wants USER:PASSWORD "
+                    "(--push-auth-file or PYSTITCH_PUSH_BASIC_AUTH)\n");
+    return PST_EXIT_USAGE;
+  }
+  a->po.bearer = a->secret_token;
+  a->po.basic = a->secret_basic;
+  return 0;
+}
+
+/* ---- --rotate ---- */
+
+/* The window's file name: the pattern with its strftime fields at the
+ * window's start; a name the last window had gets "-N" before its
+ * extension. */
+static int rotate_path(struct pst_always *a, uint64_t from_ns, char *out,
+                       size_t len) {
+  time_t t = (time_t)(from_ns / 1000000000ULL);
+  struct tm tm;
+  const char *dot, *slash;
+
+  localtime_r(&t, &tm);
+  if (!strftime(out, len, a->pattern, &tm))
+    return -ENAMETOOLONG;
+  if (!strcmp(out, a->last_path)) {
+    char base[4096];
+    snprintf(base, sizeof(base), "%s", a->last_path);
+    slash = strrchr(base, '/');
+    dot = strrchr(base, '.');
+    if (!dot || (slash && dot < slash))
+      dot = base + strlen(base);
+    snprintf(out, len, "%.*s-%d%s", (int)(dot - base), base, ++a->same, dot);
+    return 0;
+  }
+  snprintf(a->last_path, sizeof(a->last_path), "%s", out);
+  a->same = 0;
+  return 0;
+}
+
+static int rotate_emit(void *arg, const struct pst_profile *prof,
+                       const struct pst_window_span *span) {
+  struct pst_always *a = arg;
+  char path[4096];
+  int err = rotate_path(a, span->from_unix_ns, path, sizeof(path));
+
+  if (!err)
+    err = pst_writer_save(a->w, prof, path);
+  if (err) {
+    a->file_errors++;
+    pst_warn("rotate: cannot write %s: %s", path, pst_strerror(err));
+    return err;
+  }
+  a->files++;
+  pst_info("rotate: wrote %s (%llu samples)", path,
+           (unsigned long long)span->samples);
+  return 0;
+}
+
+/* ---- start, finish ---- */
+
+int pst_always_start(struct pst_always *a, const struct pst_sampler_opts *o,
+                     const struct pst_record_view *view, const char *output,
+                     const struct pst_writer_ops *w, struct pst_consumer *c,
+                     int *n) {
+  uint64_t period = (uint64_t)(1e9 / o->rate_hz);
+  char why[160];
+  int rc, err;
+
+  if (!a->url && (a->po.app || a->po.nlabels || a->po.tenant || a->queue ||
+                  a->interval_s > 0 || a->timeout_s > 0 || a->token_file ||
+                  a->auth_file)) {
+    fprintf(stderr, "pystitch: error: --app, --label, --tenant and the "
+                    "--push-* options go with --push URL\n");
+    return PST_EXIT_USAGE;
+  }
+  if (a->rotate_s > 0) {
+    if (!output || !strchr(output, '%')) {
+      fprintf(stderr,
+              "pystitch: error: --rotate writes a file per window: give -o "
+              "a name pattern with strftime fields, such as "
+              "-o 'dir/%%Y%%m%%dT%%H%%M%%S%s'\n",
+              w->ext);
+      return PST_EXIT_USAGE;
+    }
+    a->pattern = output;
+    a->w = w;
+    struct pst_window_opts wo = {.window_ns = (uint64_t)(a->rotate_s * 1e9),
+                                 .period_ns = period,
+                                 .per_process = 0,
+                                 .view = *view,
+                                 .emit = rotate_emit,
+                                 .arg = a};
+    if (pst_window_consumer_new(&wo, &a->rot_wc))
+      return PST_EXIT_ERROR;
+    c[(*n)++] = (struct pst_consumer){&pst_window_consumer_ops, a->rot_wc};
+  }
+  if (!a->url)
+    return 0;
+  if (pst_push_check_url(a->url, why, sizeof(why))) {
+    fprintf(stderr, "pystitch: error: --push %s: %s\n", a->url, why);
+    return PST_EXIT_USAGE;
+  }
+  if ((rc = secrets(a)))
+    return rc;
+  a->po.url = a->url;
+  a->po.rate_hz = o->rate_hz;
+  a->po.queue_max = a->queue ? a->queue : 60;
+  a->po.timeout_s = a->timeout_s > 0 ? a->timeout_s : 10;
+  err = pst_push_new(&a->po, &a->push);
+  if (err) {
+    fprintf(stderr, "pystitch: error: --push: cannot start: %s\n",
+            pst_strerror(err));
+    return PST_EXIT_ERROR;
+  }
+  /* Labels say which process and thread: no synthetic roots. */
+  struct pst_window_opts wo = {
+      .window_ns = (uint64_t)((a->interval_s > 0 ? a->interval_s : 10) * 1e9),
+      .period_ns = period,
+      .per_process = 1,
+      .view = {.by_function = view->by_function},
+      .emit = pst_push_profile,
+      .arg = a->push};
+  if (pst_window_consumer_new(&wo, &a->push_wc))
+    return PST_EXIT_ERROR;
+  c[(*n)++] = (struct pst_consumer){&pst_window_consumer_ops, a->push_wc};
+  pst_info("push: every %.1f s to %s", wo.window_ns / 1e9,
+           pst_push_where(a->push));
+  return 0;
+}
+
+static void wipe(char *s) {
+  if (s)
+    explicit_bzero(s, strlen(s));
+  free(s);
+}
+
+void pst_always_finish(struct pst_always *a) {
+  struct pst_window_stats ws;
+
+  if (a->rot_wc) {
+    pst_window_consumer_stats(a->rot_wc, &ws);
+    fprintf(stderr,
+            "pystitch: rotate: wrote %llu files (%llu samples), one per "
+            "%.1f s window%s%s\n",
+            (unsigned long long)a->files, (unsigned long long)ws.samples,
+            a->rotate_s, a->file_errors ? "; could not write " : "",
+            a->file_errors ? "some (see above)" : "");
+    pst_window_consumer_free(a->rot_wc);
+    a->rot_wc = NULL;
+  }
+  if (a->push) {
+    struct pst_push_stats ps;
+    double drain = 2 * a->po.timeout_s;
+    char where[512];
+    snprintf(where, sizeof(where), "%s", pst_push_where(a->push));
+    pst_window_consumer_stats(a->push_wc, &ws);
+    pst_push_close(a->push, drain > DRAIN_MAX_S ? DRAIN_MAX_S : drain, &ps);
+    a->push = NULL;
+    fprintf(stderr,
+            "pystitch: push: %llu of %llu profiles sent to %s (%llu "
+            "samples); %llu failed attempts, %llu dropped (queue full), "
+            "%llu refused, %llu unsent at exit\n",
+            (unsigned long long)ps.sent, (unsigned long long)ps.made, where,
+            (unsigned long long)ps.samples, (unsigned long long)ps.failures,
+            (unsigned long long)ps.dropped, (unsigned long long)ps.rejected,
+            (unsigned long long)ps.unsent);
+    if (ps.last_error[0] && (ps.unsent || ps.dropped || ps.rejected))
+      fprintf(stderr, "pystitch: push: last error: %s\n", ps.last_error);
+    if (ps.make_errors || ws.emit_errors)
+      fprintf(stderr, "pystitch: push: %llu profiles could not be made\n",
+              (unsigned long long)ps.make_errors);
+  }
+  pst_window_consumer_free(a->push_wc);
+  a->push_wc = NULL;
+  wipe(a->secret_token);
+  wipe(a->secret_basic);
+  a->secret_token = a->secret_basic = NULL;
+}

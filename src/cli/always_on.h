@@ -1,0 +1,87 @@
+/* always_on.h: `record`'s options for long runs: --push (profiles sent to a
+ * Pyroscope-compatible server per interval) and --rotate (a file per
+ * window): their parsing, the window consumers they add to the engine,
+ * and their lines of the summary.
+ *
+ * Ownership: the struct is the caller's (zeroed, then filled by the
+ * option parser); pst_always_start() creates the consumers and the
+ * pusher, pst_always_finish() ends and frees them.
+ */
+#ifndef PST_CLI_ALWAYS_ON_H
+#define PST_CLI_ALWAYS_ON_H
+
+#include <stdint.h>
+
+#include "consumer/record.h"
+#include "consumer/window.h"
+#include "output/writer.h"
+#include "push/push.h"
+#include "sampler/sampler.h"
+
+/* Long option codes, after record's own. */
+enum {
+  PST_OPT_PUSH = 400,
+  PST_OPT_PUSH_INTERVAL,
+  PST_OPT_APP,
+  PST_OPT_LABEL,
+  PST_OPT_TENANT,
+  PST_OPT_PUSH_QUEUE,
+  PST_OPT_PUSH_TIMEOUT,
+  PST_OPT_TOKEN_FILE,
+  PST_OPT_AUTH_FILE,
+  PST_OPT_ROTATE
+};
+#define PST_ALWAYS_LONGOPTS                                                    \
+  {"push", required_argument, NULL, PST_OPT_PUSH},                             \
+      {"push-interval", required_argument, NULL, PST_OPT_PUSH_INTERVAL},       \
+      {"app", required_argument, NULL, PST_OPT_APP},                           \
+      {"label", required_argument, NULL, PST_OPT_LABEL},                       \
+      {"tenant", required_argument, NULL, PST_OPT_TENANT},                     \
+      {"push-queue", required_argument, NULL, PST_OPT_PUSH_QUEUE},             \
+      {"push-timeout", required_argument, NULL, PST_OPT_PUSH_TIMEOUT},         \
+      {"push-token-file", required_argument, NULL, PST_OPT_TOKEN_FILE},        \
+      {"push-auth-file", required_argument, NULL, PST_OPT_AUTH_FILE}, {        \
+    "rotate", required_argument, NULL, PST_OPT_ROTATE                          \
+  }
+
+struct pst_always {
+  /* --push */
+  const char *url;
+  double interval_s, timeout_s;
+  int queue;
+  struct pst_push_opts po;
+  const char *token_file, *auth_file;
+  char *secret_token, *secret_basic; /* read at start, wiped at the end */
+  struct pst_push *push;
+  struct pst_window_consumer *push_wc;
+  /* --rotate */
+  double rotate_s;
+  const char *pattern; /* -o, with strftime fields */
+  const struct pst_writer_ops *w;
+  struct pst_window_consumer *rot_wc;
+  char last_path[4096];
+  int same; /* windows named like the last one */
+  uint64_t files, file_errors;
+};
+
+/* Takes record's option c when it is one of these: 1 when it was, 0 when
+ * not, PST_EXIT_USAGE on a bad value (the message printed). */
+int pst_always_option(int c, const char *arg, struct pst_always *a);
+
+/* Whether a file is written at the end as usual (not with --rotate, nor
+ * with --push unless -o was given). */
+int pst_always_whole_file(const struct pst_always *a, const char *output);
+
+/* Checks the options against each other and the output, reads the
+ * secrets, starts the pusher, and appends the consumers to c[*n]. 0, or
+ * an exit code with the message printed. */
+int pst_always_start(struct pst_always *a, const struct pst_sampler_opts *o,
+                     const struct pst_record_view *view, const char *output,
+                     const struct pst_writer_ops *w, struct pst_consumer *c,
+                     int *n);
+
+/* After sampling: sends what the pusher holds (for a bounded time),
+ * prints the summary lines, frees. */
+void pst_always_finish(struct pst_always *a);
+
+#endif
