@@ -46,6 +46,9 @@ enum {
   PST_OPT_GIL,
   PST_OPT_NATIVE,
   PST_OPT_NONBLOCKING,
+  PST_OPT_ALL,
+  PST_OPT_MATCH,
+  PST_OPT_EXCLUDE,
   PST_OPT_OWN
 };
 #define PST_CLI_SAMPLER_LONGOPTS                                               \
@@ -57,6 +60,9 @@ enum {
       {"gil", no_argument, NULL, PST_OPT_GIL},                                 \
       {"native", no_argument, NULL, PST_OPT_NATIVE},                           \
       {"nonblocking", no_argument, NULL, PST_OPT_NONBLOCKING},                 \
+      {"all", no_argument, NULL, PST_OPT_ALL},                                 \
+      {"match", required_argument, NULL, PST_OPT_MATCH},                       \
+      {"exclude", required_argument, NULL, PST_OPT_EXCLUDE},                   \
       {"verbose", no_argument, NULL, 'v'}, {                                   \
     "help", no_argument, NULL, 'h'                                             \
   }

@@ -4,6 +4,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,11 @@ static const char record_usage[] =
     "                         folded, chrome\n"
     "  -o, --output PATH      output file (default from target and time)\n"
     "  -s, --subprocesses     also record child processes\n"
+    "      --all              every Python process of the host (and its\n"
+    "                         containers), new ones within a second, until\n"
+    "                         Ctrl-C or --duration\n"
+    "      --match REGEX      with --all: only command lines matching REGEX\n"
+    "      --exclude REGEX    with --all: not those matching REGEX\n"
     "      --idle             keep samples of idle threads\n"
     "      --gil              only the thread holding the GIL\n"
     "      --threads          a root frame per thread\n"
@@ -53,9 +59,28 @@ static const char record_usage[] =
     "                         SIGINT, then SIGTERM 3 s later)\n"
     "  -v, --verbose          more diagnostics on stderr\n"
     "\n"
+    "Long runs:\n"
+    "      --push URL         send a pprof profile per process and interval\n"
+    "                         to a Pyroscope server (POST URL/ingest); no\n"
+    "                         file is written unless -o is given\n"
+    "      --push-interval S  seconds per profile (default 10)\n"
+    "      --app NAME         application name (default: the script)\n"
+    "      --label K=V        a label on every profile (repeatable)\n"
+    "      --tenant ID        X-Scope-OrgID header (multi-tenant servers)\n"
+    "      --push-token-file F  bearer token from a file (else from\n"
+    "                         $PYSTITCH_PUSH_TOKEN)\n"
+    "      --push-auth-file F USER:PASSWORD from a file (else from\n"
+    "                         $PYSTITCH_PUSH_BASIC_AUTH)\n"
+    "      --push-queue N     profiles kept while the server is away\n"
+    "                         (default 60; the oldest are dropped)\n"
+    "      --push-timeout S   per request (default 10)\n"
+    "      --rotate S         a whole file per S-second window; -o is a\n"
+    "                         strftime pattern ('dir/%Y%m%dT%H%M%S.pprof')\n"
+    "\n"
     "Examples:\n"
     "  pystitch record -p 1234 -d 30 -o profile.svg\n"
-    "  pystitch record -f speedscope -- python3 app.py --workers 4\n";
+    "  pystitch record -f speedscope -- python3 app.py --workers 4\n"
+    "  pystitch record --all --push http://pyroscope:4040 --label env=prod\n";
 
 int pst_cli_usage_error(const char *cmd, const char *what, const char *arg) {
   fprintf(stderr, "pystitch: error: %s '%s' (see 'pystitch %s --help')\n", what,
@@ -99,6 +124,29 @@ int pst_cli_sampler_option(int c, const char *arg, const char *cmd,
   case PST_OPT_NONBLOCKING:
     o->nonblocking = 1;
     return 1;
+  case PST_OPT_ALL:
+    o->all = 1;
+    return 1;
+  case PST_OPT_MATCH:
+  case PST_OPT_EXCLUDE: {
+    /* Static: the engine borrows them for the whole run. */
+    static regex_t match_re, exclude_re;
+    regex_t *re = c == PST_OPT_MATCH ? &match_re : &exclude_re;
+    if ((c == PST_OPT_MATCH ? o->match : o->exclude) ||
+        regcomp(re, arg, REG_EXTENDED | REG_NOSUB))
+      return pst_cli_usage_error(
+          cmd,
+          c == PST_OPT_MATCH ? "--match: want one extended regular expression, "
+                               "got"
+                             : "--exclude: want one extended regular "
+                               "expression, got",
+          arg);
+    if (c == PST_OPT_MATCH)
+      o->match = re;
+    else
+      o->exclude = re;
+    return 1;
+  }
   case 'v':
     (*verbose)++;
     return 1;
@@ -145,9 +193,25 @@ int pst_cli_parse_pids(const char *s, struct pst_sampler_opts *o) {
 /* -p PID or -- COMMAND, exactly one of them (cmd: "record", "top"). 0 or
  * PST_EXIT_USAGE, with the message printed. */
 int pst_cli_check_targets(const struct pst_sampler_opts *o, const char *cmd) {
+  if ((o->match || o->exclude) && !o->all) {
+    fprintf(stderr,
+            "pystitch: error: --match and --exclude go with --all "
+            "(see 'pystitch %s --help')\n",
+            cmd);
+    return PST_EXIT_USAGE;
+  }
+  if (o->all && (o->npids || o->argv)) {
+    fprintf(stderr,
+            "pystitch: error: --all takes every Python process: no -p or "
+            "-- COMMAND with it (see 'pystitch %s --help')\n",
+            cmd);
+    return PST_EXIT_USAGE;
+  }
+  if (o->all)
+    return 0;
   if (!o->npids && !o->argv) {
     fprintf(stderr,
-            "pystitch: error: %s needs -p PID or -- COMMAND "
+            "pystitch: error: %s needs -p PID, -- COMMAND or --all "
             "(see 'pystitch %s --help')\n",
             cmd, cmd);
     return PST_EXIT_USAGE;
@@ -312,6 +376,14 @@ static void summary(const struct pst_sampler_stats *st) {
             "pystitch: %llu walks redone because the stack moved "
             "while it was read\n",
             (unsigned long long)st->torn_retries);
+  if (st->scans)
+    fprintf(stderr,
+            "pystitch: --all: %llu scans of /proc (%.2f ms each, at most "
+            "%.2f ms), %llu processes looked at, %llu taken as Python\n",
+            (unsigned long long)st->scans,
+            (double)st->scan_ns / 1e6 / (double)st->scans,
+            (double)st->scan_ns_max / 1e6, (unsigned long long)st->scan_checked,
+            (unsigned long long)st->scan_found);
   if (st->native_samples)
     fprintf(stderr,
             "pystitch: native: %llu of %llu thread-samples merged "
@@ -428,7 +500,7 @@ int pst_cmd_record(int argc, char **argv) {
       return rc;
   }
   o.progress = isatty(2);
-  view.process_roots = o.npids > 1 || o.subprocesses;
+  view.process_roots = o.npids > 1 || o.subprocesses || o.all;
   if (whole) {
     prof = pst_profile_new((uint64_t)(1e9 / o.rate_hz));
     if (!prof || pst_record_consumer_new(prof, &view, &rc_consumer)) {

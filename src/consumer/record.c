@@ -76,6 +76,9 @@ static int make_root(struct pst_record_consumer *c, struct rproc *rp,
   if (p->role && p->role[0] && off < sizeof(tags))
     off += (size_t)snprintf(tags + off, sizeof(tags) - off, "%s%.60s",
                             off ? ", " : "", p->role);
+  if (p->container && p->container[0] && off < sizeof(tags))
+    off += (size_t)snprintf(tags + off, sizeof(tags) - off, "%scontainer %.60s",
+                            off ? ", " : "", p->container);
   if (p->ppid > 0 && off < sizeof(tags))
     snprintf(tags + off, sizeof(tags) - off, "%sparent %d", off ? ", " : "",
              (int)p->ppid);

@@ -185,7 +185,9 @@ static int series_name(struct pst_push *ps, const struct pst_sample_proc *p,
   if (p->world_size >= 0)
     LABEL("world_size", "%d", p->world_size);
   if (p->role && p->role[0])
-    LABEL("role", "%s", p->role);
+    LABEL("role", "%.100s", p->role);
+  if (p->container && p->container[0])
+    LABEL("container", "%.100s", p->container);
 #undef LABEL
   for (int i = 0; i < ps->o.nlabels; i++) {
     size_t k;

@@ -11,6 +11,7 @@
  * that fires more than two periods late re-bases the schedule instead of
  * bursting to catch up.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -41,6 +43,16 @@
                                an initialised Python */
 #define PROGRESS_MS 250
 #define TARGETS_MAX 1024
+#define SCAN_MS 1000 /* --all: one /proc scan per second */
+
+/* --all: a process looked at, by (pid, start time, start of code: an
+ * exec changes it), so that each is checked once; gen marks the scan
+ * that last saw it (the others have ended). */
+struct seen {
+  pid_t pid;
+  uint64_t starttime, startcode;
+  unsigned gen;
+};
 
 struct entry {
   pid_t pid;
@@ -53,6 +65,7 @@ struct entry {
   char cmdline[256];
   struct pst_sample_proc proc; /* what consumers see, while attached */
   char role[64];
+  char container[128];
   void *cdata[PST_SAMPLER_CONSUMERS_MAX]; /* each consumer's, or NULL */
   unsigned char cbegun[PST_SAMPLER_CONSUMERS_MAX]; /* proc_begin said 0 */
 };
@@ -63,7 +76,7 @@ struct rec {
   int nc;
   int flags; /* pst_target_sample() flags: sampling_flags() */
   uv_poll_t tick;
-  uv_timer_t refresh, attach, stop, progress;
+  uv_timer_t refresh, attach, stop, progress, scan;
   uv_signal_t sig[3];
   uv_process_t child;
   int tfd;
@@ -74,11 +87,15 @@ struct rec {
   uint64_t stop_ns; /* when sampling stopped */
   const struct pst_sampler_opts *o;
   struct pst_sampler_stats *st;
-  struct entry *e;
+  struct entry **e; /* each allocated once: consumers keep &e->proc */
   size_t n;
   uint64_t period_ns, start_ns, sched_ns, last_ns;
   int first_err;
   unsigned seed;
+  struct seen *seen; /* --all */
+  size_t nseen, seen_cap;
+  unsigned gen;
+  uint64_t pidns; /* our pid namespace's inode */
 };
 
 /* ---- targets ---- */
@@ -112,20 +129,53 @@ static void read_cmdline(pid_t pid, char *buf, size_t len) {
 }
 
 static struct entry *add_entry(struct rec *r, pid_t pid) {
-  struct entry *ne;
+  struct entry **ne, *e;
 
   for (size_t i = 0; i < r->n; i++)
-    if (r->e[i].pid == pid)
-      return &r->e[i];
+    if (r->e[i]->pid == pid)
+      return r->e[i];
   if (r->n == TARGETS_MAX)
     return NULL;
   ne = realloc(r->e, (r->n + 1) * sizeof(*ne));
   if (!ne)
     return NULL;
   r->e = ne;
-  memset(&r->e[r->n], 0, sizeof(*ne));
-  r->e[r->n].pid = pid;
-  return &r->e[r->n++];
+  e = calloc(1, sizeof(*e));
+  if (!e)
+    return NULL;
+  e->pid = pid;
+  r->e[r->n++] = e;
+  return e;
+}
+
+static uint64_t pidns_of(const char *pid) {
+  char path[96];
+  struct stat st;
+
+  snprintf(path, sizeof(path), "/proc/%.32s/ns/pid", pid);
+  return stat(path, &st) ? 0 : (uint64_t)st.st_ino;
+}
+
+/* A process in another pid namespace than ours: the last part of its
+ * cgroup (v2: "0::/system.slice/docker-ID.scope"), else "". */
+static void container_of(struct rec *r, pid_t pid, char *out, size_t len) {
+  char path[64], buf[4096], *line, *last;
+  uint64_t ns;
+
+  out[0] = '\0';
+  snprintf(path, sizeof(path), "%d", (int)pid);
+  ns = pidns_of(path);
+  if (!ns || !r->pidns || ns == r->pidns)
+    return;
+  snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+  if (pst_proc_read(path, buf, sizeof(buf)) <= 0)
+    return;
+  line = strstr(buf, "0::");
+  if (!line)
+    line = buf;
+  line[strcspn(line, "\n")] = '\0';
+  last = strrchr(line, '/');
+  snprintf(out, len, "%s", last && last[1] ? last + 1 : "pidns");
 }
 
 /* Tries to attach e. Returns 0 when attached, 1 to retry later, or a
@@ -162,6 +212,7 @@ static int attach(struct rec *r, struct entry *e) {
   }
   read_cmdline(e->pid, e->cmdline, sizeof(e->cmdline));
   e->role[0] = '\0';
+  container_of(r, e->pid, e->container, sizeof(e->container));
   e->proc = (struct pst_sample_proc){.pid = e->pid,
                                      .cmdline = e->cmdline,
                                      .rank = -1,
@@ -169,9 +220,10 @@ static int attach(struct rec *r, struct entry *e) {
                                      .world_size = -1,
                                      .ppid = 0,
                                      .role = e->role,
+                                     .container = e->container,
                                      .role_gen = 0,
                                      .info = pst_target_info(e->t)};
-  if (!e->given) {
+  if (!e->given && !r->o->all) { /* a followed child */
     struct pst_proc_status ps;
     if (pst_proc_status(e->pid, &ps) == 0)
       e->proc.ppid = ps.ppid;
@@ -229,7 +281,7 @@ static void end_entry(struct rec *r, struct entry *e) {
 static int live_targets(const struct rec *r) {
   int n = 0;
   for (size_t i = 0; i < r->n; i++)
-    n += r->e[i].t != NULL || !r->e[i].done;
+    n += r->e[i]->t != NULL || !r->e[i]->done;
   return n;
 }
 
@@ -387,8 +439,8 @@ static void on_tick(uv_poll_t *h, int status, int events) {
   r->last_ns = now;
   r->st->ticks++;
   for (size_t i = 0; i < r->n; i++)
-    if (r->e[i].t)
-      sample_entry(r, &r->e[i], now - r->start_ns, weight);
+    if (r->e[i]->t)
+      sample_entry(r, r->e[i], now - r->start_ns, weight);
   for (int k = 0; k < r->nc; k++)
     if (r->c[k].ops->tick)
       r->c[k].ops->tick(r->c[k].ctx, now - r->start_ns, r->st);
@@ -458,6 +510,7 @@ static void stop_all(struct rec *r) {
   uv_close((uv_handle_t *)&r->attach, on_close);
   uv_close((uv_handle_t *)&r->stop, on_close);
   uv_close((uv_handle_t *)&r->progress, on_close);
+  uv_close((uv_handle_t *)&r->scan, on_close);
   for (int i = 0; i < 3; i++)
     uv_close((uv_handle_t *)&r->sig[i], on_close);
   stop_child(r);
@@ -488,7 +541,7 @@ static void find_children(struct rec *r, pid_t pid) {
 
 static void try_attach_pending(struct rec *r) {
   for (size_t i = 0; i < r->n; i++) {
-    struct entry *e = &r->e[i];
+    struct entry *e = r->e[i];
     int err;
     if (e->t || e->done)
       continue;
@@ -553,7 +606,7 @@ static void on_refresh(uv_timer_t *h) {
   struct rec *r = h->data;
 
   for (size_t i = 0; i < r->n; i++) {
-    struct entry *e = &r->e[i];
+    struct entry *e = r->e[i];
     if (!e->t || check_image(r, e))
       continue;
     if (pst_target_refresh(e->t) < 0) {
@@ -565,8 +618,163 @@ static void on_refresh(uv_timer_t *h) {
       find_children(r, e->pid);
   }
   try_attach_pending(r);
-  if (!live_targets(r) && !r->child_running)
+  if (!live_targets(r) && !r->child_running && !r->o->all)
     stop_all(r);
+}
+
+/* ---- --all: the host's Python processes ---- */
+
+/* Does the file at path (a /proc maps file) mention needle? Read in
+ * chunks, a needle across two of them included. */
+static int file_mentions(const char *path, const char *needle) {
+  char buf[65536];
+  size_t keep = 0, nl = strlen(needle);
+  int fd = open(path, O_RDONLY | O_CLOEXEC), found = 0;
+  ssize_t n;
+
+  if (fd < 0)
+    return 0;
+  while (!found && (n = read(fd, buf + keep, sizeof(buf) - keep)) > 0) {
+    size_t have = keep + (size_t)n;
+    found = memmem(buf, have, needle, nl) != NULL;
+    keep = have < nl - 1 ? have : nl - 1;
+    memmove(buf, buf + have - keep, keep);
+  }
+  close(fd);
+  return found;
+}
+
+/* Cheap first look: its executable is a python, or it maps a libpython
+ * (an embedding program: uwsgi, a C++ host). The attach decides. */
+static int looks_python(pid_t pid) {
+  char path[64], exe[4096];
+  const char *base;
+  ssize_t n;
+
+  snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+  n = readlink(path, exe, sizeof(exe) - 1);
+  if (n <= 0)
+    return 0; /* a kernel thread, or not ours to read */
+  exe[n] = '\0';
+  base = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
+  if (!strncmp(base, "python", 6))
+    return 1;
+  snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+  return file_mentions(path, "/libpython");
+}
+
+static struct seen *seen_slot(struct rec *r, pid_t pid) {
+  struct seen *ns;
+
+  for (size_t i = 0; i < r->nseen; i++)
+    if (r->seen[i].pid == pid)
+      return &r->seen[i];
+  if (r->nseen == r->seen_cap) {
+    size_t cap = r->seen_cap ? 2 * r->seen_cap : 256;
+    ns = realloc(r->seen, cap * sizeof(*ns));
+    if (!ns)
+      return NULL;
+    r->seen = ns;
+    r->seen_cap = cap;
+  }
+  r->seen[r->nseen] = (struct seen){.pid = pid};
+  return &r->seen[r->nseen++];
+}
+
+/* A new process (or a new program in it): taken when it looks like
+ * Python and its command line passes --match/--exclude. */
+static void consider(struct rec *r, pid_t pid) {
+  char cmd[4096];
+  struct entry *e;
+
+  r->st->scan_checked++;
+  if (!looks_python(pid))
+    return;
+  read_cmdline(pid, cmd, sizeof(cmd));
+  if ((r->o->match && regexec(r->o->match, cmd, 0, NULL, 0)) ||
+      (r->o->exclude && !regexec(r->o->exclude, cmd, 0, NULL, 0))) {
+    pst_debug("process %d (%.80s): left out by --match/--exclude", (int)pid,
+              cmd);
+    return;
+  }
+  e = add_entry(r, pid);
+  if (!e) {
+    pst_warn_once("--all: more than %d processes; the others are not "
+                  "recorded",
+                  TARGETS_MAX);
+    return;
+  }
+  if (e->t)
+    return;      /* recorded already (check_image tells a new program) */
+  if (e->done) { /* a pid used again: a new process */
+    memset(e, 0, sizeof(*e));
+    e->pid = pid;
+  }
+  r->st->scan_found++;
+  pst_debug("process %d (%.80s): a Python candidate", (int)pid, cmd);
+}
+
+/* Drops the entries of ended processes (their consumers were told). */
+static void compact_entries(struct rec *r) {
+  size_t k = 0;
+
+  for (size_t i = 0; i < r->n; i++) {
+    if (!r->e[i]->t && r->e[i]->done)
+      free(r->e[i]);
+    else
+      r->e[k++] = r->e[i];
+  }
+  r->n = k;
+}
+
+static void on_scan(uv_timer_t *h) {
+  struct rec *r = h->data;
+  uint64_t t0 = pst_now_ns(), dt;
+  pid_t self = getpid();
+  struct dirent *de;
+  DIR *d = opendir("/proc");
+  size_t k = 0;
+
+  if (!d)
+    return;
+  r->gen++;
+  while ((de = readdir(d))) {
+    struct pst_proc_image im;
+    struct seen *s;
+    char *end;
+    long pid = strtol(de->d_name, &end, 10);
+    if (*end || pid <= 0 || pid == self)
+      continue;
+    if (pst_proc_image((pid_t)pid, &im) || im.state == 'Z' || im.state == 'X')
+      continue;
+    s = seen_slot(r, (pid_t)pid);
+    if (!s)
+      break;
+    if (s->gen && s->starttime == im.starttime && s->startcode == im.addr[0]) {
+      s->gen = r->gen;
+      continue;
+    }
+    *s = (struct seen){(pid_t)pid, im.starttime, im.addr[0], r->gen};
+    /* Not readable yet (mid-exec, or not ours): looked at again. */
+    if (!im.addr[0])
+      s->gen = 0;
+    consider(r, (pid_t)pid);
+  }
+  closedir(d);
+  for (size_t i = 0; i < r->nseen; i++)
+    if (r->seen[i].gen == r->gen)
+      r->seen[k++] = r->seen[i];
+  r->nseen = k;
+  compact_entries(r);
+  /* The scan's own cost (the attaches it leads to are the targets'). */
+  dt = pst_now_ns() - t0;
+  r->st->scans++;
+  r->st->scan_ns += dt;
+  if (dt > r->st->scan_ns_max)
+    r->st->scan_ns_max = dt;
+  try_attach_pending(r);
+  if (!uv_is_active((uv_handle_t *)&r->attach))
+    uv_timer_start(&r->attach, on_attach, ATTACH_RETRY_MS, ATTACH_RETRY_MS);
 }
 
 static void on_attach(uv_timer_t *h) {
@@ -575,7 +783,7 @@ static void on_attach(uv_timer_t *h) {
 
   try_attach_pending(r);
   for (size_t i = 0; i < r->n; i++)
-    pending += !r->e[i].t && !r->e[i].done;
+    pending += !r->e[i]->t && !r->e[i]->done;
   if (!pending)
     uv_timer_stop(h);
 }
@@ -672,6 +880,7 @@ int pst_sampler_run(const struct pst_sampler_opts *o,
   r.tfd = -1;
   r.seed = (unsigned)pst_now_ns();
   r.period_ns = (uint64_t)(1e9 / o->rate_hz);
+  r.pidns = pidns_of("self");
   if (uv_loop_init(&r.loop))
     return -ENOMEM;
   /* Attach the given pids first: an error there is the user's to see. */
@@ -708,8 +917,9 @@ int pst_sampler_run(const struct pst_sampler_opts *o,
   uv_timer_init(&r.loop, &r.stop);
   uv_timer_init(&r.loop, &r.progress);
   uv_timer_init(&r.loop, &r.grace);
+  uv_timer_init(&r.loop, &r.scan);
   r.tick.data = r.refresh.data = r.attach.data = r.stop.data = r.progress.data =
-      r.grace.data = &r;
+      r.grace.data = r.scan.data = &r;
   for (int i = 0; i < 3; i++) {
     uv_signal_init(&r.loop, &r.sig[i]);
     r.sig[i].data = &r;
@@ -726,13 +936,15 @@ int pst_sampler_run(const struct pst_sampler_opts *o,
     uv_timer_start(&r.stop, on_stop, (uint64_t)(o->duration_s * 1000), 0);
   if (o->progress)
     uv_timer_start(&r.progress, on_progress, PROGRESS_MS, PROGRESS_MS);
+  if (o->all)
+    uv_timer_start(&r.scan, on_scan, 0, SCAN_MS);
   uv_run(&r.loop, UV_RUN_DEFAULT);
   if (o->progress)
     fputs("\r\033[K", stderr);
   st->elapsed_s =
       (double)((r.stop_ns ? r.stop_ns : pst_now_ns()) - r.start_ns) / 1e9;
   for (size_t i = 0; i < r.n; i++)
-    harvest(&r, &r.e[i]);
+    harvest(&r, r.e[i]);
   err = 0;
 out_loop:
   /* A spawned command still running when we stop keeps running. */
@@ -746,10 +958,12 @@ out_loop:
   if (r.tfd >= 0)
     close(r.tfd);
   for (size_t i = 0; i < r.n; i++) {
-    if (r.e[i].t)
-      end_consumers(&r, &r.e[i]);
-    pst_target_close(r.e[i].t);
+    if (r.e[i]->t)
+      end_consumers(&r, r.e[i]);
+    pst_target_close(r.e[i]->t);
+    free(r.e[i]);
   }
   free(r.e);
+  free(r.seen);
   return err;
 }

@@ -20,6 +20,7 @@
 #ifndef PST_SAMPLER_H
 #define PST_SAMPLER_H
 
+#include <regex.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -31,20 +32,24 @@
 struct pst_sampler_opts {
   pid_t pids[PST_SAMPLER_PIDS_MAX];
   int npids;
-  char **argv;       /* `-- command` to spawn and sample, or NULL */
-  double rate_hz;    /* samples per second per thread */
-  double duration_s; /* wall-clock limit, 0: none */
-  int idle;          /* read idle threads too */
-  int gil_only;      /* only the thread holding the GIL */
-  int subprocesses;  /* follow descendants */
-  int blocking;      /* stop each thread while reading it */
-  int nonblocking;   /* never stop a thread: a stack that keeps moving
+  char **argv;            /* `-- command` to spawn and sample, or NULL */
+  double rate_hz;         /* samples per second per thread */
+  double duration_s;      /* wall-clock limit, 0: none */
+  int idle;               /* read idle threads too */
+  int gil_only;           /* only the thread holding the GIL */
+  int subprocesses;       /* follow descendants */
+  int blocking;           /* stop each thread while reading it */
+  int nonblocking;        /* never stop a thread: a stack that keeps moving
                            is counted as torn (default: read it again
                            with only that thread stopped) */
-  int native;        /* 1: native frames merged, 2: and machinery */
-  int progress;      /* progress line on stderr */
-  int keep_running;  /* `-- command`: leave it running when sampling
+  int native;             /* 1: native frames merged, 2: and machinery */
+  int progress;           /* progress line on stderr */
+  int keep_running;       /* `-- command`: leave it running when sampling
                            ends first (default: SIGINT, then SIGTERM) */
+  int all;                /* every Python process of the host, found by a
+                           /proc scan each second, until stopped */
+  const regex_t *match;   /* all: command lines to take (NULL: any) */
+  const regex_t *exclude; /* all: command lines to leave (NULL: none) */
 };
 
 /* Error kinds counted apart (the rest by code, see errors[]). */
@@ -79,6 +84,12 @@ struct pst_sampler_stats {
   int child_stopped;      /* sampling ended first: it was sent SIGINT */
   int child_left_running; /* --keep-running, or it outlived SIGTERM */
   int interrupted;        /* ended by a signal */
+  /* all: the host scans */
+  uint64_t scans;        /* /proc scans */
+  uint64_t scan_ns;      /* their total time */
+  uint64_t scan_ns_max;  /* the longest */
+  uint64_t scan_checked; /* processes looked at for the first time */
+  uint64_t scan_found;   /* of which Python candidates taken */
 };
 
 /* A process as consumers see it; valid from proc_begin to proc_end. */
@@ -86,9 +97,12 @@ struct pst_sample_proc {
   pid_t pid;
   const char *cmdline; /* arguments joined by spaces, "" if unknown */
   int rank, local_rank, world_size; /* from its environment, -1: absent */
-  pid_t ppid;        /* its parent, when it is a followed child, else 0 */
-  const char *role;  /* multiprocessing's name of it, "" until known */
-  unsigned role_gen; /* changes when role does */
+  pid_t ppid;            /* its parent, when it is a followed child, else 0 */
+  const char *role;      /* multiprocessing's name of it, "" until known */
+  const char *container; /* in another pid namespace: the last part of
+                            its cgroup path (a container's id or name),
+                            else "" */
+  unsigned role_gen;     /* changes when role does */
   const struct pst_target_info *info;
 };
 

@@ -4,7 +4,8 @@
 # counts add up to the summary, the server failing (down at start, dying,
 # 500, 429, hanging) costs no sample and no rate, the queue bound holds,
 # secrets stay out of the logs, rotated files are whole even after
-# kill -9. Prints TAP and the summary line.
+# kill -9; `record --all` finds the host's Python processes. Prints TAP
+# and the summary line.
 import base64
 import os
 import re
@@ -462,6 +463,95 @@ def check_rotate_kill(interp):
         t.stop()
 
 
+def check_all(interp, container):
+    """--all: processes started during the run (plain; in a container;
+    one that execs Python; one excluded; one not Python) are found within
+    a second or two, each profiled under its own root and pushed with its
+    own labels; none is left stopped."""
+    token = "psthost%d" % os.getpid()
+    recv = pushrecv.Receiver()
+    out = os.path.join(TMP, "all.folded")
+    procs = []
+    problems = []
+    try:
+        p = start_record(["--all", "--match", token, "--exclude", "EXCL",
+                          "-d", "6", "-f", "folded", "-o", out,
+                          "--push", recv.url, "--push-interval", "1"])
+        time.sleep(0.5)
+        plain = Spin.__new__(Spin)
+        pytargets.Target.__init__(plain, interp, "faults.py",
+                                  ["spin", os.path.join(TMP, token + "-a")])
+        procs.append(plain)
+        excl = pytargets.Target(interp, "faults.py",
+                                ["spin", os.path.join(TMP, token + "-EXCL")])
+        procs.append(excl)
+        other = subprocess.Popen(["sh", "-c", "sleep 4", token])
+        script = os.path.join(pytargets.TARGETS, "faults.py")
+        execd = subprocess.Popen(
+            ["sh", "-c", 'sleep 1; exec "$0" "$1" spin "$2"', interp.exe,
+             script, os.path.join(TMP, token + "-x")],
+            stdout=subprocess.DEVNULL)
+        cont = None
+        if container:
+            cont = pytargets.Target(container, "faults.py",
+                                    ["spin", "/tmp/%s-c" % token])
+            procs.append(cont)
+        _, err = p.communicate(timeout=60)
+        err = err.decode(errors="replace")
+        if p.returncode != 0:
+            return "exit %d: %s" % (p.returncode, err)
+        roots = {}
+        for stack, count in pytargets.folded(out):
+            m = re.match(r"process (\d+) (\[[^]]*\] )?", stack[0])
+            if m:
+                pid = int(m.group(1))
+                roots[pid] = roots.get(pid, 0) + count
+                if m.group(2) and "container" in m.group(2):
+                    roots.setdefault("containers", set()).add(pid)
+        want = {"plain": plain.pid, "exec'd": execd.pid}
+        if cont:
+            want["container"] = cont.pid
+        for what, pid in want.items():
+            if not roots.get(pid):
+                problems.append("no samples of the %s process %d: %s" %
+                                (what, pid, roots))
+        for what, pid in (("excluded", excl.pid), ("non-Python", other.pid)):
+            if roots.get(pid):
+                problems.append("the %s process %d was recorded" %
+                                (what, pid))
+        if cont and cont.pid not in roots.get("containers", set()):
+            problems.append("the container's root has no container tag")
+        labels = {}
+        for r in recv.accepted():
+            _, lab = pushrecv.parse_name(r["query"]["name"][0])
+            labels[int(lab["pid"])] = lab
+        for what, pid in want.items():
+            if pid not in labels:
+                problems.append("nothing pushed for the %s process %d" %
+                                (what, pid))
+        if cont and not labels.get(cont.pid, {}).get("container"):
+            problems.append("no container label: %s" % labels.get(cont.pid))
+        m = re.search(r"--all: (\d+) scans of /proc \(([\d.]+) ms each", err)
+        if not m or int(m.group(1)) < 5:
+            problems.append("scans: %s" % err)
+        for t in procs:
+            st = t.states()
+            if any(v in "tT" for v in st.values()):
+                problems.append("process %d left stopped: %s" % (t.pid, st))
+        print("# --all: roots %s; %s" % (
+            {k: v for k, v in roots.items() if k != "containers"},
+            m.group(0) if m else "no scan line"))
+        return "\n".join(problems)
+    finally:
+        recv.stop()
+        for t in procs:
+            t.stop()
+        for x in ("other", "execd"):
+            if x in locals():
+                locals()[x].kill()
+                locals()[x].wait()
+
+
 def run(name, fn, *args):
     start = time.time()
     try:
@@ -501,6 +591,13 @@ def main():
         interp)
     run("rotate: a whole pprof file per window", check_rotate, interp)
     run("rotate: kill -9 leaves only whole files", check_rotate_kill, interp)
+    conts = [i for i in found if i.rootfs]
+    if not conts:
+        print("# --all: no container rootfs (tests/setup-rootfs.sh): the "
+              "container case is left out")
+    run("--all: new, exec'd and containerised processes found and pushed "
+        "with their labels, excluded and non-Python ones left",
+        check_all, interp, conts[0] if conts else None)
     shutil.rmtree(TMP, ignore_errors=True)
     return TAP.finish()
 
