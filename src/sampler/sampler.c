@@ -54,6 +54,17 @@ struct seen {
   unsigned gen;
 };
 
+#define SCAN_TAKE_MAX 256 /* candidates per scan (the rest: next scan) */
+
+/* --all: one scan on libuv's thread pool, so that sampling never waits
+ * for /proc: its candidates and figures, read by scan_done(). */
+struct scan_job {
+  uv_work_t req;
+  pid_t pids[SCAN_TAKE_MAX];
+  size_t n;
+  uint64_t ns, checked;
+};
+
 struct entry {
   pid_t pid;
   struct pst_target *t; /* NULL until attached, and after it ended */
@@ -92,9 +103,11 @@ struct rec {
   uint64_t period_ns, start_ns, sched_ns, last_ns;
   int first_err;
   unsigned seed;
-  struct seen *seen; /* --all */
+  struct seen *seen; /* --all: the scan's, while scan_busy */
   size_t nseen, seen_cap;
   unsigned gen;
+  struct scan_job job;
+  int scan_busy;
   uint64_t pidns; /* our pid namespace's inode */
 };
 
@@ -681,37 +694,100 @@ static struct seen *seen_slot(struct rec *r, pid_t pid) {
   return &r->seen[r->nseen++];
 }
 
-/* A new process (or a new program in it): taken when it looks like
- * Python and its command line passes --match/--exclude. */
-static void consider(struct rec *r, pid_t pid) {
-  char cmd[4096];
-  struct entry *e;
+static void compact_entries(struct rec *r);
 
-  r->st->scan_checked++;
-  if (!looks_python(pid))
+/* Off the loop thread (libuv's pool): the scan's reads of /proc. It alone
+ * touches r->seen while it runs (scan_busy); the options are read-only. A
+ * process new since the last scan (or with a new program) that looks like
+ * Python and passes --match/--exclude goes into the job's candidates. */
+static void scan_work(uv_work_t *req) {
+  struct rec *r = req->data;
+  struct scan_job *j = &r->job;
+  uint64_t t0 = pst_now_ns();
+  pid_t self = getpid();
+  struct dirent *de;
+  DIR *d = opendir("/proc");
+  size_t k = 0;
+
+  j->n = 0;
+  j->checked = 0;
+  if (!d)
     return;
-  read_cmdline(pid, cmd, sizeof(cmd));
-  if ((r->o->match && regexec(r->o->match, cmd, 0, NULL, 0)) ||
-      (r->o->exclude && !regexec(r->o->exclude, cmd, 0, NULL, 0))) {
-    pst_debug("process %d (%.80s): left out by --match/--exclude", (int)pid,
-              cmd);
+  r->gen++;
+  while ((de = readdir(d))) {
+    struct pst_proc_image im;
+    struct seen *s;
+    char *end, cmd[4096];
+    long pid = strtol(de->d_name, &end, 10);
+    if (*end || pid <= 0 || pid == self)
+      continue;
+    if (pst_proc_image((pid_t)pid, &im) || im.state == 'Z' || im.state == 'X')
+      continue;
+    s = seen_slot(r, (pid_t)pid);
+    if (!s)
+      break;
+    if (s->gen && s->starttime == im.starttime && s->startcode == im.addr[0]) {
+      s->gen = r->gen;
+      continue;
+    }
+    *s = (struct seen){(pid_t)pid, im.starttime, im.addr[0], r->gen};
+    /* Mid-exec, or not ours to read: looked at again next time (a
+     * kernel thread, with no address space at all, is not). */
+    if (!im.addr[0] && im.vsize)
+      s->gen = 0;
+    j->checked++;
+    if (!looks_python((pid_t)pid))
+      continue;
+    read_cmdline((pid_t)pid, cmd, sizeof(cmd));
+    if ((r->o->match && regexec(r->o->match, cmd, 0, NULL, 0)) ||
+        (r->o->exclude && !regexec(r->o->exclude, cmd, 0, NULL, 0)))
+      continue;
+    if (j->n == SCAN_TAKE_MAX)
+      break;
+    j->pids[j->n++] = (pid_t)pid;
+  }
+  closedir(d);
+  for (size_t i = 0; i < r->nseen; i++)
+    if (r->seen[i].gen == r->gen)
+      r->seen[k++] = r->seen[i];
+  r->nseen = k;
+  j->ns = pst_now_ns() - t0;
+}
+
+/* Back on the loop thread: the candidates become entries, attached now. */
+static void scan_done(uv_work_t *req, int status) {
+  struct rec *r = req->data;
+  struct scan_job *j = &r->job;
+
+  r->scan_busy = 0;
+  if (status || r->stopping)
     return;
+  r->st->scans++;
+  r->st->scan_ns += j->ns;
+  if (j->ns > r->st->scan_ns_max)
+    r->st->scan_ns_max = j->ns;
+  r->st->scan_checked += j->checked;
+  compact_entries(r);
+  for (size_t i = 0; i < j->n; i++) {
+    struct entry *e = add_entry(r, j->pids[i]);
+    if (!e) {
+      pst_warn_once("--all: more than %d processes; the others are not "
+                    "recorded",
+                    TARGETS_MAX);
+      break;
+    }
+    if (e->t)
+      continue;    /* recorded already (check_image tells a new program) */
+    if (e->done) { /* a pid used again: a new process */
+      memset(e, 0, sizeof(*e));
+      e->pid = j->pids[i];
+    }
+    r->st->scan_found++;
+    pst_debug("process %d: a Python candidate", (int)e->pid);
   }
-  e = add_entry(r, pid);
-  if (!e) {
-    pst_warn_once("--all: more than %d processes; the others are not "
-                  "recorded",
-                  TARGETS_MAX);
-    return;
-  }
-  if (e->t)
-    return;      /* recorded already (check_image tells a new program) */
-  if (e->done) { /* a pid used again: a new process */
-    memset(e, 0, sizeof(*e));
-    e->pid = pid;
-  }
-  r->st->scan_found++;
-  pst_debug("process %d (%.80s): a Python candidate", (int)pid, cmd);
+  try_attach_pending(r);
+  if (!uv_is_active((uv_handle_t *)&r->attach))
+    uv_timer_start(&r->attach, on_attach, ATTACH_RETRY_MS, ATTACH_RETRY_MS);
 }
 
 /* Drops the entries of ended processes (their consumers were told). */
@@ -729,52 +805,12 @@ static void compact_entries(struct rec *r) {
 
 static void on_scan(uv_timer_t *h) {
   struct rec *r = h->data;
-  uint64_t t0 = pst_now_ns(), dt;
-  pid_t self = getpid();
-  struct dirent *de;
-  DIR *d = opendir("/proc");
-  size_t k = 0;
 
-  if (!d)
+  if (r->scan_busy || r->stopping)
     return;
-  r->gen++;
-  while ((de = readdir(d))) {
-    struct pst_proc_image im;
-    struct seen *s;
-    char *end;
-    long pid = strtol(de->d_name, &end, 10);
-    if (*end || pid <= 0 || pid == self)
-      continue;
-    if (pst_proc_image((pid_t)pid, &im) || im.state == 'Z' || im.state == 'X')
-      continue;
-    s = seen_slot(r, (pid_t)pid);
-    if (!s)
-      break;
-    if (s->gen && s->starttime == im.starttime && s->startcode == im.addr[0]) {
-      s->gen = r->gen;
-      continue;
-    }
-    *s = (struct seen){(pid_t)pid, im.starttime, im.addr[0], r->gen};
-    /* Not readable yet (mid-exec, or not ours): looked at again. */
-    if (!im.addr[0])
-      s->gen = 0;
-    consider(r, (pid_t)pid);
-  }
-  closedir(d);
-  for (size_t i = 0; i < r->nseen; i++)
-    if (r->seen[i].gen == r->gen)
-      r->seen[k++] = r->seen[i];
-  r->nseen = k;
-  compact_entries(r);
-  /* The scan's own cost (the attaches it leads to are the targets'). */
-  dt = pst_now_ns() - t0;
-  r->st->scans++;
-  r->st->scan_ns += dt;
-  if (dt > r->st->scan_ns_max)
-    r->st->scan_ns_max = dt;
-  try_attach_pending(r);
-  if (!uv_is_active((uv_handle_t *)&r->attach))
-    uv_timer_start(&r->attach, on_attach, ATTACH_RETRY_MS, ATTACH_RETRY_MS);
+  r->job.req.data = r;
+  if (uv_queue_work(&r->loop, &r->job.req, scan_work, scan_done) == 0)
+    r->scan_busy = 1;
 }
 
 static void on_attach(uv_timer_t *h) {
