@@ -45,6 +45,8 @@ static const char top_usage[] =
     "      --lines            by line instead of by function\n"
     "      --since-start      counts since the start, not per interval\n"
     "  -s, --subprocesses     also child processes\n"
+    "      --all              every Python process of the host (--match,\n"
+    "                         --exclude REGEX: by command line)\n"
     "      --idle             count idle threads too\n"
     "      --gil              only the thread holding the GIL\n"
     "      --native           native (C/C++) frames too\n"
