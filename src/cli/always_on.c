@@ -284,17 +284,18 @@ static void wipe(char *s) {
   free(s);
 }
 
-void pst_always_finish(struct pst_always *a) {
+void pst_always_finish(struct pst_always *a, int report) {
   struct pst_window_stats ws;
 
   if (a->rot_wc) {
     pst_window_consumer_stats(a->rot_wc, &ws);
-    fprintf(stderr,
-            "pystitch: rotate: wrote %llu files (%llu samples), one per "
-            "%.1f s window%s%s\n",
-            (unsigned long long)a->files, (unsigned long long)ws.samples,
-            a->rotate_s, a->file_errors ? "; could not write " : "",
-            a->file_errors ? "some (see above)" : "");
+    if (report)
+      fprintf(stderr,
+              "pystitch: rotate: wrote %llu files (%llu samples), one per "
+              "%.1f s window%s%s\n",
+              (unsigned long long)a->files, (unsigned long long)ws.samples,
+              a->rotate_s, a->file_errors ? "; could not write " : "",
+              a->file_errors ? "some (see above)" : "");
     pst_window_consumer_free(a->rot_wc);
     a->rot_wc = NULL;
   }
@@ -306,17 +307,18 @@ void pst_always_finish(struct pst_always *a) {
     pst_window_consumer_stats(a->push_wc, &ws);
     pst_push_close(a->push, drain > DRAIN_MAX_S ? DRAIN_MAX_S : drain, &ps);
     a->push = NULL;
-    fprintf(stderr,
-            "pystitch: push: %llu of %llu profiles sent to %s (%llu "
-            "samples); %llu failed attempts, %llu dropped (queue full), "
-            "%llu refused, %llu unsent at exit\n",
-            (unsigned long long)ps.sent, (unsigned long long)ps.made, where,
-            (unsigned long long)ps.samples, (unsigned long long)ps.failures,
-            (unsigned long long)ps.dropped, (unsigned long long)ps.rejected,
-            (unsigned long long)ps.unsent);
-    if (ps.last_error[0] && (ps.unsent || ps.dropped || ps.rejected))
+    if (report)
+      fprintf(stderr,
+              "pystitch: push: %llu of %llu profiles sent to %s (%llu "
+              "samples); %llu failed attempts, %llu dropped (queue full), "
+              "%llu refused, %llu unsent at exit\n",
+              (unsigned long long)ps.sent, (unsigned long long)ps.made, where,
+              (unsigned long long)ps.samples, (unsigned long long)ps.failures,
+              (unsigned long long)ps.dropped, (unsigned long long)ps.rejected,
+              (unsigned long long)ps.unsent);
+    if (report && ps.last_error[0] && (ps.unsent || ps.dropped || ps.rejected))
       fprintf(stderr, "pystitch: push: last error: %s\n", ps.last_error);
-    if (ps.make_errors || ws.emit_errors)
+    if (report && (ps.make_errors || ws.emit_errors))
       fprintf(stderr, "pystitch: push: %llu profiles could not be made\n",
               (unsigned long long)ps.make_errors);
   }

@@ -81,7 +81,8 @@ int pst_always_start(struct pst_always *a, const struct pst_sampler_opts *o,
                      int *n);
 
 /* After sampling: sends what the pusher holds (for a bounded time),
- * prints the summary lines, frees. */
-void pst_always_finish(struct pst_always *a);
+ * prints the summary lines (when report, not after a failed start),
+ * frees. */
+void pst_always_finish(struct pst_always *a, int report);
 
 #endif

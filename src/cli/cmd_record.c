@@ -513,14 +513,14 @@ int pst_cmd_record(int argc, char **argv) {
   }
   rc = pst_always_start(&always, &o, &view, output, w, consumers, &nc);
   if (rc) {
-    pst_always_finish(&always);
+    pst_always_finish(&always, 0);
     pst_record_consumer_free(rc_consumer);
     pst_profile_free(prof);
     return rc;
   }
   err = pst_sampler_run(&o, consumers, nc, &st);
   pst_record_consumer_free(rc_consumer);
-  pst_always_finish(&always);
+  pst_always_finish(&always, !err);
   if (err) {
     pst_profile_free(prof);
     return pst_cli_sampler_error(&o, err);

@@ -16,6 +16,7 @@
 #define BACKOFF_MIN_S 0.5
 #define BACKOFF_MAX_S 30.0
 #define VALUE_MAX 120 /* bytes of a label value kept */
+#define PROBE_DELAY_S 0.5
 
 /* One profile to send: the query string and the gzipped pprof. */
 struct item {
@@ -407,12 +408,46 @@ static void wait_for(struct pst_push *ps, double seconds) {
   pthread_cond_timedwait(&ps->cv, &ps->mu, &ts);
 }
 
+/* At start: can the server be reached at all? A warning now, not at the
+ * first interval's end; recording goes on either way. */
+static void probe(struct pst_push *ps, CURL *h) {
+  double t = ps->o.timeout_s < 3 ? ps->o.timeout_s : 3;
+  CURLcode rc;
+
+  curl_easy_setopt(h, CURLOPT_URL, ps->url);
+  curl_easy_setopt(h, CURLOPT_CONNECT_ONLY, 1L);
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)(t * 1000));
+  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+  rc = curl_easy_perform(h);
+  if (rc != CURLE_OK) {
+    pst_warn("push: %s cannot be reached now (%s); recording goes on, and "
+             "up to %d profiles are kept until it answers",
+             ps->where, curl_easy_strerror(rc), ps->o.queue_max);
+    pthread_mutex_lock(&ps->mu);
+    ps->failing = 1;
+    pthread_mutex_unlock(&ps->mu);
+  }
+  curl_easy_reset(h);
+}
+
 static void *sender(void *arg) {
   struct pst_push *ps = arg;
   double backoff = BACKOFF_MIN_S;
   CURL *h = curl_easy_init();
   char why[160];
 
+  int quit;
+
+  /* The probe a moment after start: a run that fails to attach ends
+   * first, with its one error line. */
+  pthread_mutex_lock(&ps->mu);
+  if (!ps->stopping && !ps->nq)
+    wait_for(ps, PROBE_DELAY_S);
+  quit = ps->stopping;
+  pthread_mutex_unlock(&ps->mu);
+  if (h && !quit)
+    probe(ps, h);
   pthread_mutex_lock(&ps->mu);
   for (;;) {
     struct item *it;
