@@ -85,13 +85,20 @@ def bench_scan(a):
         c, err = cpu_of([PST, "record", "--all", "--match", "counter.py",
                          "-d", str(a.seconds), "-f", "folded", "-o",
                          "/tmp/pst-scan.folded"])
+        base, _ = cpu_of([PST, "record", "-p", ",".join(str(t.pid)
+                                                         for t in py),
+                          "-d", str(a.seconds), "-f", "folded", "-o",
+                          "/tmp/pst-scan.folded"])
         m = re.search(r"--all: .*", err)
         procs = len([x for x in os.listdir("/proc") if x.isdigit()])
         print("%d processes on the host (%d sleep, 2 Python: %s), %.0f s "
               "of --all at 100 Hz" % (procs, a.procs, pids, a.seconds))
         print(m.group(0) if m else err)
         print("pystitch CPU %.3f s (%.2f%% of a core), sampling the 2 "
-              "Python processes included" % (c, 100 * c / a.seconds))
+              "Python processes included; the same 2 given with -p: %.3f s "
+              "(%.2f%%): --all costs %.2f%% of a core" % (
+                  c, 100 * c / a.seconds, base, 100 * base / a.seconds,
+                  100 * (c - base) / a.seconds))
     finally:
         for s in sleeps:
             s.kill()
@@ -108,13 +115,37 @@ def rss_kb(pid):
     return 0
 
 
+# A process of T threads, each 20 frames deep, sleeping (50 processes of
+# spinning threads would starve two cores): with --idle every thread is
+# sampled at every tick all the same.
+SLEEPERS = """
+import sys, threading, time
+def leaf():
+    while True:
+        time.sleep(0.1)
+def down(n):
+    return leaf() if n <= 1 else down(n - 1)
+for k in range(int(sys.argv[1]) - 1):
+    threading.Thread(target=down, args=(20,), daemon=True).start()
+print("ready", flush=True)
+down(20)
+"""
+
+
+def sleepers(interp, threads):
+    p = subprocess.Popen([interp, "-c", SLEEPERS, str(threads),
+                          "pst-bench-sleepers"], stdout=subprocess.PIPE)
+    p.stdout.readline()
+    return p
+
+
 def bench_memory(a):
-    targets = [counter(a.interp, str(a.threads)) for _ in range(a.procs)]
+    targets = [sleepers(a.interp, a.threads) for _ in range(a.procs)]
     d = tempfile.mkdtemp(prefix="pst-rot-")
     try:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         p = subprocess.Popen(
-            [PST, "record", "--all", "--match", "counter.py", "--idle",
+            [PST, "record", "--all", "--match", "pst-bench-sleepers", "--idle",
              "-r", str(a.rate), "-d", str(a.seconds), "--rotate",
              str(a.rotate), "-f", "pprof", "-o",
              os.path.join(d, "%H%M%S.pprof")], stderr=subprocess.PIPE)
@@ -123,9 +154,11 @@ def bench_memory(a):
         while p.poll() is None:
             time.sleep(a.every)
             try:
-                curve.append((time.time() - start, rss_kb(p.pid)))
+                kb = rss_kb(p.pid)
             except OSError:
                 break
+            if kb:
+                curve.append((time.time() - start, kb))
         err = p.stderr.read().decode()
         p.wait()
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -144,15 +177,19 @@ def bench_memory(a):
             print("second half: min %.1f MB, max %.1f MB" % (
                 min(half) / 1024.0, max(half) / 1024.0))
         if samples:
-            print("%d samples, CPU %.2f s: %.2f us per thread-sample, "
-                  "%.1f%% of a core" % (samples, cpu, cpu / samples * 1e6,
-                                        100 * cpu / a.seconds))
+            want = a.procs * a.threads * a.rate * a.seconds
+            print("%d samples (%.0f%% of %d threads x %.0f Hz), CPU %.2f s: "
+                  "%.2f us per thread-sample, %.1f%% of a core" % (
+                      samples, 100 * samples / want, a.procs * a.threads,
+                      a.rate, cpu, cpu / samples * 1e6,
+                      100 * cpu / a.seconds))
         for line in err.splitlines():
             if "errors" in line or "late" in line:
                 print(line)
     finally:
         for t in targets:
-            t.stop()
+            t.kill()
+            t.wait()
         shutil.rmtree(d, ignore_errors=True)
 
 
@@ -172,10 +209,10 @@ def main():
     if a.what == "push":
         bench_push(a)
     elif a.what == "scan":
-        a.procs = a.procs or 300
+        a.procs = 300 if a.procs is None else a.procs
         bench_scan(a)
     else:
-        a.procs = a.procs or 50
+        a.procs = 50 if a.procs is None else a.procs
         bench_memory(a)
 
 
