@@ -9,6 +9,8 @@ set -eu
 cd "$(dirname "$0")"
 ./tools/install-deps.sh
 ./tests/setup-rootfs.sh || echo "test.sh: no container rootfs; those tests will be skipped"
+./tests/setup-freethreaded.sh ||
+  echo "test.sh: not every free-threaded CPython was built; those tests will be skipped"
 [ -x configure ] || autoreconf -fi >/dev/null
 # -Wall -Wextra -Werror: reconfigure a tree configured without --enable-werror.
 grep -q '^PST_CFLAGS = .*-Werror' Makefile 2>/dev/null ||

@@ -37,11 +37,11 @@ struct pst_target;
 
 /* How a thread was mapped to its PyThreadState. */
 enum pst_map_method {
-  PST_MAP_NONE = 0,   /* no Python thread state for this thread */
-  PST_MAP_TSD,        /* pthread_getspecific(key) emulated on its fsbase */
-  PST_MAP_LIST,       /* thread-states list: thread_id == fsbase */
-  PST_MAP_LIST_TID,   /* thread-states list: native_thread_id == tid */
-  PST_MAP_TLS,        /* 3.15+: the thread-local read at its fsbase */
+  PST_MAP_NONE = 0, /* no Python thread state for this thread */
+  PST_MAP_TSD,      /* pthread_getspecific(key) emulated on its fsbase */
+  PST_MAP_LIST,     /* thread-states list: thread_id == fsbase */
+  PST_MAP_LIST_TID, /* thread-states list: native_thread_id == tid */
+  PST_MAP_TLS,      /* 3.15+: the thread-local read at its fsbase */
 };
 
 /* What a frame is. Without PST_SAMPLE_NATIVE every frame is Python. */
@@ -55,13 +55,13 @@ enum pst_frame_kind {
 
 /* One frame, innermost first in a stack. */
 struct pst_frame {
-  const char *name;     /* qualified name where the version has one */
+  const char *name; /* qualified name where the version has one */
   const char *filename;
-  int line;             /* 0 when unknown (and for native frames) */
-  unsigned char kind;   /* enum pst_frame_kind */
-  unsigned char entry;  /* Python: 1 when entered from C, i.e. the first
+  int line;            /* 0 when unknown (and for native frames) */
+  unsigned char kind;  /* enum pst_frame_kind */
+  unsigned char entry; /* Python: 1 when entered from C, i.e. the first
                            frame run by its eval-loop call */
-  uint64_t ip;          /* native: instruction pointer (return address
+  uint64_t ip;         /* native: instruction pointer (return address
                            for callers), else 0 */
 };
 
@@ -73,44 +73,45 @@ struct pst_thread {
   uint64_t fsbase;      /* thread pointer, 0 when it could not be read */
   uint64_t tstate;      /* PyThreadState address, 0 when none */
   enum pst_map_method method;
-  int holds_gil;        /* 1, 0, or -1 when unknown */
-  int idle;             /* 1 when the kernel says it sleeps, 0 running */
-  char state;           /* kernel state letter from /proc (R, S, D, ...) */
-  int error;            /* 0, or why its stack (or, without a Python state,
+  int holds_gil;       /* 1, 0, or -1 when unknown */
+  int idle;            /* 1 when the kernel says it sleeps, 0 running */
+  char state;          /* kernel state letter from /proc (R, S, D, ...) */
+  int error;           /* 0, or why its stack (or, without a Python state,
                            its thread pointer) could not be read */
-  uint64_t error_addr;  /* with error: the target address that could not
+  uint64_t error_addr; /* with error: the target address that could not
                            be read or did not hold what was expected, 0
                            when none applies */
   size_t nframes;
   struct pst_frame *frames; /* owned by the target, valid until next snapshot */
-  int truncated;        /* 1 when the frame cap was hit */
-  char origin[320];     /* no Python state: what started it ("started by
+  int truncated;            /* 1 when the frame cap was hit */
+  char origin[320];         /* no Python state: what started it ("started by
                            gomp_thread_start in libgomp.so.1"), else "" */
-  int skipped;          /* 1 when the sample's flags left it unread
+  int skipped;              /* 1 when the sample's flags left it unread
                            (PST_SAMPLE_ACTIVE_ONLY, PST_SAMPLE_GIL_ONLY) */
 };
 
 /* What pystitch found when it analysed the target (for `pystitch info`). */
 struct pst_target_info {
   pid_t pid;
-  pid_t nspid;               /* pid inside its own pid namespace */
-  char exe[512];             /* interpreter executable, as the target sees it */
-  char libpython[512];       /* shared libpython, "" when static */
-  char libc[512];            /* libc the TSD layout was read from */
-  char version[32];          /* "3.12.1" or "3.12" */
-  int version_hex;           /* 0xMMmm */
-  uint64_t runtime_addr;     /* _PyRuntime, 0 before 3.7 */
-  uint64_t interp_addr;      /* main interpreter */
-  uint64_t key_addr;         /* address of the pthread key (int), 0 if none */
-  int key;                   /* its value, -1 when none */
-  char key_method[160];      /* disassembly shape or fallback used */
+  pid_t nspid;           /* pid inside its own pid namespace */
+  char exe[512];         /* interpreter executable, as the target sees it */
+  char libpython[512];   /* shared libpython, "" when static */
+  char libc[512];        /* libc the TSD layout was read from */
+  char version[32];      /* "3.12.1" or "3.12" */
+  int version_hex;       /* 0xMMmm */
+  uint64_t runtime_addr; /* _PyRuntime, 0 before 3.7 */
+  uint64_t interp_addr;  /* main interpreter */
+  uint64_t key_addr;     /* address of the pthread key (int), 0 if none */
+  int key;               /* its value, -1 when none */
+  char key_method[160];  /* disassembly shape or fallback used */
   int64_t tsd_offset, tsd_multiplier;
   int tsd_indirect;
   int tsd_has_l2;
   int64_t tsd_l2_offset;
-  char tsd_method[160];      /* disassembly, _thread_db, or default */
-  char layout_method[96];    /* builtin table, or _Py_DebugOffsets */
-  double analysis_ms;        /* time spent analysing the binaries */
+  char tsd_method[160];   /* disassembly, _thread_db, or default */
+  char layout_method[96]; /* builtin table, or _Py_DebugOffsets */
+  int free_threaded;      /* 3.13t+ (--disable-gil): there is no GIL */
+  double analysis_ms;     /* time spent analysing the binaries */
 };
 
 /* Opens and analyses process pid. Needs ptrace permission over it (fsbase).
@@ -141,22 +142,28 @@ PST_API int pst_target_refresh(struct pst_target *t);
 
 /* pst_target_sample() flags. */
 #define PST_SAMPLE_BLOCKING 1 /* stop each thread while its stack is read */
-#define PST_SAMPLE_NATIVE 4 /* native frames too, merged with Python's: each
+#define PST_SAMPLE_NATIVE                                                      \
+  4 /* native frames too, merged with Python's: each
                                thread is stopped while both are read */
-#define PST_SAMPLE_NATIVE_ALL 8 /* with NATIVE: keep the interpreter's call
+#define PST_SAMPLE_NATIVE_ALL                                                  \
+  8 /* with NATIVE: keep the interpreter's call
                                    machinery frames */
-#define PST_SAMPLE_ACTIVE_ONLY 16 /* threads that sleep (kernel state not R)
+#define PST_SAMPLE_ACTIVE_ONLY                                                 \
+  16 /* threads that sleep (kernel state not R)
                                     and do not hold the GIL are not read:
                                     idle 1, no frames */
-#define PST_SAMPLE_NO_ACTIVITY 2 /* skip kernel state and GIL holder: state
+#define PST_SAMPLE_NO_ACTIVITY                                                 \
+  2 /* skip kernel state and GIL holder: state
                                     '?', idle 0, holds_gil -1 (saves a
                                     pread per thread) */
-#define PST_SAMPLE_EXACT 64 /* a thread whose running read fails (torn
+#define PST_SAMPLE_EXACT                                                       \
+  64 /* a thread whose running read fails (torn
                                after the retries, or memory that moved
                                away) is read again with only it stopped,
                                so that every thread that can be stopped
                                has its stack (what `dump` does) */
-#define PST_SAMPLE_GIL_ONLY 32 /* only the thread holding the GIL is read;
+#define PST_SAMPLE_GIL_ONLY                                                    \
+  32 /* only the thread holding the GIL is read;
                                   the others: skipped 1, no frames */
 
 /* Reads the Python stack of every thread known since the last refresh,

@@ -24,8 +24,9 @@ static const char *method_name(enum pst_map_method m) {
 static void print_text(const struct pst_target_info *info,
                        const struct pst_thread *th, int n) {
   printf("Process %d: %s\n", (int)info->pid, info->exe);
-  printf("Python %s%s%s\n\n", info->version, info->libpython[0] ? " " : "",
-         info->libpython);
+  printf("Python %s%s%s%s\n\n", info->version,
+         info->free_threaded ? " (free-threaded: no GIL)" : "",
+         info->libpython[0] ? " " : "", info->libpython);
   for (int i = 0; i < n; i++) {
     const struct pst_thread *x = &th[i];
     printf("Thread %d \"%s\" (%s%s%s%s)\n", (int)x->tid, x->name,
@@ -60,7 +61,8 @@ static void print_json(const struct pst_target_info *info,
          "\"version\": ",
          (int)info->pid, info->analysis_ms, snap_ms);
   pst_json_put_string(stdout, info->version);
-  printf(", \"threads\": [");
+  printf(", \"free_threaded\": %s, \"threads\": [",
+         info->free_threaded ? "true" : "false");
   for (int i = 0; i < n; i++) {
     const struct pst_thread *x = &th[i];
     printf("%s\n  {\"tid\": %d, \"name\": ", i ? "," : "", (int)x->tid);

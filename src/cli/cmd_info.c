@@ -35,7 +35,8 @@ int pst_cmd_info(const struct pst_opts *o) {
   printf("executable:     %s\n", i->exe);
   printf("libpython:      %s\n",
          i->libpython[0] ? i->libpython : "(none: static)");
-  printf("version:        %s\n", i->version);
+  printf("version:        %s%s\n", i->version,
+         i->free_threaded ? " (free-threaded build: no GIL)" : "");
   printf("layout:         %s\n", i->layout_method);
   printf("_PyRuntime:     0x%llx\n", (unsigned long long)i->runtime_addr);
   printf("interpreter:    0x%llx\n", (unsigned long long)i->interp_addr);

@@ -373,6 +373,7 @@ static int layout_for(struct pst_py *py, struct pst_mem *mem,
   if (!lay)
     return PST_EPYVERSION;
   py->lay = *lay;
+  py->lay.ob_type = 8; /* no free-threaded build before 3.13 */
   snprintf(info->layout_method, sizeof(info->layout_method),
            "built-in table for %d.%d (tools/gen-offsets.sh)", hex >> 8,
            hex & 0xff);
@@ -437,6 +438,7 @@ int pst_py_analyse(struct pst_py *py, pid_t pid, const struct pst_maps *maps,
   if (err)
     goto out;
   info->version_hex = py->version_hex;
+  info->free_threaded = py->lay.free_threaded;
   /* Frames that belong to no Python function: FRAME_OWNED_BY_CSTACK (3)
    * in 3.12-3.13; 3.14 added FRAME_OWNED_BY_INTERPRETER (3) and moved the
    * C stack to 4 (pycore_frame.h): owners from this value on are shims.

@@ -343,7 +343,7 @@ static void make_sig(const struct pst_py *py, const uint8_t *hdr,
   const struct pst_py_layout *l = &py->lay;
 
   memset(sig, 0, sizeof(*sig));
-  sig->type = u64_at(hdr, 8); /* ob_type: second word of every object */
+  sig->type = u64_at(hdr, l->ob_type);
   sig->name =
       u64_at(hdr, l->co_qualname != PST_NOFF ? l->co_qualname : l->co_name);
   sig->filename = u64_at(hdr, l->co_filename);

@@ -27,7 +27,7 @@ struct schema {
       if_owner;
   int co_size, co_filename, co_name, co_qualname, co_linetable, co_firstlineno,
       co_code_adaptive;
-  int type_size, type_flags;
+  int ob_type, type_size, type_flags;
   int dict_ma_keys, dict_ma_values, long_tag, long_digit;
   int bytes_size, bytes_sval, uni_state, uni_length, uni_ascii_size;
   /* Fields that 3.15 added (0: absent, the fixed values below apply). */
@@ -66,6 +66,7 @@ static const struct schema s313 = {
     .co_linetable = 35,
     .co_firstlineno = 36,
     .co_code_adaptive = 40,
+    .ob_type = 42,
     /* pyobject 41-42, type 43-46, tuple 47-49, list 50-52, dict 53-55,
      * float 56-57, long 58-60, bytes 61-63, unicode 64-67 */
     .type_size = 43,
@@ -115,6 +116,7 @@ static const struct schema s314 = {
     .co_linetable = 40,
     .co_firstlineno = 41,
     .co_code_adaptive = 45,
+    .ob_type = 48,
     /* pyobject 47-48, type 49-52, tuple 53-55, list 56-58, set 59-62,
      * dict 63-65, float 66-67, long 68-70, bytes 71-73, unicode 74-77 */
     .type_size = 49,
@@ -166,6 +168,7 @@ static const struct schema s315 = {
     .co_linetable = 48,
     .co_firstlineno = 49,
     .co_code_adaptive = 53,
+    .ob_type = 56,
     /* pyobject 55-56, type 57-62, heap type 63-64, tuple 65-67, list
      * 68-70, set 71-74, dict 75-77, float 78-79, long 80-82, bytes 83-85,
      * unicode 86-90 */
@@ -206,7 +209,7 @@ int pst_py_debug_offsets(struct pst_mem *mem, uint64_t runtime,
   } d;
   const struct schema *s;
   const uint64_t *w = d.w;
-  int hex, err;
+  int hex, head, err;
 
   err = pst_mem_read(mem, runtime, &d, sizeof(d));
   if (err)
@@ -218,10 +221,6 @@ int pst_py_debug_offsets(struct pst_mem *mem, uint64_t runtime,
   hex = (int)(d.version >> 16);
   if (hex < 0x030d)
     return PST_EPYVERSION;
-  if (d.free_threaded) {
-    pst_err("free-threaded CPython builds are not supported yet");
-    return PST_EPYVERSION;
-  }
   s = hex >= s315.version ? &s315 : hex >= s314.version ? &s314 : &s313;
   if (hex > s315.version)
     pst_warn("CPython %d.%d is newer than this pystitch knows (untested); "
@@ -236,7 +235,10 @@ int pst_py_debug_offsets(struct pst_mem *mem, uint64_t runtime,
       !inside(w, s->is_threads_head, 3) /* interpreter_state.size */ ||
       !inside(w, s->is_modules, 3) ||
       !inside(w, s->dict_ma_values, s->dict_ma_keys - 1) /* its size */ ||
-      !inside(w, s->long_digit, s->long_tag - 1)) {
+      !inside(w, s->long_digit, s->long_tag - 1) ||
+      /* PyObject: 16 bytes, or 32 free-threaded; ob_type its last word */
+      w[s->ob_type] + 8 != w[s->ob_type - 1] ||
+      (w[s->ob_type] != 8 && w[s->ob_type] != 24)) {
     pst_err("_Py_DebugOffsets of CPython %d.%d do not match a known schema",
             hex >> 8, hex & 0xff);
     return PST_EPYVERSION;
@@ -255,6 +257,9 @@ int pst_py_debug_offsets(struct pst_mem *mem, uint64_t runtime,
   PST_PY_LAYOUT_FIELDS(PST_NOFF_FIELD)
 #undef PST_NOFF_FIELD
   lay->version = hex;
+  lay->free_threaded = d.free_threaded != 0;
+  lay->ob_type = (int32_t)w[s->ob_type];
+  head = lay->ob_type + 8; /* sizeof(PyObject) */
   lay->rt_interp_head = (int32_t)w[s->rt_interp_head];
   lay->is_next = (int32_t)w[s->is_next];
   lay->is_tstate_head = (int32_t)w[s->is_threads_head];
@@ -296,18 +301,19 @@ int pst_py_debug_offsets(struct pst_mem *mem, uint64_t runtime,
   lay->type_flags = (int32_t)w[s->type_flags];
   /* 3.15 gives these three. Before: tp_basicsize and tp_dictoffset sit
    * where they have since 2.x (the stable ABI fixes PyTypeObject's
-   * head); PyHeapTypeObject follows
+   * head after PyObject_VAR_HEAD); PyHeapTypeObject follows
    * PyTypeObject with the async (4), number (36), mapping (3), sequence
    * (10) and buffer (2) method tables and ht_name, ht_slots, ht_qualname
    * before ht_cached_keys: 58 pointers. */
-  lay->type_basicsize = s->type_basicsize ? (int32_t)w[s->type_basicsize] : 32;
+  lay->type_basicsize =
+      s->type_basicsize ? (int32_t)w[s->type_basicsize] : head + 16;
   lay->type_dictoffset =
-      s->type_dictoffset ? (int32_t)w[s->type_dictoffset] : 288;
+      s->type_dictoffset ? (int32_t)w[s->type_dictoffset] : head + 272;
   lay->ht_cached_keys = s->ht_cached_keys ? (int32_t)w[s->ht_cached_keys]
                                           : (int32_t)w[s->type_size] + 58 * 8;
-  lay->type_itemsize = 40; /* after tp_basicsize, as fixed as it */
+  lay->type_itemsize = lay->type_basicsize + 8; /* as fixed as it */
   /* PyDictObject: ma_used follows PyObject_HEAD in every 3.x. */
-  lay->dict_ma_used = 16;
+  lay->dict_ma_used = head;
   lay->dict_ma_keys = (int32_t)w[s->dict_ma_keys];
   lay->dict_ma_values = (int32_t)w[s->dict_ma_values];
   lay->long_tag = (int32_t)w[s->long_tag];

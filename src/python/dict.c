@@ -55,7 +55,7 @@ int pst_py_dict_head_parse(const struct pst_py *py, const uint8_t *buf,
                            int64_t max, struct pst_py_dict_head *h) {
   const struct pst_py_layout *l = &py->lay;
 
-  if (py->dict_type && u64_at(buf, 8) != py->dict_type)
+  if (py->dict_type && u64_at(buf, l->ob_type) != py->dict_type)
     return PST_EBADDATA;
   memset(h, 0, sizeof(*h));
   h->used = i64_at(buf, l->dict_ma_used);
@@ -174,7 +174,7 @@ int pst_py_dict_open(struct pst_py *py, struct pst_mem *mem, uint64_t dict,
   int64_t nvalues = -1;
   int err;
 
-  err = pst_mem_read(mem, dict, buf, sizeof(buf));
+  err = pst_mem_read(mem, dict, buf, PST_PY_DICT_LEN(py));
   if (err == 0)
     err = pst_py_dict_head_parse(py, buf, max, &h);
   if (err)
@@ -242,7 +242,7 @@ static int str_is(const struct pst_py *py, const uint8_t *s, size_t len,
 
   if (len < data)
     return -1;
-  if (py->str_type && u64_at(s, 8) != py->str_type)
+  if (py->str_type && u64_at(s, l->ob_type) != py->str_type)
     return 0;
   if (i64_at(s, l->str_length) != (int64_t)nlen)
     return 0;
@@ -349,11 +349,12 @@ int pst_py_int_parse(const struct pst_py *py, const uint8_t *buf, size_t len,
   const struct pst_py_layout *l = &py->lay;
   unsigned shift = py->long_shift ? (unsigned)py->long_shift : 30;
   unsigned dsize = shift > 16 ? 4 : 2;
-  uint64_t type = u64_at(buf, 8), v = 0;
+  uint64_t type, v = 0;
   int64_t nd;
 
-  if (len < 24)
+  if (len < (size_t)l->ob_type + 16)
     return -ENOBUFS;
+  type = u64_at(buf, l->ob_type);
   if (py->version_hex < 0x0300 &&
       (py->int_type ? type == py->int_type
                     : !py->long_type || type != py->long_type)) {

@@ -26,14 +26,19 @@
 #include "proc/mem.h"
 #include "python/python.h"
 
-/* Bytes read of a dict object: every field used lies in them (checked by
- * pst_py_layout_check()). A 3.x PyDictObject is exactly 48 bytes. */
-#define PST_PY_DICT_HEAD 48
+/* Room for a dict object's head: every field used lies in it (checked by
+ * pst_py_layout_check()). A 3.x PyDictObject is exactly 48 bytes, 64 in a
+ * free-threaded build (its PyObject is 16 bytes longer); PST_PY_DICT_LEN
+ * is what is read. */
+#define PST_PY_DICT_HEAD 64
+#define PST_PY_DICT_LEN(py) ((size_t)(py)->lay.ob_type + 40)
 /* Bytes read of a keys object's header (3.6-3.10: 40, 3.11+: 32). */
 #define PST_PY_KEYS_HEAD 40
 /* Bytes read of an int object: its header and two 30-bit digits, enough for
- * any value below 2^60 (a thread ident is a user-space address). */
-#define PST_PY_INT_READ 32
+ * any value below 2^60 (a thread ident is a user-space address): 32, or 48
+ * in a free-threaded build (PST_PY_INT_LEN); PST_PY_INT_READ is the room. */
+#define PST_PY_INT_READ 48
+#define PST_PY_INT_LEN(py) ((size_t)(py)->lay.ob_type + 24)
 
 /* What a dict object's head says. */
 struct pst_py_dict_head {

@@ -42,6 +42,8 @@ int pst_py_gil_holder(struct pst_py *py, struct pst_mem *mem,
   int err;
 
   *tstate = 0;
+  if (l->free_threaded) /* no GIL to hold (its struct exists, unused) */
+    return -ENOSYS;
   if (py->tstate_current) /* 2.7, 3.6 */
     return pst_mem_read_u64(mem, py->tstate_current, tstate);
   if (l->rt_gil_tstate != PST_NOFF) /* 3.7-3.11 */

@@ -99,6 +99,12 @@ struct pst_py_layout {
 #define PST_PY_LAYOUT_MEMBER(name) int32_t name;
   PST_PY_LAYOUT_FIELDS(PST_PY_LAYOUT_MEMBER)
 #undef PST_PY_LAYOUT_MEMBER
+  /* Not in the generated tables (which leave them 0; analyse.c sets 8):
+   * the offset of ob_type in every object, 8, or 24 in a free-threaded
+   * build (ob_tid, flags, mutex, gc bits and two refcounts before it),
+   * and whether the build is free-threaded (3.13t+: no GIL). */
+  int32_t ob_type;
+  int free_threaded;
 };
 
 /* The generated table for a minor version (0x0207, 0x0306..0x030c), or NULL

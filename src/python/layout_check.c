@@ -23,6 +23,11 @@ int pst_py_layout_check(const struct pst_py_layout *l, char *why,
   int32_t frame = l->f_size != PST_NOFF ? min32(l->f_size, PST_PY_FRAME_BUF)
                                         : min32(l->if_size, PST_PY_FRAME_BUF);
   int32_t code = min32(l->co_size, PST_PY_CODE_HEADER_MAX);
+  /* sizeof(PyObject): 16, 32 free-threaded (the generated tables leave
+   * ob_type 0 for 8). What of a dict and of an int is read. */
+  int32_t head = l->ob_type ? l->ob_type + 8 : 16;
+  int32_t dict_len = min32(head + 32, PST_PY_DICT_HEAD);
+  int32_t int_len = min32(head + 16, PST_PY_INT_READ);
   int ok = 1;
 
 #define FIT(field, width, limit)                                               \
@@ -52,15 +57,16 @@ int pst_py_layout_check(const struct pst_py_layout *l, char *why,
   FIT(f_localsplus, 8, 1 << 16);
   /* Dicts, ints and types are read into local buffers (dict.c,
    * threadname.c); the interpreter's sys.modules is read at an offset. */
-  FIT(dict_ma_used, 8, PST_PY_DICT_HEAD);
-  FIT(dict_ma_keys, 8, PST_PY_DICT_HEAD);
-  FIT(dict_ma_values, 8, PST_PY_DICT_HEAD);
-  FIT(dict_ma_mask, 8, PST_PY_DICT_HEAD);
-  FIT(dict_ma_table, 8, PST_PY_DICT_HEAD);
-  FIT(long_size, 8, 24);
-  FIT(long_tag, 8, 24);
-  FIT(long_digit, 4, PST_PY_INT_READ);
-  FIT(int_ival, 8, 24);
+  FIT(ob_type, 8, 32);
+  FIT(dict_ma_used, 8, dict_len);
+  FIT(dict_ma_keys, 8, dict_len);
+  FIT(dict_ma_values, 8, dict_len);
+  FIT(dict_ma_mask, 8, dict_len);
+  FIT(dict_ma_table, 8, dict_len);
+  FIT(long_size, 8, int_len - 8);
+  FIT(long_tag, 8, int_len - 8);
+  FIT(long_digit, 4, int_len);
+  FIT(int_ival, 8, int_len - 8);
   FIT(type_flags, 8, PST_PY_TYPE_SPAN);
   FIT(type_basicsize, 8, PST_PY_TYPE_SPAN);
   FIT(type_dictoffset, 8, PST_PY_TYPE_SPAN);

@@ -37,7 +37,6 @@
 
 #define MODULES_MAX (1 << 17) /* sys.modules entries: torch has ~3000 */
 #define ACTIVE_MAX (1 << 16)  /* _active entries (threads) */
-#define MODULE_HEAD 24        /* PyModuleObject: head, md_dict */
 #define STALE 1               /* internal: the cache no longer holds */
 
 /* An int key of _active as last read. */
@@ -151,7 +150,8 @@ static int resolve(struct pst_py *py, struct pst_mem *mem,
   struct pst_py_dict_item *items = NULL;
   struct pst_py_dict_head h;
   struct pst_py_dict_table t;
-  uint64_t modules, mod[3], tdict, active, slot;
+  uint64_t modules, mod[5], tdict, active, slot;
+  size_t ty = (size_t)py->lay.ob_type / 8; /* word of ob_type: 1 or 3 */
   uint8_t head[PST_PY_DICT_HEAD];
   int n, i, err;
 
@@ -191,19 +191,19 @@ static int resolve(struct pst_py *py, struct pst_mem *mem,
   /* The module object: ob_type, md_dict. A None placeholder (an import
    * that failed under 2.7, or sys.modules["threading"] = None) is not a
    * module. */
-  err = pst_mem_read(mem, items[i].value, mod, sizeof(mod));
+  err = pst_mem_read(mem, items[i].value, mod, (ty + 2) * 8);
   if (err)
     goto out;
-  if ((py->module_type && mod[1] != py->module_type) || !mod[2]) {
+  if ((py->module_type && mod[ty] != py->module_type) || !mod[ty + 1]) {
     err = PST_EBADDATA;
     goto out;
   }
-  tdict = mod[2];
+  tdict = mod[ty + 1];
   err = pst_py_dict_get_str(py, mem, tdict, MODULES_MAX, "_active",
                             &r->active_key, &active, &slot);
   if (err)
     goto out;
-  err = pst_mem_read(mem, active, head, sizeof(head));
+  err = pst_mem_read(mem, active, head, PST_PY_DICT_LEN(py));
   if (err == 0)
     err = pst_py_dict_head_parse(py, head, ACTIVE_MAX, &h);
   if (err)
@@ -298,13 +298,13 @@ static int read_active(struct pst_py *py, struct pst_mem *mem,
   if (err)
     return err;
   /* The speculative batch: head, slot, keys copy, int keys. */
-  r->iov[ni++] = (struct pst_mem_iov){r->active, head, sizeof(head)};
+  r->iov[ni++] = (struct pst_mem_iov){r->active, head, PST_PY_DICT_LEN(py)};
   r->iov[ni++] = (struct pst_mem_iov){r->active_slot, &slot_now, 8};
   if (r->keys && r->copy_len)
     r->iov[ni++] = (struct pst_mem_iov){r->keys, r->copy, r->copy_len};
   for (int i = 0; i < r->nints; i++)
-    r->iov[ni++] =
-        (struct pst_mem_iov){r->ints[i].addr, r->ints[i].buf, PST_PY_INT_READ};
+    r->iov[ni++] = (struct pst_mem_iov){r->ints[i].addr, r->ints[i].buf,
+                                        PST_PY_INT_LEN(py)};
   got = pst_mem_readv_each(mem, r->iov, (size_t)ni, r->ok);
   if (got < 0)
     return got;
@@ -347,13 +347,13 @@ static int read_active(struct pst_py *py, struct pst_mem *mem,
         cached_int(r, r->items[i].key, r->ok + (ni - r->nints));
     r->next[i].addr = r->items[i].key;
     if (c) {
-      memcpy(r->next[i].buf, c->buf, PST_PY_INT_READ);
+      memcpy(r->next[i].buf, c->buf, PST_PY_INT_LEN(py));
     } else {
       err = grow_iov(r, nmiss + 1);
       if (err)
         return err;
       r->iov[nmiss++] = (struct pst_mem_iov){r->items[i].key, r->next[i].buf,
-                                             PST_PY_INT_READ};
+                                             PST_PY_INT_LEN(py)};
     }
   }
   if (nmiss) {
@@ -361,11 +361,11 @@ static int read_active(struct pst_py *py, struct pst_mem *mem,
     if (got < 0)
       return got;
     /* A key that cannot be read is garbage: a real one is a live int of
-     * at most two digits, exactly PST_PY_INT_READ bytes (2.7: a PyInt in
+     * at most two digits, exactly PST_PY_INT_LEN bytes (2.7: a PyInt in
      * a block of them). Filled so that it parses as no int, skipped. */
     for (int i = 0; i < nmiss; i++)
       if (!r->ok[i])
-        memset(r->iov[i].buf, 0xff, PST_PY_INT_READ);
+        memset(r->iov[i].buf, 0xff, PST_PY_INT_LEN(py));
   }
   {
     struct reg_int *swap = r->ints;
@@ -377,7 +377,7 @@ static int read_active(struct pst_py *py, struct pst_mem *mem,
   for (int i = 0; i < n && k < max; i++) {
     uint64_t ident;
     uint8_t big[PST_PY_INT_READ + 16];
-    err = pst_py_int_parse(py, r->ints[i].buf, PST_PY_INT_READ, &ident);
+    err = pst_py_int_parse(py, r->ints[i].buf, PST_PY_INT_LEN(py), &ident);
     if (err == -ENOBUFS &&
         pst_mem_read(mem, r->ints[i].addr, big, sizeof(big)) == 0)
       err = pst_py_int_parse(py, big, sizeof(big), &ident);

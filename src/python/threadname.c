@@ -95,17 +95,18 @@ static int read_type(struct pst_py *py, struct pst_mem *mem, uint64_t type,
  * (obj-32) in one read, with the object's type; before 3.11 the type. */
 static int read_object(struct pst_py *py, struct pst_mem *mem, uint64_t obj,
                        uint64_t *type, uint64_t pre[2]) {
-  uint64_t w[6];
+  size_t ty = (size_t)py->lay.ob_type / 8; /* word of ob_type: 1 or 3 */
+  uint64_t w[8];
 
   pre[0] = pre[1] = 0;
   if (py->version_hex >= 0x030b &&
-      pst_mem_read(mem, obj - 32, w, sizeof(w)) == 0) {
+      pst_mem_read(mem, obj - 32, w, (5 + ty) * 8) == 0) {
     pre[0] = w[0]; /* obj-32: values (3.11) */
     pre[1] = w[1]; /* obj-24: dict, or values - 1 (3.12) */
-    *type = w[5];
+    *type = w[4 + ty];
     return 0;
   }
-  return pst_mem_read_u64(mem, obj + 8, type);
+  return pst_mem_read_u64(mem, obj + (uint64_t)py->lay.ob_type, type);
 }
 
 static int instance_attr(struct pst_py *py, struct pst_mem *mem, uint64_t obj,

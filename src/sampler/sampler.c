@@ -255,6 +255,10 @@ static int attach(struct rec *r, struct entry *e) {
   e->execd = 0;
   pst_info("recording process %d (%s)", (int)e->pid,
            pst_target_info(e->t)->version);
+  if (r->o->gil_only && pst_target_info(e->t)->free_threaded)
+    pst_warn("process %d is a free-threaded CPython: there is no GIL; "
+             "--gil keeps the threads running on a CPU",
+             (int)e->pid);
   return 0;
 }
 

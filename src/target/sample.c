@@ -314,6 +314,11 @@ int pst_target_sample(struct pst_target *t, int flags,
       return err;
     flags &= ~PST_SAMPLE_NO_ACTIVITY; /* D-state threads must be skipped */
   }
+  /* No GIL (free-threaded): --gil keeps the threads on CPU instead; the
+   * sampler said so when it attached. */
+  if ((flags & PST_SAMPLE_GIL_ONLY) && t->py.lay.free_threaded)
+    flags = (flags & ~(PST_SAMPLE_GIL_ONLY | PST_SAMPLE_NO_ACTIVITY)) |
+            PST_SAMPLE_ACTIVE_ONLY;
   if (flags & PST_SAMPLE_BLOCKING) /* blocking: must see T and D */
     flags &= ~PST_SAMPLE_NO_ACTIVITY;
   state_read = !(flags & PST_SAMPLE_NO_ACTIVITY);

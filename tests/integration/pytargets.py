@@ -52,6 +52,21 @@ def interpreters():
             skipped.append(("%s-container-%s" % (dist, ver),
                             "no rootfs at %s (tests/setup-rootfs.sh makes it)"
                             % root))
+    # Free-threaded builds (--disable-gil), built by
+    # tests/setup-freethreaded.sh; a .why file says why one is absent.
+    for ver in ["3.13", "3.14", "3.15"]:
+        d = os.path.join(ROOTFS_DIR, "ft", ver + "t")
+        if os.path.exists(os.path.join(d, ".built")):
+            found.append(Interp("freethreaded-%st" % ver,
+                                os.path.join(d, "python")))
+            continue
+        why = "not built (tests/setup-freethreaded.sh builds it)"
+        try:
+            with open(d + ".why") as f:
+                why = f.read().strip() or why
+        except IOError:
+            pass
+        skipped.append(("freethreaded-%st" % ver, why))
     # PST_PYTHONS=3.15,2.7 keeps the interpreters whose label has one of
     # these in it (a developer's quick run); the others are skipped.
     only = [x for x in os.environ.get("PST_PYTHONS", "").split(",") if x]

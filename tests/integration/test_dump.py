@@ -142,6 +142,19 @@ def check_many(interp):
                 if names[:29] != ["leaf"] + ["descend"] * 28:
                     errors.append("dump %d: %s: %s" % (
                         attempt, th["name"], " <- ".join(names[:31])))
+        # A free-threaded build has no GIL: no thread may be said to hold
+        # it, or not to hold it (null), and the dump says why.
+        want_ft = "freethreaded" in interp.label
+        if bool(dump.get("free_threaded")) != want_ft:
+            errors.append("free_threaded: %s, want %s" % (
+                dump.get("free_threaded"), want_ft))
+        if want_ft:
+            said = [th["gil"] for th in dump["threads"]
+                    if th["gil"] is not None]
+            if holders or said:
+                errors.append("free-threaded: GIL holders %s, GIL states "
+                              "%s: want none" % (holders, said))
+            return "\n".join(errors[:10])
         # Workers 0-3 spin; one of them holds the GIL nearly all the time,
         # but 2.7's GIL can be between owners at a given instant: look a
         # few more times before calling it missing.

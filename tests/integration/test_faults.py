@@ -901,7 +901,10 @@ def main():
     if not local:
         report(False, "a local interpreter", "no CPython found")
         return TAP.finish()
-    interp = local[-1]
+    # The fault matrix on the last GIL build; the free-threaded ones get
+    # the SIGKILL loop and the churn below.
+    gil = [i for i in local if "freethreaded" not in i.label]
+    interp = (gil or local)[-1]
     seed = int(os.environ.get("PST_FAULTS_SEED", int(time.time())))
     print("# interpreter %s, kill delays seeded with PST_FAULTS_SEED=%d"
           % (interp.label, seed))
@@ -944,6 +947,13 @@ def main():
             check_pid_reuse, interp, mode)
         run("500 threads/s for 10 s, %s: attribution" % label, check_churn,
             interp, mode)
+    for ft in [i for i in local if "freethreaded" in i.label]:
+        for label, mode in modes():
+            stats = {}
+            run("SIGKILL x10 at 0-300 ms, %s, %s: no thread left stopped"
+                % (ft.label, label), kill_loop, ft, mode, 10, rng, stats)
+            run("500 threads/s for 10 s, %s, %s: attribution" % (
+                ft.label, label), check_churn, ft, mode)
     for i in {id(x): x for x in (local[0], local[-1])}.values():
         run("process_vm_readv forbidden, %s" % i.label, check_no_vm_readv,
             i)

@@ -69,6 +69,55 @@ def check_attribution(interp):
         t.stop()
 
 
+def check_freethreaded(interp):
+    """A free-threaded build: 8 threads spinning at once in their own
+    functions (no GIL between them): no cross-attribution, every worker
+    seen, the torn-read rate printed; --gil says once that there is no GIL
+    and keeps the threads on a CPU."""
+    t = pytargets.Target(interp, "attribution.py", ["8"])
+    try:
+        wait_ready(t)
+        errors, seen, total = [], set(), 0
+        r, out = record(["-p", str(t.pid), "-d", "3", "-r", "200",
+                         "-f", "folded", "--threads"])
+        if r.returncode != 0:
+            return "record exited %d: %s" % (r.returncode, r.stderr)
+        for stack, count in folded(out):
+            m = THREAD_ROOT.match(stack[0])
+            name = m.group(2) if m else stack[0]
+            total += count
+            for fr in stack[1:]:
+                fm = re.match(r"(?:.*\.)?work_(\d+)_[ab] ", fr)
+                if fm and name != "worker-" + fm.group(1):
+                    errors.append("%s holds %s" % (name, fr))
+                elif fm:
+                    seen.add(name)
+        if len(seen) != 8:
+            errors.append("workers seen: %s" % sorted(seen))
+        err = r.stderr.decode(errors="replace")
+        m = re.search(r"(\d+) errors \(([\d.]+)%: ([^)]*)\)", err)
+        if not m:
+            errors.append("no error summary: %s" % err[-300:])
+        else:
+            print("# %s: 8 threads at once, %d samples, %s errors (%s%%: %s)"
+                  % (interp.label, total, m.group(1), m.group(2),
+                     m.group(3)))
+        r, out = record(["-p", str(t.pid), "-d", "1", "-r", "100",
+                         "-f", "folded", "--gil"])
+        err = r.stderr.decode(errors="replace")
+        if r.returncode != 0:
+            errors.append("--gil: exit %d: %s" % (r.returncode, err))
+        elif err.count("there is no GIL") != 1:
+            errors.append("--gil: want one 'there is no GIL' line: %s"
+                          % err[-300:])
+        elif sum(c for _, c in folded(out)) < 100:
+            errors.append("--gil: %d samples, want the spinning threads'"
+                          % sum(c for _, c in folded(out)))
+        return "\n".join(errors[:10])
+    finally:
+        t.stop()
+
+
 def last_totals(t, after):
     """The target's first "totals" line printed after time `after`."""
     while True:
@@ -419,8 +468,12 @@ def main():
     # The rest on the newest local interpreter and the oldest one.
     local = [i for i in found if not i.rootfs]
     # The newest CPython (in a container) gets the torn-read check too.
-    for interp in [i for i in found if i.rootfs and "3.15" in i.label]:
+    for interp in [i for i in found if (i.rootfs and "3.15" in i.label) or
+                   "freethreaded" in i.label]:
         run("torn reads never written", check_torn, interp)
+    for interp in [i for i in found if "freethreaded" in i.label]:
+        run("free-threaded: 8 threads at once, --gil", check_freethreaded,
+            interp)
     for interp in {id(i): i for i in local[:1] + local[-1:]}.values():
         run("proportions", check_proportions_twice, interp)
         run("torn reads never written", check_torn, interp)
