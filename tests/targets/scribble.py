@@ -13,12 +13,16 @@ import gc
 import os
 import struct
 import sys
+import sysconfig
 import threading
 import time
 
 gc.disable()
 PTR = ctypes.sizeof(ctypes.c_void_p)
-HEAD = 2 * PTR  # ob_refcnt, ob_type
+# ob_refcnt, ob_type; a free-threaded build has ob_tid, the flags and local
+# refcount, and the shared refcount before ob_type.
+FREE_THREADED = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+HEAD = (4 if FREE_THREADED else 2) * PTR
 
 
 def victim0():
