@@ -374,6 +374,7 @@ static int layout_for(struct pst_py *py, struct pst_mem *mem,
     return PST_EPYVERSION;
   py->lay = *lay;
   py->lay.ob_type = 8; /* no free-threaded build before 3.13 */
+  py->lay.if_tlbc_index = PST_NOFF;
   snprintf(info->layout_method, sizeof(info->layout_method),
            "built-in table for %d.%d (tools/gen-offsets.sh)", hex >> 8,
            hex & 0xff);

@@ -24,7 +24,7 @@ struct schema {
   int ts_size, ts_next, ts_interp, ts_current_frame, ts_thread_id,
       ts_native_thread_id, ts_datastack_chunk;
   int if_size, if_previous, if_executable, if_instr_ptr, if_localsplus,
-      if_owner;
+      if_owner, if_tlbc_index;
   int co_size, co_filename, co_name, co_qualname, co_linetable, co_firstlineno,
       co_code_adaptive;
   int ob_type, type_size, type_flags;
@@ -109,6 +109,7 @@ static const struct schema s314 = {
     .if_instr_ptr = 31,
     .if_localsplus = 32,
     .if_owner = 33,
+    .if_tlbc_index = 35,
     .co_size = 36,
     .co_filename = 37,
     .co_name = 38,
@@ -161,6 +162,7 @@ static const struct schema s315 = {
     .if_instr_ptr = 39,
     .if_localsplus = 40,
     .if_owner = 41,
+    .if_tlbc_index = 43,
     .co_size = 44,
     .co_filename = 45,
     .co_name = 46,
@@ -259,6 +261,10 @@ int pst_py_debug_offsets(struct pst_mem *mem, uint64_t runtime,
   lay->version = hex;
   lay->free_threaded = d.free_threaded != 0;
   lay->ob_type = (int32_t)w[s->ob_type];
+  /* 3.14t+: 0 in a default build (where the field is absent). */
+  lay->if_tlbc_index = d.free_threaded && s->if_tlbc_index
+                           ? (int32_t)w[s->if_tlbc_index]
+                           : PST_NOFF;
   head = lay->ob_type + 8; /* sizeof(PyObject) */
   lay->rt_interp_head = (int32_t)w[s->rt_interp_head];
   lay->is_next = (int32_t)w[s->is_next];

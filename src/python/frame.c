@@ -361,6 +361,13 @@ static int walk_iframes(struct pst_py *py, struct pst_mem *mem,
       continue; /* 3.13+: a shim executes None */
     }
     instr = u64_at(buf, l->if_instr);
+    /* 3.14t+: a thread other than the first to run the code runs its own
+     * copy of the bytecode (co_tlbc->entries[tlbc_index]), elsewhere:
+     * no line rather than a wrong one (not followed yet). */
+    if (l->if_tlbc_index != PST_NOFF &&
+        (buf[l->if_tlbc_index] | buf[l->if_tlbc_index + 1] |
+         buf[l->if_tlbc_index + 2] | buf[l->if_tlbc_index + 3]))
+      instr = 0;
     /* Instruction index in code units of 2 bytes from co_code_adaptive. */
     raw[n++] = (struct raw_frame){
         self, code,

@@ -105,6 +105,9 @@ struct pst_py_layout {
    * and whether the build is free-threaded (3.13t+: no GIL). */
   int32_t ob_type;
   int free_threaded;
+  /* _PyInterpreterFrame.tlbc_index (int32, 3.14t+), else PST_NOFF: the
+   * thread's own copy of the bytecode that instr_ptr points into. */
+  int32_t if_tlbc_index;
 };
 
 /* The generated table for a minor version (0x0207, 0x0306..0x030c), or NULL

@@ -39,6 +39,7 @@ int pst_py_layout_check(const struct pst_py_layout *l, char *why,
   FIT(if_code, 8, frame);
   FIT(if_instr, 8, frame);
   FIT(if_owner, 1, frame);
+  FIT(if_tlbc_index, 4, frame);
   FIT(co_filename, 8, code);
   FIT(co_name, 8, code);
   FIT(co_qualname, 8, code);

@@ -8,7 +8,9 @@
  *            shared in the type's ht_cached_keys;
  *   3.12     obj-24 holds a dict, or values - 1 (PyDictOrValues: odd);
  *   3.13+    values inline at obj + tp_basicsize (Py_TPFLAGS_INLINE_VALUES)
- *            while valid, else the dict at obj-24.
+ *            while valid, else the dict at obj-24;
+ *   3.13t+   (free-threaded: no GC head before the object) the dict at
+ *            obj-8.
  * Sources: Include/internal/pycore_object.h and Objects/dictobject.c of
  * each version. The dicts and keys are read by dict.c; everything read is
  * bounded (entries, string lengths).
@@ -102,7 +104,9 @@ static int read_object(struct pst_py *py, struct pst_mem *mem, uint64_t obj,
   if (py->version_hex >= 0x030b &&
       pst_mem_read(mem, obj - 32, w, (5 + ty) * 8) == 0) {
     pre[0] = w[0]; /* obj-32: values (3.11) */
-    pre[1] = w[1]; /* obj-24: dict, or values - 1 (3.12) */
+    /* obj-24: dict, or values - 1 (3.12); free-threaded (no GC head
+     * before the object): obj-8 */
+    pre[1] = py->lay.free_threaded ? w[3] : w[1];
     *type = w[4 + ty];
     return 0;
   }

@@ -94,6 +94,11 @@ def main():
         threads_unicode.report = report
         workers.append(threading.Thread(target=threads_unicode.entry,
                                         name="unicode"))
+    # "sleeper" gets 40 more attributes: its instance dict outgrows the
+    # shared keys (3.11+: no more inline or split values), so its name is
+    # read through the object's own dict pointer.
+    for i in range(40):
+        setattr(workers[1], "extra_%d" % i, i)
     for w in workers:
         w.daemon = True
         w.start()

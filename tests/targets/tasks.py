@@ -1,0 +1,82 @@
+# tasks.py: an asyncio program of 20 tasks that all wait, for the --async
+# tests: nested gathers, a TaskGroup, tasks awaiting other tasks, one in
+# asyncio.sleep, one in a socket read. Once every task waits it prints, as
+# one JSON line "tasks [...]", what the program itself sees through
+# asyncio.all_tasks() and Task.get_stack(): each task's name, its
+# coroutine frames (function, line), outermost first, and the name of the
+# task it awaits, if any; then "ready". Nothing moves after that.
+import asyncio
+import json
+import socket
+import sys
+
+
+async def sleeper():
+    await asyncio.sleep(3600)
+
+
+async def sock_reader(sock):
+    loop = asyncio.get_running_loop()
+    await loop.sock_recv(sock, 1)
+
+
+async def leaf(i):
+    await asyncio.sleep(3600 + i)
+
+
+async def inner_gather(k):
+    await asyncio.gather(*(leaf(10 * k + j) for j in range(3)))
+
+
+async def outer_gather():
+    await asyncio.gather(inner_gather(1), inner_gather(2))
+
+
+async def in_group(i):
+    await asyncio.sleep(3600 + i)
+
+
+async def group_owner():
+    async with asyncio.TaskGroup() as tg:
+        for i in range(3):
+            tg.create_task(in_group(i), name="group-%d" % i)
+
+
+async def waits_for(task):
+    await task
+
+
+def snapshot():
+    out = []
+    for t in asyncio.all_tasks():
+        waiter = getattr(t, "_fut_waiter", None)
+        frames = [(f.f_code.co_name, f.f_lineno) for f in t.get_stack()]
+        out.append({"name": t.get_name(), "frames": frames,
+                    "awaits": waiter.get_name()
+                    if isinstance(waiter, asyncio.Task) else None})
+    return out
+
+
+async def main():
+    a, b = socket.socketpair()
+    a.setblocking(False)
+    tasks = [asyncio.create_task(sleeper(), name="sleeper"),
+             asyncio.create_task(sock_reader(a), name="sock-reader"),
+             asyncio.create_task(outer_gather(), name="outer-gather"),
+             asyncio.create_task(group_owner(), name="group-owner")]
+    chain = asyncio.create_task(sleeper(), name="chain-0")
+    tasks.append(chain)
+    for i in range(1, 4):
+        chain = asyncio.create_task(waits_for(chain), name="chain-%d" % i)
+        tasks.append(chain)
+    # Until every task waits: outer 1 + 2 inner + 6 leaves, group 3, ...
+    while len(asyncio.all_tasks()) < 20:
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.2)
+    print("tasks " + json.dumps(snapshot()))
+    print("ready")
+    sys.stdout.flush()
+    await asyncio.sleep(3600)
+
+
+asyncio.run(main())
