@@ -140,6 +140,30 @@ PST_API int pst_target_snapshot(struct pst_target *t,
  * sampling. */
 PST_API int pst_target_refresh(struct pst_target *t);
 
+/* One asyncio task of the target (CPython 3.14+). */
+#define PST_TASK_WAITERS 8
+struct pst_task {
+  uint64_t id;    /* the Task object's address */
+  char name[128]; /* Task.get_name(), "" when unreadable */
+  pid_t tid;      /* the thread whose task list holds it (its event
+                     loop's), 0 when that thread has ended */
+  int running;    /* the task its thread is running now */
+  int nframes;    /* its coroutine chain, innermost first: the coroutine
+                     it runs, then each coroutine awaiting the one before */
+  const struct pst_frame *frames;
+  int nwaiters; /* tasks awaiting it (gather, TaskGroup, await): indexes
+                   into the same array */
+  int waiters[PST_TASK_WAITERS];
+};
+
+/* Reads the target's asyncio tasks now (after pst_target_snapshot() or
+ * _refresh(), whose thread states it uses). Returns the number of tasks,
+ * PST_ENOSYM when the process has not imported asyncio, PST_EPYVERSION
+ * before CPython 3.14, or -errno. The array is owned by the target and
+ * valid until the next call. */
+PST_API int pst_target_tasks(struct pst_target *t,
+                             const struct pst_task **tasks);
+
 /* pst_target_sample() flags. */
 #define PST_SAMPLE_BLOCKING 1 /* stop each thread while its stack is read */
 #define PST_SAMPLE_NATIVE                                                      \

@@ -55,8 +55,11 @@ static void print_text(const struct pst_target_info *info,
   }
 }
 
+/* The dump as one JSON object; open: its closing brace left to the
+ * caller (the tasks follow). */
 static void print_json(const struct pst_target_info *info,
-                       const struct pst_thread *th, int n, double snap_ms) {
+                       const struct pst_thread *th, int n, double snap_ms,
+                       int open) {
   printf("{\"pid\": %d, \"analysis_ms\": %.3f, \"snapshot_ms\": %.3f, "
          "\"version\": ",
          (int)info->pid, info->analysis_ms, snap_ms);
@@ -97,14 +100,123 @@ static void print_json(const struct pst_target_info *info,
     }
     printf("]}");
   }
-  printf("\n]}\n");
+  printf("\n]%s", open ? "" : "}\n");
+}
+
+#define CHAIN_MAX 32 /* awaiting tasks shown above a task */
+
+/* The tasks awaiting task i, outwards: chain[0] = i, then its first
+ * waiter, and so on (a cycle ends it). Returns the length. */
+static int await_chain(const struct pst_task *tk, int i, int *chain) {
+  int n = 0;
+
+  while (n < CHAIN_MAX) {
+    for (int k = 0; k < n; k++)
+      if (chain[k] == i)
+        return n;
+    chain[n++] = i;
+    if (!tk[i].nwaiters)
+      break;
+    i = tk[i].waiters[0];
+  }
+  return n;
+}
+
+static const char *task_label(const struct pst_task *k) {
+  return k->name[0] ? k->name : "?";
+}
+
+static void print_frame_json(const struct pst_frame *f, int first) {
+  printf("%s{\"name\": ", first ? "" : ", ");
+  pst_json_put_string(stdout, f->name);
+  printf(", \"file\": ");
+  pst_json_put_string(stdout, f->filename);
+  printf(", \"line\": %d}", f->line);
+}
+
+/* Text: each task as a stack, innermost first: its coroutines, then a
+ * "task NAME" root line, then the task awaiting it with its coroutines
+ * and root, outwards (its first waiter each time; others are named). */
+static void print_tasks_text(const struct pst_task *tk, int n) {
+  int chain[CHAIN_MAX] = {0};
+
+  printf("\nasyncio tasks: %d\n", n);
+  for (int i = 0; i < n; i++) {
+    int len = await_chain(tk, i, chain);
+    printf("\nTask \"%s\" (", task_label(&tk[i]));
+    if (tk[i].tid)
+      printf("thread %d", (int)tk[i].tid);
+    else
+      printf("its thread has ended");
+    printf(", %s", tk[i].running ? "running" : "waiting");
+    for (int w = 1; w < tk[i].nwaiters; w++)
+      printf("%s\"%s\"", w == 1 ? ", also awaited by " : ", ",
+             task_label(&tk[tk[i].waiters[w]]));
+    printf(")\n");
+    for (int c = 0; c < len; c++) {
+      const struct pst_task *k = &tk[chain[c]];
+      for (int f = 0; f < k->nframes; f++)
+        printf("    %s (%s:%d)\n", k->frames[f].name, k->frames[f].filename,
+               k->frames[f].line);
+      printf("    task %s\n", task_label(k));
+    }
+  }
+}
+
+static void print_tasks_json(const struct pst_task *tk, int n) {
+  printf(",\n\"tasks\": [");
+  for (int i = 0; i < n; i++) {
+    printf("%s\n  {\"id\": \"0x%llx\", \"name\": ", i ? "," : "",
+           (unsigned long long)tk[i].id);
+    pst_json_put_string(stdout, tk[i].name);
+    printf(", \"tid\": %d, \"running\": %s, \"frames\": [", (int)tk[i].tid,
+           tk[i].running ? "true" : "false");
+    for (int f = 0; f < tk[i].nframes; f++)
+      print_frame_json(&tk[i].frames[f], f == 0);
+    printf("], \"awaited_by\": [");
+    for (int w = 0; w < tk[i].nwaiters; w++) {
+      printf("%s", w ? ", " : "");
+      pst_json_put_string(stdout, tk[tk[i].waiters[w]].name);
+    }
+    printf("]}");
+  }
+  printf("\n]");
+}
+
+/* --async: the tasks, or a note on stderr saying why there are none. */
+static int read_tasks(struct pst_target *t, pid_t pid,
+                      const struct pst_task **tk) {
+  const struct pst_target_info *info = pst_target_info(t);
+  int n = pst_target_tasks(t, tk);
+
+  if (n == PST_EPYVERSION)
+    fprintf(stderr,
+            "pystitch: note: asyncio tasks are read on CPython 3.14+ only "
+            "(process %d runs %s); the thread stacks show the running "
+            "tasks\n",
+            (int)pid, info->version);
+  else if (n == PST_ENOSYM)
+    fprintf(stderr,
+            "pystitch: note: process %d has no asyncio tasks to show: it has "
+            "not imported asyncio\n",
+            (int)pid);
+  else if (n < 0)
+    fprintf(stderr, "pystitch: warning: asyncio tasks of process %d: %s\n",
+            (int)pid, pst_strerror(n));
+  else if (n == 0)
+    fprintf(stderr,
+            "pystitch: note: process %d has no asyncio tasks (no event loop "
+            "runs a task now)\n",
+            (int)pid);
+  return n < 0 ? 0 : n;
 }
 
 int pst_cmd_dump(const struct pst_opts *o) {
   const struct pst_thread *th;
   struct pst_target *t;
+  const struct pst_task *tasks = NULL;
   double t0, snap_ms;
-  int n, rc, flags;
+  int n, rc, flags, ntasks = 0;
 
   rc = pst_cli_open(o, &t);
   if (rc)
@@ -125,10 +237,19 @@ int pst_cmd_dump(const struct pst_opts *o) {
     pst_target_close(t);
     return PST_EXIT_ERROR;
   }
-  if (o->json)
-    print_json(pst_target_info(t), th, n, snap_ms);
-  else
+  if (o->async)
+    ntasks = read_tasks(t, o->pid, &tasks);
+  if (o->json) {
+    print_json(pst_target_info(t), th, n, snap_ms, o->async);
+    if (o->async) {
+      print_tasks_json(tasks, ntasks);
+      printf("}\n");
+    }
+  } else {
     print_text(pst_target_info(t), th, n);
+    if (ntasks)
+      print_tasks_text(tasks, ntasks);
+  }
   pst_target_close(t);
   return PST_EXIT_OK;
 }

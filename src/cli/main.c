@@ -17,7 +17,7 @@ static const char usage_text[] =
     "--help')\n"
     "  top -p PID | -- CMD    a table of where the targets spend their time\n"
     "                         now, every second (see 'pystitch top --help')\n"
-    "  dump -p PID [--json] [--native] [--nonblocking]\n"
+    "  dump -p PID [--json] [--native] [--nonblocking] [--async]\n"
     "                         print every thread's current stack\n"
     "  info -p PID            show how pystitch sees the process\n"
     "\n"
@@ -29,6 +29,8 @@ static const char usage_text[] =
     "                         machinery frames\n"
     "      --nonblocking      dump: never stop a thread (a stack that keeps\n"
     "                         changing while read is reported as torn)\n"
+    "      --async            dump: asyncio tasks too (CPython 3.14+), each\n"
+    "                         its coroutine chain under the tasks awaiting it\n"
     "  -v, --verbose          more diagnostics on stderr (repeatable)\n"
     "  -h, --help             this help\n"
     "  -V, --version          print the version\n"
@@ -69,6 +71,7 @@ int main(int argc, char **argv) {
       {"native", no_argument, NULL, 'n'},
       {"native-all", no_argument, NULL, 'N'},
       {"nonblocking", no_argument, NULL, 'B'},
+      {"async", no_argument, NULL, 'A'},
       {"verbose", no_argument, NULL, 'v'},
       {"help", no_argument, NULL, 'h'},
       {"version", no_argument, NULL, 'V'},
@@ -115,6 +118,9 @@ int main(int argc, char **argv) {
       break;
     case 'B':
       o.nonblocking = 1;
+      break;
+    case 'A':
+      o.async = 1;
       break;
     case 'v':
       o.verbose++;

@@ -118,6 +118,8 @@ enum {
   SYM_STR_TYPE,       /* PyUnicode_Type (3.x) */
   SYM_BYTES_STR_TYPE, /* PyString_Type (2.7's str) */
   SYM_MODULE_TYPE,    /* PyModule_Type */
+  SYM_CORO_TYPE,      /* PyCoro_Type (asyncio.c) */
+  SYM_GEN_TYPE,       /* PyGen_Type */
   SYM_COUNT
 };
 
@@ -137,6 +139,8 @@ static const char *const sym_names[SYM_COUNT] = {
     [SYM_STR_TYPE] = "PyUnicode_Type",
     [SYM_BYTES_STR_TYPE] = "PyString_Type",
     [SYM_MODULE_TYPE] = "PyModule_Type",
+    [SYM_CORO_TYPE] = "PyCoro_Type",
+    [SYM_GEN_TYPE] = "PyGen_Type",
 };
 
 struct syms {
@@ -300,6 +304,8 @@ static void object_types(struct pst_py *py, const struct syms *sy,
   py->int_type = two ? TYPE_ADDR(SYM_INT_TYPE) : 0;
   py->str_type = two ? TYPE_ADDR(SYM_BYTES_STR_TYPE) : TYPE_ADDR(SYM_STR_TYPE);
   py->module_type = TYPE_ADDR(SYM_MODULE_TYPE);
+  py->coro_type = TYPE_ADDR(SYM_CORO_TYPE);
+  py->gen_type = TYPE_ADDR(SYM_GEN_TYPE);
 #undef TYPE_ADDR
 }
 
@@ -375,6 +381,8 @@ static int layout_for(struct pst_py *py, struct pst_mem *mem,
   py->lay = *lay;
   py->lay.ob_type = 8; /* no free-threaded build before 3.13 */
   py->lay.if_tlbc_index = PST_NOFF;
+  py->lay.if_stackpointer = py->lay.gen_iframe = PST_NOFF;
+  py->lay.gen_frame_state = py->lay.set_mask = py->lay.set_table = PST_NOFF;
   snprintf(info->layout_method, sizeof(info->layout_method),
            "built-in table for %d.%d (tools/gen-offsets.sh)", hex >> 8,
            hex & 0xff);

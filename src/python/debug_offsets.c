@@ -24,7 +24,8 @@ struct schema {
   int ts_size, ts_next, ts_interp, ts_current_frame, ts_thread_id,
       ts_native_thread_id, ts_datastack_chunk;
   int if_size, if_previous, if_executable, if_instr_ptr, if_localsplus,
-      if_owner, if_tlbc_index;
+      if_owner, if_tlbc_index, if_stackpointer;
+  int gen_iframe, gen_frame_state, set_mask, set_table; /* 3.14+ */
   int co_size, co_filename, co_name, co_qualname, co_linetable, co_firstlineno,
       co_code_adaptive;
   int ob_type, type_size, type_flags;
@@ -110,6 +111,11 @@ static const struct schema s314 = {
     .if_localsplus = 32,
     .if_owner = 33,
     .if_tlbc_index = 35,
+    .if_stackpointer = 34,
+    .gen_iframe = 82,
+    .gen_frame_state = 83,
+    .set_table = 61,
+    .set_mask = 62,
     .co_size = 36,
     .co_filename = 37,
     .co_name = 38,
@@ -131,7 +137,7 @@ static const struct schema s314 = {
     .uni_state = 75,
     .uni_length = 76,
     .uni_ascii_size = 77,
-    .words = 78,
+    .words = 87, /* through gen_object */
 };
 
 /* 3.15: runtime 3, interp 16, tstate 16 (base_frame, the profiler's
@@ -163,6 +169,11 @@ static const struct schema s315 = {
     .if_localsplus = 40,
     .if_owner = 41,
     .if_tlbc_index = 43,
+    .if_stackpointer = 42,
+    .gen_iframe = 98,
+    .gen_frame_state = 99,
+    .set_table = 73,
+    .set_mask = 74,
     .co_size = 44,
     .co_filename = 45,
     .co_name = 46,
@@ -189,10 +200,10 @@ static const struct schema s315 = {
     .uni_length = 88,
     .uni_ascii_size = 89,
     .uni_compact_size = 90,
-    .words = 91,
+    .words = 103, /* through gen_object */
 };
 
-#define MAX_WORDS 96
+#define MAX_WORDS 104
 
 /* An offset must lie inside its struct: a wrong schema shows as offsets
  * past the size. */
@@ -261,6 +272,13 @@ int pst_py_debug_offsets(struct pst_mem *mem, uint64_t runtime,
   lay->version = hex;
   lay->free_threaded = d.free_threaded != 0;
   lay->ob_type = (int32_t)w[s->ob_type];
+#define PST_OPT_WORD(f) (s->f ? (int32_t)w[s->f] : PST_NOFF)
+  lay->if_stackpointer = PST_OPT_WORD(if_stackpointer);
+  lay->gen_iframe = PST_OPT_WORD(gen_iframe);
+  lay->gen_frame_state = PST_OPT_WORD(gen_frame_state);
+  lay->set_mask = PST_OPT_WORD(set_mask);
+  lay->set_table = PST_OPT_WORD(set_table);
+#undef PST_OPT_WORD
   /* 3.14t+: 0 in a default build (where the field is absent). */
   lay->if_tlbc_index = d.free_threaded && s->if_tlbc_index
                            ? (int32_t)w[s->if_tlbc_index]

@@ -34,6 +34,24 @@ int pst_py_tstates(struct pst_py *py, struct pst_mem *mem, uint64_t *tstates,
   return n;
 }
 
+int64_t pst_py_frame_lasti(const struct pst_py *py, const uint8_t *fr,
+                           uint64_t code) {
+  const struct pst_py_layout *l = &py->lay;
+  uint64_t instr = u64_at(fr, l->if_instr);
+
+  /* 3.14t+: a thread other than the first to run the code runs its own
+   * copy of the bytecode (co_tlbc->entries[tlbc_index]), elsewhere: no
+   * line rather than a wrong one (not followed yet). */
+  if (l->if_tlbc_index != PST_NOFF &&
+      (fr[l->if_tlbc_index] | fr[l->if_tlbc_index + 1] |
+       fr[l->if_tlbc_index + 2] | fr[l->if_tlbc_index + 3]))
+    return -1;
+  /* Instruction index in code units of 2 bytes from co_code_adaptive. */
+  return instr >= code + (uint64_t)l->co_code_adaptive
+             ? (int64_t)(instr - code - (uint64_t)l->co_code_adaptive) / 2
+             : -1;
+}
+
 int pst_py_gil_holder(struct pst_py *py, struct pst_mem *mem,
                       uint64_t *tstate) {
   const struct pst_py_layout *l = &py->lay;
@@ -329,7 +347,7 @@ static int walk_iframes(struct pst_py *py, struct pst_mem *mem,
 
   py->nshims = 0;
   while (frame) {
-    uint64_t code, instr, self = frame;
+    uint64_t code, self = frame;
     if (n == max || ++steps > 4 * max) {
       *truncated = 1;
       break;
@@ -360,22 +378,10 @@ static int walk_iframes(struct pst_py *py, struct pst_mem *mem,
         raw[n - 1].entry = 1;
       continue; /* 3.13+: a shim executes None */
     }
-    instr = u64_at(buf, l->if_instr);
-    /* 3.14t+: a thread other than the first to run the code runs its own
-     * copy of the bytecode (co_tlbc->entries[tlbc_index]), elsewhere:
-     * no line rather than a wrong one (not followed yet). */
-    if (l->if_tlbc_index != PST_NOFF &&
-        (buf[l->if_tlbc_index] | buf[l->if_tlbc_index + 1] |
-         buf[l->if_tlbc_index + 2] | buf[l->if_tlbc_index + 3]))
-      instr = 0;
-    /* Instruction index in code units of 2 bytes from co_code_adaptive. */
-    raw[n++] = (struct raw_frame){
-        self, code,
-        instr >= code + (uint64_t)l->co_code_adaptive
-            ? (int64_t)(instr - code - (uint64_t)l->co_code_adaptive) / 2
-            : -1,
-        /* 3.11: the frame says so itself. */
-        l->if_is_entry != PST_NOFF && buf[l->if_is_entry] != 0};
+    raw[n++] = (struct raw_frame){self, code, pst_py_frame_lasti(py, buf, code),
+                                  /* 3.11: the frame says so itself. */
+                                  l->if_is_entry != PST_NOFF &&
+                                      buf[l->if_is_entry] != 0};
   }
   /* The outermost frame was entered from C (the thread's start). */
   if (n > 0 && !frame)

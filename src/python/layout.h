@@ -108,6 +108,10 @@ struct pst_py_layout {
   /* _PyInterpreterFrame.tlbc_index (int32, 3.14t+), else PST_NOFF: the
    * thread's own copy of the bytecode that instr_ptr points into. */
   int32_t if_tlbc_index;
+  /* 3.14+, for asyncio (else PST_NOFF): the frame's stack pointer, the
+   * coroutine's embedded frame and its state (int8), a set's mask and
+   * table (awaited_by sets). */
+  int32_t if_stackpointer, gen_iframe, gen_frame_state, set_mask, set_table;
 };
 
 /* The generated table for a minor version (0x0207, 0x0306..0x030c), or NULL

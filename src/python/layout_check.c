@@ -40,6 +40,11 @@ int pst_py_layout_check(const struct pst_py_layout *l, char *why,
   FIT(if_instr, 8, frame);
   FIT(if_owner, 1, frame);
   FIT(if_tlbc_index, 4, frame);
+  FIT(if_stackpointer, 8, frame);
+  FIT(gen_frame_state, 1, 512);
+  FIT(gen_iframe, 0, 512 - l->if_size); /* asyncio.c reads both at once */
+  FIT(set_mask, 8, 4096);
+  FIT(set_table, 8, 4096);
   FIT(co_filename, 8, code);
   FIT(co_name, 8, code);
   FIT(co_qualname, 8, code);

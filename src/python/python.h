@@ -158,6 +158,31 @@ int pst_py_check_batched(const struct pst_py *py, const struct pst_mem *mem,
  * within them (threadname.c reads them in one piece). */
 #define PST_PY_TYPE_SPAN 2048
 
+/* asyncio.c: the _asyncio module's offsets (3.14+), once found. */
+struct pst_py_aio {
+  int found;
+  uint64_t task_size, task_name, task_awaited_by, task_is_task, task_ab_is_set,
+      task_coro, task_node;            /* in a Task object */
+  uint64_t interp_tasks;               /* in PyInterpreterState */
+  uint64_t ts_loop, ts_task, ts_tasks; /* in a thread state */
+};
+
+#define PST_PY_TASK_WAITERS 8
+
+/* One asyncio task as read by pst_py_aio_tasks(). */
+struct pst_py_task {
+  uint64_t addr;   /* the Task object */
+  char *name;      /* malloc'ed, NULL when unreadable */
+  uint64_t tstate; /* the thread state whose list holds it; 0: the
+                      interpreter's (its thread ended) */
+  int running;     /* its thread's running task */
+  int is_task;     /* a Task, not a plain Future */
+  uint64_t waiters[PST_PY_TASK_WAITERS]; /* objects awaiting it */
+  int nwaiters;
+  int frame0, nframes; /* its coroutine chain in the frames given,
+                          innermost first */
+};
+
 struct pst_py {
   struct pst_py_layout lay;  /* copied from the table or _Py_DebugOffsets */
   int version_hex;           /* 0xMMmm */
@@ -176,6 +201,8 @@ struct pst_py {
    * unchecked): PyDict_Type, PyLong_Type, PyInt_Type (2.7), the str type
    * (PyUnicode_Type, 2.7's PyString_Type), PyModule_Type. */
   uint64_t dict_type, long_type, int_type, str_type, module_type;
+  uint64_t coro_type, gen_type; /* PyCoro_Type, PyGen_Type (asyncio.c) */
+  struct pst_py_aio aio;
   int long_shift;     /* bits per int digit: 30 (or 15) */
   int owner_shim;     /* frame owners >= this are shims (3.12+) */
   unsigned tag_mask;  /* low bits to clear in f_executable (3.14) */
@@ -275,6 +302,28 @@ void pst_py_check_prepare(struct pst_py *py, uint64_t tstate,
  * 0 when it did (or could not be read again). */
 int pst_py_check_done(struct pst_py *py, struct pst_mem *mem,
                       struct pst_py_check *c);
+
+/* The instruction offset (code units) of the _PyInterpreterFrame (3.11+)
+ * whose bytes are fr, running code object code: -1 when its instr_ptr is
+ * not in the code's own bytecode (3.14t+: a thread's copy). */
+int64_t pst_py_frame_lasti(const struct pst_py *py, const uint8_t *fr,
+                           uint64_t code);
+
+/* asyncio.c (3.14+). Finds the _asyncio module's .AsyncioDebug offsets in
+ * the mapped _asyncio module, libpython or executable (once; asyncio may
+ * be imported later: call again). 0, PST_ENOSYM (no such section mapped:
+ * asyncio not imported), PST_EPYVERSION (before 3.14), -errno. */
+int pst_py_aio_find(struct pst_py *py, pid_t pid, const struct pst_maps *maps);
+
+/* Reads the tasks on the lists of thread states tstates[0..nts), then the
+ * interpreter's, into tasks (at most max; names malloc'ed, the caller
+ * frees them) and their coroutine frames into frames (at most fmax;
+ * strings owned by the code cache). Returns the number of tasks,
+ * PST_ENOSYM (offsets not found), or -errno / PST_EBADDATA. */
+int pst_py_aio_tasks(struct pst_py *py, struct pst_mem *mem,
+                     const uint64_t *tstates, int nts,
+                     struct pst_py_task *tasks, int max,
+                     struct pst_frame *frames, int fmax);
 
 /* code.c: the code-object cache. */
 struct pst_code_cache *pst_code_cache_new(void);

@@ -82,6 +82,12 @@ struct pst_target {
   struct pst_py_name_ref *refs;  /* per thread, for the rename check */
   uint8_t *changed;
   size_t reg_cap, refs_cap, changed_cap;
+  /* pst_target_tasks() (tasks.c): its last answer, allocated at first
+   * use. */
+  struct pst_task *tasks;
+  struct pst_py_task *py_tasks;
+  struct pst_frame *task_frames;
+  uint64_t *task_tstates;
 };
 
 /* ---- threads.c ---- */

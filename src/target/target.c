@@ -142,6 +142,10 @@ void pst_target_close(struct pst_target *t) {
   free(t->pf);
   free(t->acts);
   free(t->probe);
+  free(t->tasks);
+  free(t->py_tasks);
+  free(t->task_frames);
+  free(t->task_tstates);
   free(t->reg);
   free(t->refs);
   free(t->changed);

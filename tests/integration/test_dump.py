@@ -2,6 +2,7 @@
 # on every CPython found: every OS thread mapped to exactly its own function,
 # line and name. Prints TAP lines and "N passed, M failed, K skipped".
 import json
+import re
 import os
 import subprocess
 import sys
@@ -290,6 +291,92 @@ def check_bad_names(interp):
         t.stop()
 
 
+def check_async(interp):
+    """tests/targets/tasks.py: 20 waiting tasks (gathers, a TaskGroup, a
+    chain of tasks awaiting tasks, asyncio.sleep, a socket read). dump
+    --async must show every task the target itself lists, with its name,
+    its own coroutine's function and line as get_stack() gives them, the
+    tasks awaiting it as _asyncio_awaited_by gives them, and its thread;
+    before 3.14 a note and the thread stacks."""
+    t = pytargets.Target(interp, "tasks.py")
+    try:
+        snap = None
+        while True:
+            line = t.readline().strip()
+            if line.startswith("tasks "):
+                snap = json.loads(line[6:])
+            if line == "ready":
+                break
+        r = subprocess.run([PST, "dump", "--async", "--json", "-p",
+                            str(t.pid)], capture_output=True, timeout=60)
+        err = r.stderr.decode(errors="replace")
+        if r.returncode != 0:
+            return "dump --async exited %d: %s" % (r.returncode, err)
+        dump = json.loads(r.stdout.decode("utf-8"))
+        main = [th for th in dump["threads"] if th["name"] == "MainThread"]
+        if not main or not main[0]["frames"]:
+            return "no main thread stack: %s" % dump["threads"]
+        major, minor = [int(x) for x in dump["version"].split(".")[:2]]
+        if (major, minor) < (3, 14):
+            if dump["tasks"] or "3.14+ only" not in err:
+                return "before 3.14: want no tasks and the note, got %d " \
+                       "tasks, stderr %r" % (len(dump["tasks"]), err)
+            return ""
+        errors = []
+        got = {tk["name"]: tk for tk in dump["tasks"]}
+        want = {tk["name"]: tk for tk in snap}
+        if sorted(got) != sorted(want):
+            errors.append("tasks %s, want %s" % (sorted(got), sorted(want)))
+        for name, w in want.items():
+            g = got.get(name)
+            if not g:
+                continue
+            if not g["frames"]:
+                errors.append("%s: no coroutine frames" % name)
+                continue
+            outer = g["frames"][-1]
+            fn, line = w["frames"][0]
+            if (outer["name"].split(".")[-1], outer["line"]) != (fn, line):
+                errors.append("%s: outermost coroutine %s:%d, want %s:%d" % (
+                    name, outer["name"], outer["line"], fn, line))
+            if sorted(g["awaited_by"]) != (w["awaited_by"] or []):
+                errors.append("%s: awaited by %s, want %s" % (
+                    name, sorted(g["awaited_by"]), w["awaited_by"]))
+            if w["awaits"] and name not in got.get(
+                    w["awaits"], {}).get("awaited_by", []):
+                errors.append("%s awaits %s: not among its waiters" % (
+                    name, w["awaits"]))
+            if g["tid"] != main[0]["tid"] or g["running"]:
+                errors.append("%s: thread %d, running %s: want %d, waiting"
+                              % (name, g["tid"], g["running"],
+                                 main[0]["tid"]))
+        inner = {n: got[n]["frames"][0]["name"].split(".")[-1]
+                 for n in ("sleeper", "sock-reader") if n in got}
+        if inner != {"sleeper": "sleep", "sock-reader": "sock_recv"}:
+            errors.append("innermost coroutines %s, want sleep and "
+                          "sock_recv" % inner)
+        # The text form: a leaf of the nested gathers under the tasks
+        # awaiting it, outwards.
+        r = subprocess.run([PST, "dump", "--async", "-p", str(t.pid)],
+                           capture_output=True, timeout=60)
+        text = r.stdout.decode("utf-8", "replace")
+        leaf = [n for n, w in want.items() if w["frames"][0][0] == "leaf"]
+        if "asyncio tasks: 20" not in text or not leaf:
+            errors.append("text: no task list: %s" % text[-500:])
+        else:
+            block = text.split('Task "%s"' % leaf[0], 1)[-1].split(
+                "\n\n")[0]
+            order = [ln.strip().split(" ")[0] for ln in block.splitlines()[1:]]
+            order = [x for x in order if x in ("leaf", "inner_gather",
+                                               "outer_gather", "task")]
+            if order != ["leaf", "task", "inner_gather", "task",
+                         "outer_gather", "task"]:
+                errors.append("text block of %s: %s" % (leaf[0], block))
+        return "\n".join(errors[:10])
+    finally:
+        t.stop()
+
+
 def main():
     found, skipped = pytargets.interpreters()
     for label, why in skipped:
@@ -318,6 +405,14 @@ def main():
             err = "%s: %s" % (type(e).__name__, e)
         report(not err, "dump --json of non-UTF-8 names: " + interp.label,
                err)
+        if "2.7" in interp.label or re.search(r"3\.(6|7|8|9|10)\b",
+                                              interp.label):
+            continue  # tasks.py needs asyncio.TaskGroup (3.11+)
+        try:
+            err = check_async(interp)
+        except Exception as e:
+            err = "%s: %s" % (type(e).__name__, e)
+        report(not err, "dump --async, 20 tasks: " + interp.label, err)
     if not found:
         report(False, "at least one interpreter", "no CPython found")
     return TAP.finish()

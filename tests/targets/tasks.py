@@ -1,10 +1,12 @@
 # tasks.py: an asyncio program of 20 tasks that all wait, for the --async
 # tests: nested gathers, a TaskGroup, tasks awaiting other tasks, one in
-# asyncio.sleep, one in a socket read. Once every task waits it prints, as
-# one JSON line "tasks [...]", what the program itself sees through
-# asyncio.all_tasks() and Task.get_stack(): each task's name, its
-# coroutine frames (function, line), outermost first, and the name of the
-# task it awaits, if any; then "ready". Nothing moves after that.
+# asyncio.sleep, one in a socket read. Once every task waits, a loop
+# callback (no task runs then: the state a profiler sees) prints, as one
+# JSON line "tasks [...]", what the program itself sees through
+# asyncio.all_tasks() and Task.get_stack(): each task's name, its own
+# coroutine frame (function, line), the name of the task it awaits if any,
+# and (3.14+) the names of the tasks awaiting it (_asyncio_awaited_by);
+# then "ready". Nothing moves after that.
 import asyncio
 import json
 import socket
@@ -46,15 +48,30 @@ async def waits_for(task):
     await task
 
 
-def snapshot():
+def snapshot(loop):
     out = []
-    for t in asyncio.all_tasks():
+    for t in asyncio.all_tasks(loop):
         waiter = getattr(t, "_fut_waiter", None)
         frames = [(f.f_code.co_name, f.f_lineno) for f in t.get_stack()]
+        by = getattr(t, "_asyncio_awaited_by", None)
         out.append({"name": t.get_name(), "frames": frames,
                     "awaits": waiter.get_name()
-                    if isinstance(waiter, asyncio.Task) else None})
+                    if isinstance(waiter, asyncio.Task) else None,
+                    "awaited_by": None if by is None else sorted(
+                        w.get_name() for w in by
+                        if isinstance(w, asyncio.Task))})
     return out
+
+
+def report(loop):
+    # Until every task waits: main, 4 + 4 chain, 2 inner gathers and their
+    # 6 leaves, 3 in the group.
+    if len(asyncio.all_tasks(loop)) < 20:
+        loop.call_later(0.01, report, loop)
+        return
+    print("tasks " + json.dumps(snapshot(loop)))
+    print("ready")
+    sys.stdout.flush()
 
 
 async def main():
@@ -69,13 +86,8 @@ async def main():
     for i in range(1, 4):
         chain = asyncio.create_task(waits_for(chain), name="chain-%d" % i)
         tasks.append(chain)
-    # Until every task waits: outer 1 + 2 inner + 6 leaves, group 3, ...
-    while len(asyncio.all_tasks()) < 20:
-        await asyncio.sleep(0.01)
-    await asyncio.sleep(0.2)
-    print("tasks " + json.dumps(snapshot()))
-    print("ready")
-    sys.stdout.flush()
+    loop = asyncio.get_running_loop()
+    loop.call_later(0.2, report, loop)
     await asyncio.sleep(3600)
 
 

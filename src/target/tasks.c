@@ -1,0 +1,123 @@
+/* tasks.c: pst_target_tasks(), the target's asyncio tasks (3.14+), read by
+ * python/asyncio.c, with each task's thread and its waiters resolved. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "target/internal.h"
+#include "util/log.h"
+
+#define TASKS_MAX 10000  /* tasks read at most */
+#define FRAMES_MAX 65536 /* coroutine frames of them all */
+
+static int alloc_once(struct pst_target *t) {
+  if (t->tasks)
+    return 0;
+  t->tasks = calloc(TASKS_MAX, sizeof(*t->tasks));
+  t->py_tasks = calloc(TASKS_MAX, sizeof(*t->py_tasks));
+  t->task_frames = calloc(FRAMES_MAX, sizeof(*t->task_frames));
+  if (!t->tasks || !t->py_tasks || !t->task_frames) {
+    free(t->tasks);
+    free(t->py_tasks);
+    free(t->task_frames);
+    t->tasks = NULL;
+    t->py_tasks = NULL;
+    t->task_frames = NULL;
+    return -ENOMEM;
+  }
+  return 0;
+}
+
+/* The offsets: from the maps of attach time, else from fresh ones (the
+ * _asyncio module of 3.14 is mapped when asyncio is first imported). */
+static int find_offsets(struct pst_target *t) {
+  struct pst_maps fresh;
+  int err = pst_py_aio_find(&t->py, t->pid, &t->maps);
+
+  if (err != PST_ENOSYM)
+    return err;
+  err = pst_maps_load(t->pid, &fresh);
+  if (err)
+    return err;
+  err = pst_py_aio_find(&t->py, t->pid, &fresh);
+  pst_maps_exit(&fresh);
+  return err;
+}
+
+/* Task addresses sorted, for the waiters' lookups. */
+struct by_addr {
+  uint64_t addr;
+  int index;
+};
+
+static int cmp_addr(const void *a, const void *b) {
+  uint64_t x = ((const struct by_addr *)a)->addr;
+  uint64_t y = ((const struct by_addr *)b)->addr;
+  return x < y ? -1 : x > y;
+}
+
+static int index_of(const struct by_addr *sorted, int n, uint64_t addr) {
+  struct by_addr key = {addr, 0};
+  const struct by_addr *hit =
+      bsearch(&key, sorted, (size_t)n, sizeof(*sorted), cmp_addr);
+  return hit ? hit->index : -1;
+}
+
+int pst_target_tasks(struct pst_target *t, const struct pst_task **out) {
+  struct pst_py_task *pt;
+  struct by_addr *sorted;
+  uint64_t *ts;
+  int n, err;
+
+  *out = NULL;
+  err = find_offsets(t);
+  if (err == 0)
+    err = alloc_once(t);
+  if (err)
+    return err;
+  ts = realloc(t->task_tstates, (t->nthreads + 1) * sizeof(*ts));
+  if (!ts)
+    return -ENOMEM;
+  t->task_tstates = ts;
+  for (size_t i = 0; i < t->nthreads; i++)
+    ts[i] = t->threads[i].th.tstate;
+  pt = t->py_tasks;
+  n = pst_py_aio_tasks(&t->py, &t->mem, ts, (int)t->nthreads, pt, TASKS_MAX,
+                       t->task_frames, FRAMES_MAX);
+  if (n < 0)
+    return n;
+  sorted = malloc((size_t)(n + 1) * sizeof(*sorted));
+  if (!sorted) {
+    for (int i = 0; i < n; i++)
+      free(pt[i].name);
+    return -ENOMEM;
+  }
+  for (int i = 0; i < n; i++)
+    sorted[i] = (struct by_addr){pt[i].addr, i};
+  qsort(sorted, (size_t)n, sizeof(*sorted), cmp_addr);
+  for (int i = 0; i < n; i++) {
+    struct pst_task *k = &t->tasks[i];
+    memset(k, 0, sizeof(*k));
+    k->id = pt[i].addr;
+    if (pt[i].name)
+      snprintf(k->name, sizeof(k->name), "%s", pt[i].name);
+    for (size_t j = 0; j < t->nthreads && pt[i].tstate; j++)
+      if (t->threads[j].th.tstate == pt[i].tstate)
+        k->tid = t->threads[j].th.tid;
+    k->running = pt[i].running;
+    k->nframes = pt[i].nframes;
+    k->frames = t->task_frames + pt[i].frame0;
+    /* Waiters that are tasks; a plain future awaiting is left out. */
+    for (int w = 0; w < pt[i].nwaiters; w++) {
+      int at = index_of(sorted, n, pt[i].waiters[w]);
+      if (at >= 0 && k->nwaiters < PST_TASK_WAITERS)
+        k->waiters[k->nwaiters++] = at;
+    }
+    free(pt[i].name);
+    pt[i].name = NULL;
+  }
+  free(sorted);
+  *out = t->tasks;
+  return n;
+}
