@@ -164,6 +164,12 @@ struct pst_task {
 PST_API int pst_target_tasks(struct pst_target *t,
                              const struct pst_task **tasks);
 
+/* The tasks awaiting task i of tasks, outwards: chain[0] = i, then its
+ * first waiter, that one's first waiter, ... (a cycle ends it), at most
+ * max. Returns the length. */
+PST_API int pst_task_chain(const struct pst_task *tasks, int i, int *chain,
+                           int max);
+
 /* pst_target_sample() flags. */
 #define PST_SAMPLE_BLOCKING 1 /* stop each thread while its stack is read */
 #define PST_SAMPLE_NATIVE                                                      \

@@ -105,23 +105,6 @@ static void print_json(const struct pst_target_info *info,
 
 #define CHAIN_MAX 32 /* awaiting tasks shown above a task */
 
-/* The tasks awaiting task i, outwards: chain[0] = i, then its first
- * waiter, and so on (a cycle ends it). Returns the length. */
-static int await_chain(const struct pst_task *tk, int i, int *chain) {
-  int n = 0;
-
-  while (n < CHAIN_MAX) {
-    for (int k = 0; k < n; k++)
-      if (chain[k] == i)
-        return n;
-    chain[n++] = i;
-    if (!tk[i].nwaiters)
-      break;
-    i = tk[i].waiters[0];
-  }
-  return n;
-}
-
 static const char *task_label(const struct pst_task *k) {
   return k->name[0] ? k->name : "?";
 }
@@ -142,7 +125,7 @@ static void print_tasks_text(const struct pst_task *tk, int n) {
 
   printf("\nasyncio tasks: %d\n", n);
   for (int i = 0; i < n; i++) {
-    int len = await_chain(tk, i, chain);
+    int len = pst_task_chain(tk, i, chain, CHAIN_MAX);
     printf("\nTask \"%s\" (", task_label(&tk[i]));
     if (tk[i].tid)
       printf("thread %d", (int)tk[i].tid);

@@ -54,6 +54,9 @@ static const char record_usage[] =
     "                         (each thread is stopped while it is read)\n"
     "      --native-all       the same, keeping the interpreter's call\n"
     "                         machinery frames\n"
+    "      --async            asyncio tasks too (CPython 3.14+): each tick,\n"
+    "                         every task's coroutines under the tasks\n"
+    "                         awaiting it, as a thread \"asyncio tasks\"\n"
     "      --keep-running     with -- COMMAND: leave it running when the\n"
     "                         recording ends first (by default it gets\n"
     "                         SIGINT, then SIGTERM 3 s later)\n"
@@ -371,6 +374,12 @@ static void summary(const struct pst_sampler_stats *st) {
             "pystitch: %llu samples could not be added to the "
             "profile (out of memory)\n",
             (unsigned long long)st->consumer_errors);
+  if (st->task_samples || st->task_errors)
+    fprintf(stderr,
+            "pystitch: --async: %llu task samples, %llu ticks whose tasks "
+            "could not be read\n",
+            (unsigned long long)st->task_samples,
+            (unsigned long long)st->task_errors);
   if (st->torn_retries)
     fprintf(stderr,
             "pystitch: %llu walks redone because the stack moved "
@@ -401,7 +410,8 @@ int pst_cmd_record(int argc, char **argv) {
     O_FUNCTION,
     O_BLOCKING,
     O_NATIVE_ALL,
-    O_KEEP_RUNNING
+    O_KEEP_RUNNING,
+    O_ASYNC
   };
   static const struct option longopts[] = {
       PST_CLI_SAMPLER_LONGOPTS,
@@ -412,6 +422,7 @@ int pst_cmd_record(int argc, char **argv) {
       {"blocking", no_argument, NULL, O_BLOCKING},
       {"native-all", no_argument, NULL, O_NATIVE_ALL},
       {"keep-running", no_argument, NULL, O_KEEP_RUNNING},
+      {"async", no_argument, NULL, O_ASYNC},
       PST_ALWAYS_LONGOPTS,
       {NULL, 0, NULL, 0}};
   struct pst_sampler_opts o = {.rate_hz = 100};
@@ -467,6 +478,9 @@ int pst_cmd_record(int argc, char **argv) {
       break;
     case O_KEEP_RUNNING:
       o.keep_running = 1;
+      break;
+    case O_ASYNC:
+      o.async = 1;
       break;
     case 'h':
       fputs(record_usage, stdout);

@@ -30,6 +30,7 @@
 #include "sampler/sampler.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/strtab.h"
 
 #define REFRESH_MS 100      /* threads and children: new ones within this */
 #define ATTACH_RETRY_MS 10  /* a spawned command, until its Python is up */
@@ -48,6 +49,8 @@
 /* --all: a process looked at, by (pid, start time, start of code: an
  * exec changes it), so that each is checked once; gen marks the scan
  * that last saw it (the others have ended). */
+#define TASK_STACK_MAX 1024 /* --async: frames of one task's stack */
+
 struct seen {
   pid_t pid;
   uint64_t starttime, startcode;
@@ -79,6 +82,11 @@ struct entry {
   char container[128];
   void *cdata[PST_SAMPLER_CONSUMERS_MAX]; /* each consumer's, or NULL */
   unsigned char cbegun[PST_SAMPLER_CONSUMERS_MAX]; /* proc_begin said 0 */
+  /* --async: "task NAME" root frames, living as long as the samples'
+   * strings (until the consumers' proc_end); whether the reason for
+   * having no tasks was said (2: and there will be none). */
+  struct pst_strtab *task_names;
+  int async_said;
 };
 
 struct rec {
@@ -106,6 +114,7 @@ struct rec {
   struct seen *seen; /* --all: the scan's, while scan_busy */
   size_t nseen, seen_cap;
   unsigned gen;
+  struct pst_frame task_stack[TASK_STACK_MAX]; /* --async: one task's */
   struct scan_job job;
   int scan_busy;
   uint64_t pidns; /* our pid namespace's inode */
@@ -284,6 +293,8 @@ static void end_consumers(struct rec *r, struct entry *e) {
     e->cbegun[k] = 0;
     e->cdata[k] = NULL;
   }
+  pst_strtab_free(e->task_names);
+  e->task_names = NULL;
 }
 
 static void end_entry(struct rec *r, struct entry *e) {
@@ -383,6 +394,90 @@ static enum pst_sample_kind kind_of(const struct rec *r,
   return PST_SK_STACK;
 }
 
+/* Hands one sample of e to every consumer that took e. */
+static void deliver(struct rec *r, struct entry *e, struct pst_sample *s) {
+  for (int k = 0; k < r->nc; k++) {
+    const struct pst_consumer *c = &r->c[k];
+    if (!e->cbegun[k] || !c->ops->sample)
+      continue;
+    s->proc_data = e->cdata[k];
+    if (c->ops->sample(c->ctx, s) < 0)
+      r->st->consumer_errors++;
+  }
+}
+
+#define TASK_CHAIN_MAX 32 /* tasks above a task in its stack */
+
+/* Says once per process why --async has no tasks for it. */
+static void tasks_unavailable(struct entry *e, int err) {
+  if (e->async_said)
+    return;
+  e->async_said = 1;
+  if (err == PST_EPYVERSION)
+    pst_warn("process %d runs CPython %s: asyncio tasks are read on 3.14+ "
+             "only; its threads are recorded",
+             (int)e->pid, pst_target_info(e->t)->version);
+  else if (err == PST_ENOSYM)
+    pst_info("process %d has not imported asyncio (yet)", (int)e->pid);
+  else
+    pst_warn("process %d: asyncio tasks: %s", (int)e->pid, pst_strerror(err));
+}
+
+/* --async: one sample per task of e, as the stack of a thread "asyncio
+ * tasks" of the task's thread: its coroutines, a "task NAME" frame, then
+ * the task awaiting it (coroutines, name), outwards. */
+static void sample_tasks(struct rec *r, struct entry *e, uint64_t t_ns,
+                         uint64_t weight) {
+  struct pst_frame *stack = r->task_stack;
+  const struct pst_task *tk;
+  int chain[TASK_CHAIN_MAX], n;
+
+  if (e->async_said == 2) /* a version without them: asked once */
+    return;
+  n = pst_target_tasks(e->t, &tk);
+  if (n <= 0) {
+    if (n < 0 && n != PST_ENOSYM && n != PST_EPYVERSION)
+      r->st->task_errors++;
+    if (n < 0)
+      tasks_unavailable(e, n);
+    if (n == PST_EPYVERSION)
+      e->async_said = 2;
+    return;
+  }
+  if (!e->task_names && !(e->task_names = pst_strtab_new()))
+    return;
+  for (int i = 0; i < n; i++) {
+    struct pst_thread th = {.tid = tk[i].tid, .frames = stack};
+    struct pst_sample s = {&e->proc, NULL, &th, PST_SK_STACK, t_ns, weight};
+    int len = pst_task_chain(tk, i, chain, TASK_CHAIN_MAX);
+    size_t nf = 0;
+    snprintf(th.name, sizeof(th.name), "asyncio tasks");
+    th.name_from_python = 1;
+    th.state = 'S';
+    th.holds_gil = -1;
+    th.idle = !tk[i].running;
+    for (int c = 0; c < len && nf < TASK_STACK_MAX; c++) {
+      const struct pst_task *k = &tk[chain[c]];
+      char root[160];
+      for (int f = 0; f < k->nframes && nf < TASK_STACK_MAX; f++)
+        stack[nf++] = k->frames[f];
+      if (nf == TASK_STACK_MAX)
+        break;
+      snprintf(root, sizeof(root), "task %s", k->name[0] ? k->name : "?");
+      stack[nf] = (struct pst_frame){.kind = PST_FRAME_MARKER};
+      stack[nf].name = pst_strtab_intern(e->task_names, root);
+      stack[nf].filename = "";
+      if (!stack[nf].name)
+        return;
+      nf++;
+    }
+    th.nframes = nf;
+    th.truncated = nf == TASK_STACK_MAX;
+    r->st->task_samples++;
+    deliver(r, e, &s);
+  }
+}
+
 static void sample_entry(struct rec *r, struct entry *e, uint64_t t_ns,
                          uint64_t weight) {
   const struct pst_thread *th;
@@ -408,15 +503,10 @@ static void sample_entry(struct rec *r, struct entry *e, uint64_t t_ns,
       r->st->samples++;
     if (s.thread == &copy)
       r->st->native_only_samples++;
-    for (int k = 0; k < r->nc; k++) {
-      const struct pst_consumer *c = &r->c[k];
-      if (!e->cbegun[k] || !c->ops->sample)
-        continue;
-      s.proc_data = e->cdata[k];
-      if (c->ops->sample(c->ctx, &s) < 0)
-        r->st->consumer_errors++;
-    }
+    deliver(r, e, &s);
   }
+  if (r->o->async)
+    sample_tasks(r, e, t_ns, weight);
 }
 
 static void arm_tick(struct rec *r) {
@@ -799,9 +889,10 @@ static void compact_entries(struct rec *r) {
   size_t k = 0;
 
   for (size_t i = 0; i < r->n; i++) {
-    if (!r->e[i]->t && r->e[i]->done)
+    if (!r->e[i]->t && r->e[i]->done) {
+      pst_strtab_free(r->e[i]->task_names);
       free(r->e[i]);
-    else
+    } else
       r->e[k++] = r->e[i];
   }
   r->n = k;

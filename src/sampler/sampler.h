@@ -50,6 +50,9 @@ struct pst_sampler_opts {
                            /proc scan each second, until stopped */
   const regex_t *match;   /* all: command lines to take (NULL: any) */
   const regex_t *exclude; /* all: command lines to leave (NULL: none) */
+  int async;              /* asyncio tasks too (3.14+): every task's
+                             chain, under the tasks awaiting it, one
+                             sample of a thread "asyncio tasks" a tick */
 };
 
 /* Error kinds counted apart (the rest by code, see errors[]). */
@@ -59,6 +62,8 @@ struct pst_sampler_stats {
   uint64_t ticks;        /* timer firings */
   uint64_t samples;      /* thread stacks delivered to the consumers */
   uint64_t idle_skipped; /* idle (or non-GIL) thread samples left out */
+  uint64_t task_samples; /* --async: task stacks delivered */
+  uint64_t task_errors;  /* --async: ticks whose task read failed */
   uint64_t errors;       /* thread samples lost to errors, all kinds */
   uint64_t torn;         /* of which: stack moved during the read */
   uint64_t gone;         /* of which: thread or process gone mid-sample */

@@ -88,6 +88,7 @@ struct pst_target {
   struct pst_py_task *py_tasks;
   struct pst_frame *task_frames;
   uint64_t *task_tstates;
+  uint64_t aio_looked_ns; /* when the maps were last searched for it */
 };
 
 /* ---- threads.c ---- */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "target/internal.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 #define TASKS_MAX 10000  /* tasks read at most */
@@ -33,10 +34,16 @@ static int alloc_once(struct pst_target *t) {
  * _asyncio module of 3.14 is mapped when asyncio is first imported). */
 static int find_offsets(struct pst_target *t) {
   struct pst_maps fresh;
+  uint64_t now;
   int err = pst_py_aio_find(&t->py, t->pid, &t->maps);
 
   if (err != PST_ENOSYM)
     return err;
+  /* Not imported yet: the maps are read again at most once a second. */
+  now = pst_now_ns();
+  if (t->aio_looked_ns && now - t->aio_looked_ns < 1000000000ULL)
+    return PST_ENOSYM;
+  t->aio_looked_ns = now;
   err = pst_maps_load(t->pid, &fresh);
   if (err)
     return err;
@@ -62,6 +69,21 @@ static int index_of(const struct by_addr *sorted, int n, uint64_t addr) {
   const struct by_addr *hit =
       bsearch(&key, sorted, (size_t)n, sizeof(*sorted), cmp_addr);
   return hit ? hit->index : -1;
+}
+
+int pst_task_chain(const struct pst_task *tasks, int i, int *chain, int max) {
+  int n = 0;
+
+  while (n < max) {
+    for (int k = 0; k < n; k++)
+      if (chain[k] == i)
+        return n;
+    chain[n++] = i;
+    if (!tasks[i].nwaiters)
+      break;
+    i = tasks[i].waiters[0];
+  }
+  return n;
 }
 
 int pst_target_tasks(struct pst_target *t, const struct pst_task **out) {

@@ -4,6 +4,7 @@
 # a failing command, thread churn, subprocesses) and every output format
 # read back by an independent reader. Prints TAP and the summary line.
 import gzip
+import collections
 import json
 import os
 import re
@@ -113,6 +114,62 @@ def check_freethreaded(interp):
         elif sum(c for _, c in folded(out)) < 100:
             errors.append("--gil: %d samples, want the spinning threads'"
                           % sum(c for _, c in folded(out)))
+        return "\n".join(errors[:10])
+    finally:
+        t.stop()
+
+
+def check_async(interp):
+    """record --async on tests/targets/tasks.py (20 waiting tasks): every
+    task the target lists is the innermost task of stacks at every tick,
+    its own coroutine right under its "task NAME" frame as get_stack()
+    gives it, each task frame above it one that awaits the one below
+    (_asyncio_awaited_by); before 3.14 one warning and the threads."""
+    t = pytargets.Target(interp, "tasks.py")
+    try:
+        snap = None
+        while True:
+            line = t.readline().strip()
+            if line.startswith("tasks "):
+                snap = {tk["name"]: tk for tk in json.loads(line[6:])}
+            if line == "ready":
+                break
+        r, out = record(["-p", str(t.pid), "-d", "2", "-r", "50", "-f",
+                         "folded", "--async", "--idle"])
+        err = r.stderr.decode(errors="replace")
+        if r.returncode != 0:
+            return "record exited %d: %s" % (r.returncode, err)
+        stacks = list(folded(out))
+        if "--async: " not in err:
+            if err.count("3.14+ only") != 1 or not stacks:
+                return "before 3.14: want one warning and the threads: " \
+                    "%s" % err[-300:]
+            return ""
+        errors, seen = [], collections.Counter()
+        for stack, count in stacks:
+            marks = [(i, f[5:]) for i, f in enumerate(stack)
+                     if f.startswith("task ")]
+            if not marks:
+                continue
+            for (_, parent), (_, child) in zip(marks, marks[1:]):
+                if parent not in (snap.get(child, {}).get("awaited_by")
+                                  or []):
+                    errors.append("%s under %s: not awaited by it" % (
+                        child, parent))
+            at, name = marks[-1]
+            seen[name] += count
+            if name not in snap:
+                errors.append("task %s: not the target's" % name)
+                continue
+            fn, line = snap[name]["frames"][0]
+            own = stack[at + 1] if at + 1 < len(stack) else ""
+            if not re.match(r"(?:.*\.)?%s \(.*:%d\)$" % (fn, line), own):
+                errors.append("task %s: outermost coroutine %r, want %s:%d"
+                              % (name, own, fn, line))
+        ticks = min(seen.values()) if seen else 0
+        if sorted(seen) != sorted(snap) or ticks < 50:
+            errors.append("tasks seen %s (fewest samples %d), want %s"
+                          % (sorted(seen), ticks, sorted(snap)))
         return "\n".join(errors[:10])
     finally:
         t.stop()
@@ -471,6 +528,9 @@ def main():
     for interp in [i for i in found if (i.rootfs and "3.15" in i.label) or
                    "freethreaded" in i.label]:
         run("torn reads never written", check_torn, interp)
+    for interp in [i for i in found if "container" in i.label or
+                   "pyenv-3.12" in i.label]:
+        run("--async: 20 tasks", check_async, interp)
     for interp in [i for i in found if "freethreaded" in i.label]:
         run("free-threaded: 8 threads at once, --gil", check_freethreaded,
             interp)
