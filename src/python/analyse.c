@@ -361,7 +361,6 @@ static int open_python_elf(pid_t pid, const struct pst_maps *maps,
 
 static int layout_for(struct pst_py *py, struct pst_mem *mem,
                       struct pst_target_info *info) {
-  const struct pst_py_layout *lay;
   int hex = py->version_hex, err;
 
   if (hex >= 0x030d) {
@@ -375,14 +374,9 @@ static int layout_for(struct pst_py *py, struct pst_mem *mem,
              "_Py_DebugOffsets in _PyRuntime (version 0x%x)", hex);
     return 0;
   }
-  lay = pst_py_layout_builtin(hex);
-  if (!lay)
-    return PST_EPYVERSION;
-  py->lay = *lay;
-  py->lay.ob_type = 8; /* no free-threaded build before 3.13 */
-  py->lay.if_tlbc_index = PST_NOFF;
-  py->lay.if_stackpointer = py->lay.gen_iframe = PST_NOFF;
-  py->lay.gen_frame_state = py->lay.set_mask = py->lay.set_table = PST_NOFF;
+  err = pst_py_layout_builtin_copy(hex, &py->lay);
+  if (err)
+    return err;
   snprintf(info->layout_method, sizeof(info->layout_method),
            "built-in table for %d.%d (tools/gen-offsets.sh)", hex >> 8,
            hex & 0xff);

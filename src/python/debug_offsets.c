@@ -11,6 +11,7 @@
  * pycore_runtime.h (3.13).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "python/python.h"
@@ -205,6 +206,14 @@ static const struct schema s315 = {
 
 #define MAX_WORDS 104
 
+/* The head of _Py_DebugOffsets, then the words a schema reads. */
+struct debug_offsets {
+  char cookie[8];
+  uint64_t version;
+  uint64_t free_threaded;
+  uint64_t w[MAX_WORDS];
+};
+
 /* An offset must lie inside its struct: a wrong schema shows as offsets
  * past the size. */
 static int inside(const uint64_t *w, int field, int size_field) {
@@ -214,17 +223,14 @@ static int inside(const uint64_t *w, int field, int size_field) {
 int pst_py_debug_offsets(struct pst_mem *mem, uint64_t runtime,
                          struct pst_py_layout *lay, uint64_t *runtime_size,
                          int *version_hex) {
-  struct {
-    char cookie[8];
-    uint64_t version;
-    uint64_t free_threaded;
-    uint64_t w[MAX_WORDS];
-  } d;
+  struct debug_offsets d;
   const struct schema *s;
   const uint64_t *w = d.w;
   int hex, head, err;
 
-  err = pst_mem_read(mem, runtime, &d, sizeof(d));
+  /* The head, then exactly the words of the version's schema (a test's
+   * memory image holds no more). */
+  err = pst_mem_read(mem, runtime, &d, offsetof(struct debug_offsets, w));
   if (err)
     return err;
   if (memcmp(d.cookie, "xdebugpy", 8) != 0) {
@@ -235,6 +241,10 @@ int pst_py_debug_offsets(struct pst_mem *mem, uint64_t runtime,
   if (hex < 0x030d)
     return PST_EPYVERSION;
   s = hex >= s315.version ? &s315 : hex >= s314.version ? &s314 : &s313;
+  err = pst_mem_read(mem, runtime + offsetof(struct debug_offsets, w), d.w,
+                     (size_t)s->words * 8);
+  if (err)
+    return err;
   if (hex > s315.version)
     pst_warn("CPython %d.%d is newer than this pystitch knows (untested); "
              "reading its _Py_DebugOffsets as 3.15's",

@@ -118,6 +118,11 @@ struct pst_py_layout {
  * when there is none (3.13+ are read from _Py_DebugOffsets). Borrowed. */
 const struct pst_py_layout *pst_py_layout_builtin(int version);
 
+/* The table for version completed into *out: the fields the generated
+ * tables do not hold set for that version (ob_type 8, the 3.14+ ones
+ * absent). 0, or PST_EPYVERSION when there is no table. */
+int pst_py_layout_builtin_copy(int version, struct pst_py_layout *out);
+
 /* For tests only: the 3.13 table generated from the 3.13.0 headers, to
  * cross-check the layout read from _Py_DebugOffsets. NULL if not generated. */
 const struct pst_py_layout *pst_py_layout_reference_313(void);

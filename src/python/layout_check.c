@@ -1,4 +1,6 @@
-/* layout_check.c: bounds of every layout offset used on a local buffer. */
+/* layout_check.c: a layout made ready for use: a built-in table completed
+ * with the fields it does not hold, and the bounds of every offset used on
+ * a local buffer checked. */
 #include <stdio.h>
 
 #include "python/dict.h"
@@ -87,4 +89,17 @@ int pst_py_layout_check(const struct pst_py_layout *l, char *why,
     ok = 0;
   }
   return ok ? 0 : PST_EPYVERSION;
+}
+
+int pst_py_layout_builtin_copy(int version, struct pst_py_layout *out) {
+  const struct pst_py_layout *l = pst_py_layout_builtin(version);
+
+  if (!l)
+    return PST_EPYVERSION;
+  *out = *l;
+  out->ob_type = 8; /* no free-threaded build before 3.13 */
+  out->free_threaded = 0;
+  out->if_tlbc_index = out->if_stackpointer = out->gen_iframe = PST_NOFF;
+  out->gen_frame_state = out->set_mask = out->set_table = PST_NOFF;
+  return 0;
 }

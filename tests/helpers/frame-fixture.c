@@ -317,10 +317,9 @@ int pst_fixture_py(const struct pst_fixture *fx, struct pst_mem *mem,
     if (err)
       return err;
   } else {
-    const struct pst_py_layout *l = pst_py_layout_builtin(fx->version_hex);
-    if (!l)
-      return PST_EPYVERSION;
-    py->lay = *l;
+    err = pst_py_layout_builtin_copy(fx->version_hex, &py->lay);
+    if (err)
+      return err;
   }
   err = pst_py_layout_check(&py->lay, why, sizeof(why));
   if (err)
