@@ -120,7 +120,7 @@ static void make_header(struct printer *p, uint64_t t_ns,
   double wall = (double)(t_ns - p->last_ns) / 1e9, cpu = cpu_seconds();
   uint64_t samples, errors = st->errors - p->errors_at;
   uint64_t ticks = st->ticks - p->ticks_at;
-  size_t np, live = 0, off = 0;
+  size_t np, live = 0, nogil = 0, off = 0;
   const struct pst_top_proc *pr = pst_top_procs(p->top, &np);
   char gil[32] = "", kinds[160];
 
@@ -133,6 +133,7 @@ static void make_header(struct printer *p, uint64_t t_ns,
   for (size_t i = 0; i < np; i++) {
     char rank[48] = "";
     live += !pr[i].ended;
+    nogil += !pr[i].ended && pr[i].free_threaded;
     if (pr[i].rank >= 0)
       snprintf(rank, sizeof(rank), " rank %d/%d local %d", pr[i].rank,
                pr[i].world_size, pr[i].local_rank);
@@ -143,9 +144,15 @@ static void make_header(struct printer *p, uint64_t t_ns,
                            (int)pr[i].pid, pr[i].version, rank, pr[i].cmdline);
   }
   /* A process has at most one GIL holder a tick. */
-  if (!live) /* the last table, after the end: they were all there */
+  if (!live) { /* the last table, after the end: they were all there */
     live = np;
-  if (ticks && live && !p->o->gil_only)
+    for (size_t i = 0; i < np; i++)
+      nogil += pr[i].free_threaded;
+  }
+  live -= nogil; /* free-threaded: no GIL to hold */
+  if (nogil && !live)
+    snprintf(gil, sizeof(gil), ", no GIL (free-threaded)");
+  else if (ticks && live && !p->o->gil_only)
     snprintf(gil, sizeof(gil), ", GIL held %.0f%%",
              100.0 * (double)pst_top_gil_samples(p->top) /
                  ((double)ticks * (double)live));

@@ -199,6 +199,7 @@ static int top_proc_begin(void *ctx, const struct pst_sample_proc *p,
   snprintf(x->cmdline, sizeof(x->cmdline), "%s", p->cmdline);
   snprintf(x->version, sizeof(x->version), "%s",
            p->info ? p->info->version : "?");
+  x->free_threaded = p->info && p->info->free_threaded;
   x->rank = p->rank;
   x->local_rank = p->local_rank;
   x->world_size = p->world_size;

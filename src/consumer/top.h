@@ -64,6 +64,7 @@ struct pst_top_proc {
   char version[32];                 /* CPython's */
   int rank, local_rank, world_size; /* -1: not set */
   int ended;
+  int free_threaded; /* no GIL */
 };
 
 enum pst_top_sort {

@@ -173,7 +173,11 @@ def check_intervals(interp):
             # held, 45% with both cores busy, 16% in a CI run. On 2.7 the
             # figure must be there and above 0.
             least = 1 if "-2." in interp.label else 70
-            if not gil or int(gil.group(1)) < least:
+            if "freethreaded" in interp.label:
+                if gil or "no GIL (free-threaded)" not in tab["header"]:
+                    return "free-threaded: want no GIL share: %s" % \
+                        tab["header"]
+            elif not gil or int(gil.group(1)) < least:
                 return "GIL share: %s" % tab["header"]
             if not tab["rows"] or tab["rows"][0]["name"] != "spin":
                 return "top row not spin: %s" % tab["rows"][:2]
