@@ -22,7 +22,6 @@
  * count and size read is bounded: the memory is the target's.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +34,6 @@
 
 #define SECTION ".AsyncioDebug"
 #define TASK_MAX_SIZE 1024 /* sizeof(TaskObj) is 168 in 3.14 and 3.15 */
-#define LIST_MAX 100000    /* tasks on one list */
 #define CHAIN_MAX 64       /* coroutines in one task's chain */
 #define SET_SLOTS_MAX 4096 /* awaited_by set table */
 
@@ -67,8 +65,7 @@ static int read_section(pid_t pid, const struct pst_map *mp,
   fd = pst_maps_open(pid, mp);
   if (fd < 0)
     return fd;
-  err = pst_elf_open(fd, &e);
-  close(fd);
+  err = pst_elf_open(fd, &e); /* owns fd from here */
   if (err)
     return err;
   b = pst_elf_section_bytes(e, SECTION, &size);
@@ -78,6 +75,12 @@ static int read_section(pid_t pid, const struct pst_map *mp,
   }
   memcpy(w, b, sizeof(w));
   pst_elf_close(e);
+  for (size_t i = 0; i < 13; i++)
+    if (w[i] > (1u << 24)) {
+      pst_warn("%s of %s: word %zu is 0x%llx, not an offset", SECTION, mp->path,
+               i, (unsigned long long)w[i]);
+      return PST_EBADDATA;
+    }
   a->task_size = w[0];
   a->task_name = w[1];
   a->task_awaited_by = w[2];
@@ -94,7 +97,7 @@ static int read_section(pid_t pid, const struct pst_map *mp,
       a->task_name + 8 > a->task_size || a->task_coro + 8 > a->task_size ||
       a->task_awaited_by + 8 > a->task_size ||
       a->task_ab_is_set >= a->task_size || a->task_is_task >= a->task_size ||
-      a->task_node + 8 > a->task_size || a->interp_tasks + 8 > w[7] ||
+      a->task_node + 16 > a->task_size || a->interp_tasks + 8 > w[7] ||
       a->ts_tasks + 8 > w[9] || a->ts_task + 8 > w[9] ||
       a->ts_loop + 8 > w[9]) {
     pst_warn("%s of %s does not look like _Py_AsyncioModuleDebugOffsets",
@@ -143,15 +146,23 @@ static int state_awaits(const struct pst_py *py, int st) {
   return py->version_hex >= 0x030f ? st == 2 || st == 3 : st == -1;
 }
 
-/* The task's name: a str, or an int n for the default "Task-n". */
-static char *task_name(struct pst_py *py, struct pst_mem *mem, uint64_t obj) {
-  uint8_t buf[PST_PY_INT_READ];
+#define NAME_READ                                                              \
+  128 /* of a name object: an int, or a str's head and
+                         up to NAME_READ - sizeof(PyASCIIObject) ASCII */
+
+/* The task's name from the first NAME_READ bytes of its object (buf;
+ * ok: they were read): a str, or an int n for the default "Task-n". */
+static char *task_name(struct pst_py *py, struct pst_mem *mem, uint64_t obj,
+                       const uint8_t *buf, int ok) {
+  const struct pst_py_layout *l = &py->lay;
   uint64_t type, v;
+  uint32_t state;
+  int64_t len;
   char *s = NULL;
 
-  if (!obj || pst_mem_read(mem, obj, buf, PST_PY_INT_LEN(py)))
+  if (!obj || !ok)
     return NULL;
-  type = u64_at(buf, (size_t)py->lay.ob_type);
+  type = u64_at(buf, (size_t)l->ob_type);
   if (py->long_type && type == py->long_type) {
     if (pst_py_int_parse(py, buf, PST_PY_INT_LEN(py), &v) == 0 &&
         asprintf(&s, "Task-%llu", (unsigned long long)v) < 0)
@@ -160,59 +171,41 @@ static char *task_name(struct pst_py *py, struct pst_mem *mem, uint64_t obj) {
   }
   if (py->str_type && type != py->str_type)
     return NULL;
+  /* A compact ASCII str whose bytes were read with its head: here. */
+  memcpy(&len, buf + l->str_length, 8);
+  memcpy(&state, buf + l->str_state, 4);
+  if (((state >> 5) & 3) == 3 && len >= 0 &&
+      (size_t)l->str_ascii_data + (size_t)len < NAME_READ)
+    return strndup((const char *)buf + l->str_ascii_data, (size_t)len);
   return pst_py_read_str(py, mem, obj, &s) == 0 ? s : NULL;
 }
 
-/* One coroutine frame into *f; its state in *state, what it awaits (if
- * suspended in an await) in *next. 0, or <0 when coro is not a readable
- * coroutine (the chain ends). */
-static int coro_frame(struct pst_py *py, struct pst_mem *mem, uint64_t coro,
-                      struct pst_frame *f, int *state, uint64_t *next) {
+/* A coroutine's object (gen, its first glen bytes) decoded: its frame's
+ * code in *code and, when it is suspended in an await, where the stack
+ * pointer is in *sp (else 0). 0, or PST_EBADDATA when it is not a
+ * readable coroutine (a future, a wrapper not followed, a finished one):
+ * the chain ends. */
+static int coro_decode(const struct pst_py *py, uint64_t coro,
+                       const uint8_t *gen, uint64_t *code, uint64_t *sp) {
   const struct pst_py_layout *l = &py->lay;
-  uint8_t gen[512], hdr[PST_PY_CODE_HEADER_MAX];
-  const uint8_t *fr;
-  uint64_t type, code, sp;
-  size_t glen = (size_t)l->gen_iframe + (size_t)l->if_size;
-  int64_t lasti;
-  int err;
+  uint64_t type = u64_at(gen, (size_t)l->ob_type);
+  const uint8_t *fr = gen + l->gen_iframe;
+  int st;
 
-  *next = 0;
-  if (glen > sizeof(gen) || (size_t)l->gen_frame_state >= glen)
-    return PST_EBADDATA;
-  err = pst_mem_read(mem, coro, gen, glen);
-  if (err)
-    return err;
-  type = u64_at(gen, (size_t)l->ob_type);
   if (py->coro_type && type != py->coro_type &&
       (!py->gen_type || type != py->gen_type))
-    return PST_EBADDATA; /* a future, or a wrapper not followed */
-  /* An int8: sign-extended by hand. */
-  *state = gen[l->gen_frame_state] < 128 ? gen[l->gen_frame_state]
-                                         : gen[l->gen_frame_state] - 256;
-  if (!state_live(py, *state))
     return PST_EBADDATA;
-  fr = gen + l->gen_iframe;
-  code = u64_at(fr, (size_t)l->if_code) & ~(uint64_t)7;
-  lasti = pst_py_frame_lasti(py, fr, code);
-  err = pst_mem_read(mem, code, hdr, pst_py_code_header_size(py));
-  if (err == 0)
-    err = pst_py_code_header(py, mem, code, hdr, lasti, &f->name, &f->filename,
-                             &f->line);
-  if (err)
-    return err;
-  f->kind = PST_FRAME_PYTHON;
-  f->entry = 0;
-  f->ip = 0;
-  if (state_awaits(py, *state) && l->if_stackpointer != PST_NOFF) {
-    /* The awaited object is the top of the stack (3.14); 3.15 keeps a
-     * NULL reference above it (the value to send): the first non-NULL of
-     * the top two. */
-    uint64_t top[2];
-    sp = u64_at(fr, (size_t)l->if_stackpointer) & ~(uint64_t)3;
-    if (sp > coro + 16 && sp < coro + (1u << 20) && /* inside the frame */
-        pst_mem_read(mem, sp - 16, top, sizeof(top)) == 0)
-      *next = (top[1] & ~(uint64_t)7) ? top[1] & ~(uint64_t)7
-                                      : top[0] & ~(uint64_t)7;
+  /* An int8: sign-extended by hand. */
+  st = gen[l->gen_frame_state] < 128 ? gen[l->gen_frame_state]
+                                     : gen[l->gen_frame_state] - 256;
+  if (!state_live(py, st))
+    return PST_EBADDATA;
+  *code = u64_at(fr, (size_t)l->if_code) & ~(uint64_t)7;
+  *sp = 0;
+  if (state_awaits(py, st) && l->if_stackpointer != PST_NOFF) {
+    uint64_t p = u64_at(fr, (size_t)l->if_stackpointer) & ~(uint64_t)3;
+    if (p > coro + 16 && p < coro + (1u << 20)) /* inside the frame */
+      *sp = p;
   }
   return 0;
 }
@@ -222,7 +215,7 @@ static void waiters(struct pst_py *py, struct pst_mem *mem,
                     const struct pst_py_aio *a, const uint8_t *buf,
                     struct pst_py_task *t) {
   const struct pst_py_layout *l = &py->lay;
-  uint64_t ab = u64_at(buf, a->task_awaited_by), head[3], *table = NULL;
+  uint64_t ab = u64_at(buf, a->task_awaited_by), mask_table[2], *table;
   int64_t mask;
 
   t->nwaiters = 0;
@@ -233,69 +226,191 @@ static void waiters(struct pst_py *py, struct pst_mem *mem,
     return;
   }
   if (l->set_mask == PST_NOFF ||
-      pst_mem_read_u64(mem, ab + l->set_mask, &head[0]) ||
-      pst_mem_read_u64(mem, ab + l->set_table, &head[1]))
+      pst_mem_read_u64(mem, ab + (uint64_t)l->set_mask, &mask_table[0]) ||
+      pst_mem_read_u64(mem, ab + (uint64_t)l->set_table, &mask_table[1]))
     return;
-  mask = (int64_t)head[0];
+  mask = (int64_t)mask_table[0];
   if (mask < 0 || mask >= SET_SLOTS_MAX || ((mask + 1) & mask))
     return;
   table = malloc((size_t)(mask + 1) * 16);
-  if (table && pst_mem_read(mem, head[1], table, (size_t)(mask + 1) * 16) == 0)
+  if (table &&
+      pst_mem_read(mem, mask_table[1], table, (size_t)(mask + 1) * 16) == 0)
     for (int64_t i = 0; i <= mask && t->nwaiters < PST_PY_TASK_WAITERS; i++)
-      if (table[2 * i]) /* the key; the hash beside it */
+      /* {key, hash}: empty NULL, deleted the dummy key with hash -1 */
+      if (table[2 * i] && table[2 * i + 1] != UINT64_MAX)
         t->waiters[t->nwaiters++] = table[2 * i];
   free(table);
 }
 
-/* Reads the tasks of the list whose sentinel is at head (owner: the
- * thread state, 0 for the interpreter's) into tasks[*n..max) and their
- * chains into frames[*nf..fmax). */
+/* Walks the list whose sentinel is at head (owner: the thread state, 0
+ * for the interpreter's) into tasks[*n..max): one read per task (the
+ * next link is in it); names and chains are read later, in batches. */
 static int read_list(struct pst_py *py, struct pst_mem *mem, uint64_t head,
                      uint64_t owner, uint64_t running,
-                     struct pst_py_task *tasks, int max, int *n,
-                     struct pst_frame *frames, int fmax, int *nf) {
+                     struct pst_py_task *tasks, int max, int *n) {
   const struct pst_py_aio *a = &py->aio;
   uint8_t buf[TASK_MAX_SIZE];
-  uint64_t node;
-  int err, steps = 0;
+  uint64_t node, prev = head;
+  int err, first = *n;
 
   err = pst_mem_read_u64(mem, head, &node);
   if (err)
     return err;
   while (node && node != head && *n < max) {
     struct pst_py_task *t = &tasks[*n];
-    uint64_t addr = node - a->task_node, coro;
-    if (++steps > LIST_MAX)
-      return PST_EBADDATA;
+    uint64_t addr = node - a->task_node;
     err = pst_mem_read(mem, addr, buf, a->task_size);
-    if (err)
+    /* Each node's prev is the node before: a list that changed under
+     * the walk (or a cycle) is dropped whole. */
+    if (err == 0 && u64_at(buf, a->task_node + 8) != prev)
+      err = PST_ETORN;
+    if (err) {
+      *n = first;
       return err;
+    }
+    prev = node;
     memset(t, 0, sizeof(*t));
     t->addr = addr;
     t->tstate = owner;
     t->running = addr == running;
     t->is_task = buf[a->task_is_task] != 0;
-    t->name = task_name(py, mem, u64_at(buf, a->task_name));
+    t->name_obj = u64_at(buf, a->task_name);
+    t->coro = u64_at(buf, a->task_coro) & ~(uint64_t)7;
     waiters(py, mem, a, buf, t);
-    t->frame0 = *nf;
-    coro = u64_at(buf, a->task_coro) & ~(uint64_t)7;
-    for (int k = 0; coro && k < CHAIN_MAX && *nf < fmax; k++) {
-      int state;
-      uint64_t next;
-      if (coro_frame(py, mem, coro, &frames[*nf], &state, &next))
-        break;
-      (*nf)++;
-      t->nframes++;
-      coro = next;
-    }
-    /* Outermost coroutine first as read: make it innermost first. */
-    for (int i = 0, j = t->nframes - 1; i < j; i++, j--) {
-      struct pst_frame x = frames[t->frame0 + i];
-      frames[t->frame0 + i] = frames[t->frame0 + j];
-      frames[t->frame0 + j] = x;
-    }
     (*n)++;
     node = u64_at(buf, a->task_node); /* llist_node.next */
+  }
+  return 0;
+}
+
+/* One call's batches: per task a piece of each. */
+struct batch {
+  struct pst_mem_iov *iov;
+  uint8_t *ok, *buf;    /* n pieces of stride bytes */
+  int *who;             /* the task of each piece */
+  uint64_t *code, *sp;  /* per task: its coroutine's, at this level */
+  struct pst_frame *lv; /* level L's frame of task i at [L * n + i] */
+  int levels;
+};
+
+static void batch_free(struct batch *b) {
+  free(b->iov);
+  free(b->ok);
+  free(b->buf);
+  free(b->who);
+  free(b->code);
+  free(b->sp);
+  free(b->lv);
+}
+
+/* Names: one batch for all. */
+static int read_names(struct pst_py *py, struct pst_mem *mem,
+                      struct pst_py_task *tasks, int n, struct batch *b) {
+  int k = 0, got;
+
+  for (int i = 0; i < n; i++)
+    if (tasks[i].name_obj) {
+      b->iov[k] = (struct pst_mem_iov){
+          tasks[i].name_obj, b->buf + (size_t)k * NAME_READ, NAME_READ};
+      b->who[k++] = i;
+    }
+  got = k ? pst_mem_readv_each(mem, b->iov, (size_t)k, b->ok) : 0;
+  if (got < 0)
+    return got;
+  for (int j = 0; j < k; j++)
+    tasks[b->who[j]].name = task_name(py, mem, tasks[b->who[j]].name_obj,
+                                      b->buf + (size_t)j * NAME_READ, b->ok[j]);
+  return 0;
+}
+
+/* Chains, a level at a time for all tasks: the coroutines (one batch),
+ * their code objects' headers (one), the tops of the awaiting ones'
+ * stacks (one), which are the next level. Frames go to b->lv. */
+static int read_chains(struct pst_py *py, struct pst_mem *mem,
+                       struct pst_py_task *tasks, int n, struct batch *b,
+                       size_t glen, size_t hsize) {
+  for (int L = 0; L < CHAIN_MAX; L++) {
+    struct pst_frame *lv;
+    int k = 0, m = 0, got;
+
+    for (int i = 0; i < n; i++)
+      if (tasks[i].coro) {
+        b->iov[k] = (struct pst_mem_iov){tasks[i].coro,
+                                         b->buf + (size_t)k * glen, glen};
+        b->who[k++] = i;
+      }
+    if (!k)
+      return 0;
+    lv = realloc(b->lv, (size_t)(L + 1) * (size_t)n * sizeof(*lv));
+    if (!lv)
+      return -ENOMEM;
+    b->lv = lv;
+    b->levels = L + 1;
+    got = pst_mem_readv_each(mem, b->iov, (size_t)k, b->ok);
+    if (got < 0)
+      return got;
+    /* The coroutines read: their code objects' headers, in the next
+     * batch (pieces m..: packed at the front, after what they came from
+     * was decoded). */
+    for (int j = 0; j < k; j++) {
+      int i = b->who[j];
+      const uint8_t *gen = b->buf + (size_t)j * glen;
+      b->code[i] = b->sp[i] = 0;
+      if (!b->ok[j] ||
+          coro_decode(py, tasks[i].coro, gen, &b->code[i], &b->sp[i])) {
+        tasks[i].coro = 0; /* the chain ends */
+        continue;
+      }
+      /* The frame's instruction offset now (gen's bytes are reused). */
+      b->lv[(size_t)L * (size_t)n + (size_t)i].line =
+          (int)pst_py_frame_lasti(py, gen + py->lay.gen_iframe, b->code[i]);
+      b->who[m++] = i;
+    }
+    for (int j = 0; j < m; j++)
+      b->iov[j] = (struct pst_mem_iov){b->code[b->who[j]],
+                                       b->buf + (size_t)j * hsize, hsize};
+    got = m ? pst_mem_readv_each(mem, b->iov, (size_t)m, b->ok) : 0;
+    if (got < 0)
+      return got;
+    for (int j = 0; j < m; j++) {
+      int i = b->who[j];
+      struct pst_frame *f = &b->lv[(size_t)L * (size_t)n + (size_t)i];
+      int64_t lasti = f->line;
+      if (!b->ok[j] ||
+          pst_py_code_header(py, mem, b->code[i], b->buf + (size_t)j * hsize,
+                             lasti, &f->name, &f->filename, &f->line)) {
+        tasks[i].coro = 0;
+        continue;
+      }
+      f->kind = PST_FRAME_PYTHON;
+      f->entry = 0;
+      f->ip = 0;
+      tasks[i].nframes++; /* one per level, from level 0 on */
+    }
+    /* What each awaiting coroutine awaits: the top of its stack; 3.15
+     * keeps a NULL reference above it (the value to send), so the first
+     * non-NULL of the top two. */
+    k = 0;
+    for (int j = 0; j < m; j++) {
+      int i = b->who[j];
+      if (tasks[i].coro && tasks[i].nframes == L + 1 && b->sp[i]) {
+        b->iov[k] =
+            (struct pst_mem_iov){b->sp[i] - 16, b->buf + (size_t)k * 16, 16};
+        b->who[k++] = i;
+      } else {
+        tasks[i].coro = 0;
+      }
+    }
+    got = k ? pst_mem_readv_each(mem, b->iov, (size_t)k, b->ok) : 0;
+    if (got < 0)
+      return got;
+    for (int j = 0; j < k; j++) {
+      uint64_t top[2];
+      memcpy(top, b->buf + (size_t)j * 16, 16);
+      top[0] &= ~(uint64_t)7;
+      top[1] &= ~(uint64_t)7;
+      tasks[b->who[j]].coro = !b->ok[j] ? 0 : top[1] ? top[1] : top[0];
+    }
   }
   return 0;
 }
@@ -304,26 +419,75 @@ int pst_py_aio_tasks(struct pst_py *py, struct pst_mem *mem,
                      const uint64_t *tstates, int nts,
                      struct pst_py_task *tasks, int max,
                      struct pst_frame *frames, int fmax) {
+  const struct pst_py_layout *l = &py->lay;
   const struct pst_py_aio *a = &py->aio;
+  struct batch b = {0};
+  size_t glen = (size_t)l->gen_iframe + (size_t)l->if_size;
+  size_t hsize = pst_py_code_header_size(py);
+  size_t stride;
   int n = 0, nf = 0, err = 0;
 
   if (!a->found)
     return PST_ENOSYM;
-  for (int i = 0; i < nts && err == 0; i++) {
-    uint64_t running = 0;
-    if (!tstates[i])
-      continue;
-    if (pst_mem_read_u64(mem, tstates[i] + a->ts_task, &running))
-      running = 0;
-    err = read_list(py, mem, tstates[i] + a->ts_tasks, tstates[i], running,
-                    tasks, max, &n, frames, fmax, &nf);
+  if (glen > 512 || (size_t)l->gen_frame_state >= glen)
+    return PST_EBADDATA;
+  /* A list that cannot be read (its thread ending, a list changing) is
+   * left out; the others are kept. The last such error is returned when
+   * no list could be read. */
+  for (int i = 0; i <= nts; i++) {
+    uint64_t running = 0, head;
+    int e;
+    if (i < nts) {
+      if (!tstates[i])
+        continue;
+      if (pst_mem_read_u64(mem, tstates[i] + a->ts_task, &running))
+        running = 0;
+      head = tstates[i] + a->ts_tasks;
+    } else {
+      if (!py->interp)
+        break;
+      head = py->interp + a->interp_tasks;
+    }
+    e = read_list(py, mem, head, i < nts ? tstates[i] : 0, running, tasks, max,
+                  &n);
+    if (e == -ESRCH)
+      return e;
+    if (e)
+      err = e;
   }
-  if (err == 0 && py->interp)
-    err = read_list(py, mem, py->interp + a->interp_tasks, 0, 0, tasks, max, &n,
-                    frames, fmax, &nf);
+  if (n == 0)
+    return err;
+  err = 0;
+  stride = glen > hsize ? glen : hsize;
+  stride = stride > NAME_READ ? stride : NAME_READ;
+  b.iov = malloc((size_t)n * sizeof(*b.iov));
+  b.ok = malloc((size_t)n);
+  b.buf = malloc((size_t)n * stride);
+  b.who = malloc((size_t)n * sizeof(*b.who));
+  b.code = calloc((size_t)n, sizeof(*b.code));
+  b.sp = calloc((size_t)n, sizeof(*b.sp));
+  if (!b.iov || !b.ok || !b.buf || !b.who || !b.code || !b.sp)
+    err = -ENOMEM;
+  if (err == 0)
+    err = read_names(py, mem, tasks, n, &b);
+  if (err == 0)
+    err = read_chains(py, mem, tasks, n, &b, glen, hsize);
+  /* Each task's frames, innermost (its deepest level) first. */
+  for (int i = 0; err == 0 && i < n; i++) {
+    int depth = tasks[i].nframes;
+    tasks[i].frame0 = nf;
+    tasks[i].nframes = 0;
+    for (int L = depth - 1; b.lv && L >= 0 && nf < fmax; L--) {
+      frames[nf++] = b.lv[(size_t)L * (size_t)n + (size_t)i];
+      tasks[i].nframes++;
+    }
+  }
+  batch_free(&b);
   if (err) {
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
       free(tasks[i].name);
+      tasks[i].name = NULL;
+    }
     return err;
   }
   return n;

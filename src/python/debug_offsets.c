@@ -204,7 +204,7 @@ static const struct schema s315 = {
     .words = 103, /* through gen_object */
 };
 
-#define MAX_WORDS 104
+#define MAX_WORDS 104 /* the most any schema reads */
 
 /* The head of _Py_DebugOffsets, then the words a schema reads. */
 struct debug_offsets {
@@ -241,6 +241,8 @@ int pst_py_debug_offsets(struct pst_mem *mem, uint64_t runtime,
   if (hex < 0x030d)
     return PST_EPYVERSION;
   s = hex >= s315.version ? &s315 : hex >= s314.version ? &s314 : &s313;
+  if (s->words > MAX_WORDS)
+    return PST_EPYVERSION; /* a schema longer than the buffer: a bug */
   err = pst_mem_read(mem, runtime + offsetof(struct debug_offsets, w), d.w,
                      (size_t)s->words * 8);
   if (err)
@@ -289,6 +291,21 @@ int pst_py_debug_offsets(struct pst_mem *mem, uint64_t runtime,
   lay->set_mask = PST_OPT_WORD(set_mask);
   lay->set_table = PST_OPT_WORD(set_table);
 #undef PST_OPT_WORD
+  /* asyncio's fields (3.14+) inside their structs (the gen object's size
+   * is the word before gi_name, the set's before used), else left out:
+   * only --async needs them. */
+  if (lay->gen_iframe != PST_NOFF &&
+      (w[s->gen_iframe] + w[s->if_size] > w[s->gen_iframe - 2] ||
+       w[s->gen_frame_state] >= w[s->gen_iframe - 2] ||
+       w[s->gen_iframe - 2] > 512 ||
+       w[s->if_stackpointer] + 8 > w[s->if_size] ||
+       w[s->set_mask] >= w[s->set_table - 2] ||
+       w[s->set_table] >= w[s->set_table - 2])) {
+    pst_debug("_Py_DebugOffsets: the generator or set section does not "
+              "look right; no asyncio tasks");
+    lay->if_stackpointer = lay->gen_iframe = lay->gen_frame_state = PST_NOFF;
+    lay->set_mask = lay->set_table = PST_NOFF;
+  }
   /* 3.14t+: 0 in a default build (where the field is absent). */
   lay->if_tlbc_index = d.free_threaded && s->if_tlbc_index
                            ? (int32_t)w[s->if_tlbc_index]

@@ -179,8 +179,9 @@ struct pst_py_task {
   int is_task;     /* a Task, not a plain Future */
   uint64_t waiters[PST_PY_TASK_WAITERS]; /* objects awaiting it */
   int nwaiters;
-  int frame0, nframes; /* its coroutine chain in the frames given,
+  int frame0, nframes;     /* its coroutine chain in the frames given,
                           innermost first */
+  uint64_t name_obj, coro; /* internal: read from the task object */
 };
 
 struct pst_py {

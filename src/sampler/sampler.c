@@ -295,6 +295,7 @@ static void end_consumers(struct rec *r, struct entry *e) {
   }
   pst_strtab_free(e->task_names);
   e->task_names = NULL;
+  e->async_said = 0; /* an exec'd program may have tasks */
 }
 
 static void end_entry(struct rec *r, struct entry *e) {
@@ -447,12 +448,14 @@ static void sample_tasks(struct rec *r, struct entry *e, uint64_t t_ns,
   if (!e->task_names && !(e->task_names = pst_strtab_new()))
     return;
   for (int i = 0; i < n; i++) {
-    struct pst_thread th = {.tid = tk[i].tid, .frames = stack};
+    /* A thread of its own (the consumers key threads by tid): minus the
+     * loop thread's tid. */
+    struct pst_thread th = {.tid = tk[i].tid ? -tk[i].tid : -1,
+                            .frames = stack};
     struct pst_sample s = {&e->proc, NULL, &th, PST_SK_STACK, t_ns, weight};
     int len = pst_task_chain(tk, i, chain, TASK_CHAIN_MAX);
     size_t nf = 0;
-    snprintf(th.name, sizeof(th.name), "asyncio tasks");
-    th.name_from_python = 1;
+    snprintf(th.name, sizeof(th.name), "asyncio tasks of %d", (int)tk[i].tid);
     th.state = 'S';
     th.holds_gil = -1;
     th.idle = !tk[i].running;
@@ -889,10 +892,9 @@ static void compact_entries(struct rec *r) {
   size_t k = 0;
 
   for (size_t i = 0; i < r->n; i++) {
-    if (!r->e[i]->t && r->e[i]->done) {
-      pst_strtab_free(r->e[i]->task_names);
-      free(r->e[i]);
-    } else
+    if (!r->e[i]->t && r->e[i]->done)
+      free(r->e[i]); /* its task names went with its consumers */
+    else
       r->e[k++] = r->e[i];
   }
   r->n = k;

@@ -89,6 +89,7 @@ struct pst_target {
   struct pst_frame *task_frames;
   uint64_t *task_tstates;
   uint64_t aio_looked_ns; /* when the maps were last searched for it */
+  int aio_err;            /* and what that search said */
 };
 
 /* ---- threads.c ---- */

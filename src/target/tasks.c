@@ -35,20 +35,27 @@ static int alloc_once(struct pst_target *t) {
 static int find_offsets(struct pst_target *t) {
   struct pst_maps fresh;
   uint64_t now;
-  int err = pst_py_aio_find(&t->py, t->pid, &t->maps);
+  int err;
 
-  if (err != PST_ENOSYM)
-    return err;
-  /* Not imported yet: the maps are read again at most once a second. */
+  if (t->py.aio.found)
+    return 0;
+  /* Not found yet (asyncio not imported, or a bad section): looked for
+   * again at most once a second, the last answer given in between. */
   now = pst_now_ns();
   if (t->aio_looked_ns && now - t->aio_looked_ns < 1000000000ULL)
-    return PST_ENOSYM;
+    return t->aio_err;
   t->aio_looked_ns = now;
+  err = pst_py_aio_find(&t->py, t->pid, &t->maps);
+  if (err != PST_ENOSYM) {
+    t->aio_err = err;
+    return err;
+  }
   err = pst_maps_load(t->pid, &fresh);
   if (err)
     return err;
   err = pst_py_aio_find(&t->py, t->pid, &fresh);
   pst_maps_exit(&fresh);
+  t->aio_err = err;
   return err;
 }
 

@@ -135,7 +135,7 @@ def check_async(interp):
             if line == "ready":
                 break
         r, out = record(["-p", str(t.pid), "-d", "2", "-r", "50", "-f",
-                         "folded", "--async", "--idle"])
+                         "folded", "--async", "--idle", "--threads"])
         err = r.stderr.decode(errors="replace")
         if r.returncode != 0:
             return "record exited %d: %s" % (r.returncode, err)
@@ -166,6 +166,13 @@ def check_async(interp):
             if not re.match(r"(?:.*\.)?%s \(.*:%d\)$" % (fn, line), own):
                 errors.append("task %s: outermost coroutine %r, want %s:%d"
                               % (name, own, fn, line))
+        # The tasks are a thread of their own beside the loop's thread.
+        roots = set(stack[0] for stack, _ in stacks)
+        loop = [x for x in roots if x.endswith('"MainThread"')]
+        if not loop or 'thread -%s "asyncio tasks of %s"' % (
+                (loop[0].split()[1],) * 2) not in roots:
+            errors.append("thread roots %s: want MainThread and its "
+                          "tasks apart" % sorted(roots))
         ticks = min(seen.values()) if seen else 0
         if sorted(seen) != sorted(snap) or ticks < 50:
             errors.append("tasks seen %s (fewest samples %d), want %s"
