@@ -164,6 +164,9 @@ struct pst_task {
 PST_API int pst_target_tasks(struct pst_target *t,
                              const struct pst_task **tasks);
 
+/* Tasks shown above a task (its waiter, that one's, ...) at most. */
+#define PST_TASK_CHAIN_MAX 32
+
 /* The tasks awaiting task i of tasks, outwards: chain[0] = i, then its
  * first waiter, that one's first waiter, ... (a cycle ends it), at most
  * max. Returns the length. */

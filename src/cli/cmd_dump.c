@@ -55,6 +55,17 @@ static void print_text(const struct pst_target_info *info,
   }
 }
 
+static void print_frame_json(const struct pst_frame *f, int first) {
+  printf("%s{\"name\": ", first ? "" : ", ");
+  pst_json_put_string(stdout, f->name);
+  printf(", \"file\": ");
+  pst_json_put_string(stdout, f->filename);
+  printf(", \"line\": %d, \"kind\": \"%s\"}", f->line,
+         f->kind == PST_FRAME_NATIVE   ? "native"
+         : f->kind == PST_FRAME_MARKER ? "marker"
+                                       : "python");
+}
+
 /* The dump as one JSON object; open: its closing brace left to the
  * caller (the tasks follow). */
 static void print_json(const struct pst_target_info *info,
@@ -88,44 +99,26 @@ static void print_json(const struct pst_target_info *info,
       printf("null");
     printf(", \"truncated\": %s, \"frames\": [",
            x->truncated ? "true" : "false");
-    for (size_t k = 0; k < x->nframes; k++) {
-      printf("%s{\"name\": ", k ? ", " : "");
-      pst_json_put_string(stdout, x->frames[k].name);
-      printf(", \"file\": ");
-      pst_json_put_string(stdout, x->frames[k].filename);
-      printf(", \"line\": %d, \"kind\": \"%s\"}", x->frames[k].line,
-             x->frames[k].kind == PST_FRAME_NATIVE   ? "native"
-             : x->frames[k].kind == PST_FRAME_MARKER ? "marker"
-                                                     : "python");
-    }
+    for (size_t k = 0; k < x->nframes; k++)
+      print_frame_json(&x->frames[k], k == 0);
     printf("]}");
   }
   printf("\n]%s", open ? "" : "}\n");
 }
 
-#define CHAIN_MAX 32 /* awaiting tasks shown above a task */
-
 static const char *task_label(const struct pst_task *k) {
   return k->name[0] ? k->name : "?";
-}
-
-static void print_frame_json(const struct pst_frame *f, int first) {
-  printf("%s{\"name\": ", first ? "" : ", ");
-  pst_json_put_string(stdout, f->name);
-  printf(", \"file\": ");
-  pst_json_put_string(stdout, f->filename);
-  printf(", \"line\": %d}", f->line);
 }
 
 /* Text: each task as a stack, innermost first: its coroutines, then a
  * "task NAME" root line, then the task awaiting it with its coroutines
  * and root, outwards (its first waiter each time; others are named). */
 static void print_tasks_text(const struct pst_task *tk, int n) {
-  int chain[CHAIN_MAX] = {0};
+  int chain[PST_TASK_CHAIN_MAX] = {0};
 
   printf("\nasyncio tasks: %d\n", n);
   for (int i = 0; i < n; i++) {
-    int len = pst_task_chain(tk, i, chain, CHAIN_MAX);
+    int len = pst_task_chain(tk, i, chain, PST_TASK_CHAIN_MAX);
     printf("\nTask \"%s\" (", task_label(&tk[i]));
     if (tk[i].tid)
       printf("thread %d", (int)tk[i].tid);

@@ -289,6 +289,7 @@ struct batch {
   uint8_t *ok, *buf;    /* n pieces of stride bytes */
   int *who;             /* the task of each piece */
   uint64_t *code, *sp;  /* per task: its coroutine's, at this level */
+  int64_t *lasti;       /* and its frame's instruction offset */
   struct pst_frame *lv; /* level L's frame of task i at [L * n + i] */
   int levels;
 };
@@ -300,6 +301,7 @@ static void batch_free(struct batch *b) {
   free(b->who);
   free(b->code);
   free(b->sp);
+  free(b->lasti);
   free(b->lv);
 }
 
@@ -362,8 +364,8 @@ static int read_chains(struct pst_py *py, struct pst_mem *mem,
         continue;
       }
       /* The frame's instruction offset now (gen's bytes are reused). */
-      b->lv[(size_t)L * (size_t)n + (size_t)i].line =
-          (int)pst_py_frame_lasti(py, gen + py->lay.gen_iframe, b->code[i]);
+      b->lasti[i] =
+          pst_py_frame_lasti(py, gen + py->lay.gen_iframe, b->code[i]);
       b->who[m++] = i;
     }
     for (int j = 0; j < m; j++)
@@ -375,10 +377,9 @@ static int read_chains(struct pst_py *py, struct pst_mem *mem,
     for (int j = 0; j < m; j++) {
       int i = b->who[j];
       struct pst_frame *f = &b->lv[(size_t)L * (size_t)n + (size_t)i];
-      int64_t lasti = f->line;
       if (!b->ok[j] ||
           pst_py_code_header(py, mem, b->code[i], b->buf + (size_t)j * hsize,
-                             lasti, &f->name, &f->filename, &f->line)) {
+                             b->lasti[i], &f->name, &f->filename, &f->line)) {
         tasks[i].coro = 0;
         continue;
       }
@@ -466,7 +467,8 @@ int pst_py_aio_tasks(struct pst_py *py, struct pst_mem *mem,
   b.who = malloc((size_t)n * sizeof(*b.who));
   b.code = calloc((size_t)n, sizeof(*b.code));
   b.sp = calloc((size_t)n, sizeof(*b.sp));
-  if (!b.iov || !b.ok || !b.buf || !b.who || !b.code || !b.sp)
+  b.lasti = calloc((size_t)n, sizeof(*b.lasti));
+  if (!b.iov || !b.ok || !b.buf || !b.who || !b.code || !b.sp || !b.lasti)
     err = -ENOMEM;
   if (err == 0)
     err = read_names(py, mem, tasks, n, &b);

@@ -167,7 +167,7 @@ struct pst_py_aio {
   uint64_t ts_loop, ts_task, ts_tasks; /* in a thread state */
 };
 
-#define PST_PY_TASK_WAITERS 8
+#define PST_PY_TASK_WAITERS PST_TASK_WAITERS
 
 /* One asyncio task as read by pst_py_aio_tasks(). */
 struct pst_py_task {

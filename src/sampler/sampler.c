@@ -407,8 +407,6 @@ static void deliver(struct rec *r, struct entry *e, struct pst_sample *s) {
   }
 }
 
-#define TASK_CHAIN_MAX 32 /* tasks above a task in its stack */
-
 /* Says once per process why --async has no tasks for it. */
 static void tasks_unavailable(struct entry *e, int err) {
   if (e->async_said)
@@ -431,7 +429,7 @@ static void sample_tasks(struct rec *r, struct entry *e, uint64_t t_ns,
                          uint64_t weight) {
   struct pst_frame *stack = r->task_stack;
   const struct pst_task *tk;
-  int chain[TASK_CHAIN_MAX], n;
+  int chain[PST_TASK_CHAIN_MAX], n;
 
   if (e->async_said == 2) /* a version without them: asked once */
     return;
@@ -453,7 +451,7 @@ static void sample_tasks(struct rec *r, struct entry *e, uint64_t t_ns,
     struct pst_thread th = {.tid = tk[i].tid ? -tk[i].tid : -1,
                             .frames = stack};
     struct pst_sample s = {&e->proc, NULL, &th, PST_SK_STACK, t_ns, weight};
-    int len = pst_task_chain(tk, i, chain, TASK_CHAIN_MAX);
+    int len = pst_task_chain(tk, i, chain, PST_TASK_CHAIN_MAX);
     size_t nf = 0;
     snprintf(th.name, sizeof(th.name), "asyncio tasks of %d", (int)tk[i].tid);
     th.state = 'S';
