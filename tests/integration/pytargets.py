@@ -2,6 +2,7 @@
 # test targets under them (directly, or in a Debian rootfs run as a container
 # with unshare + chroot), for the integration tests.
 import glob
+import json
 import os
 import re
 import shutil
@@ -162,6 +163,18 @@ class Target(object):
             except OSError:
                 pass
         self.proc.wait()
+
+
+def tasks_seen(t):
+    """What tests/targets/tasks.py (started as t) says of its own tasks,
+    read up to its "ready": the list of its "tasks" JSON line."""
+    seen = None
+    while True:
+        line = t.readline().strip()
+        if line.startswith("tasks "):
+            seen = json.loads(line[6:])
+        if line == "ready":
+            return seen
 
 
 def markers(path):

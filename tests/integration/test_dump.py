@@ -300,13 +300,7 @@ def check_async(interp):
     before 3.14 a note and the thread stacks."""
     t = pytargets.Target(interp, "tasks.py")
     try:
-        snap = None
-        while True:
-            line = t.readline().strip()
-            if line.startswith("tasks "):
-                snap = json.loads(line[6:])
-            if line == "ready":
-                break
+        snap = pytargets.tasks_seen(t)
         r = subprocess.run([PST, "dump", "--async", "--json", "-p",
                             str(t.pid)], capture_output=True, timeout=60)
         err = r.stderr.decode(errors="replace")

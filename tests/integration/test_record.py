@@ -42,6 +42,29 @@ def wait_ready(t):
         pass
 
 
+def attributed(out, n):
+    """Checks a --threads folded profile of attribution.py's n workers:
+    (errors, samples): every work_k_* frame under thread "worker-k", and
+    every worker seen."""
+    errors, seen, total = [], set(), 0
+    for stack, count in folded(out):
+        total += count
+        m = THREAD_ROOT.match(stack[0])
+        if not m:
+            errors.append("no thread root: %s" % stack[0])
+            continue
+        name = m.group(2)
+        for fr in stack[1:]:
+            fm = re.match(r"(?:.*\.)?work_(\d+)_[ab] ", fr)
+            if fm and name != "worker-" + fm.group(1):
+                errors.append("%s holds %s" % (name, fr))
+            elif fm:
+                seen.add(name)
+    if len(seen) != n:
+        errors.append("workers seen: %s" % sorted(seen))
+    return errors, total
+
+
 def check_attribution(interp):
     t = pytargets.Target(interp, "attribution.py", ["6"])
     try:
@@ -50,21 +73,7 @@ def check_attribution(interp):
                          "-f", "folded", "--threads"])
         if r.returncode != 0:
             return "record exited %d: %s" % (r.returncode, r.stderr)
-        errors, seen = [], set()
-        for stack, count in folded(out):
-            m = THREAD_ROOT.match(stack[0])
-            if not m:
-                errors.append("no thread root: %s" % stack[0])
-                continue
-            name = m.group(2)
-            for fr in stack[1:]:
-                fm = re.match(r"(?:.*\.)?work_(\d+)_[ab] ", fr)
-                if fm and name != "worker-" + fm.group(1):
-                    errors.append("%s holds %s" % (name, fr))
-                elif fm:
-                    seen.add(name)
-        if len(seen) != 6:
-            errors.append("workers seen: %s" % sorted(seen))
+        errors, _ = attributed(out, 6)
         return "\n".join(errors[:10])
     finally:
         t.stop()
@@ -78,23 +87,11 @@ def check_freethreaded(interp):
     t = pytargets.Target(interp, "attribution.py", ["8"])
     try:
         wait_ready(t)
-        errors, seen, total = [], set(), 0
         r, out = record(["-p", str(t.pid), "-d", "3", "-r", "200",
                          "-f", "folded", "--threads"])
         if r.returncode != 0:
             return "record exited %d: %s" % (r.returncode, r.stderr)
-        for stack, count in folded(out):
-            m = THREAD_ROOT.match(stack[0])
-            name = m.group(2) if m else stack[0]
-            total += count
-            for fr in stack[1:]:
-                fm = re.match(r"(?:.*\.)?work_(\d+)_[ab] ", fr)
-                if fm and name != "worker-" + fm.group(1):
-                    errors.append("%s holds %s" % (name, fr))
-                elif fm:
-                    seen.add(name)
-        if len(seen) != 8:
-            errors.append("workers seen: %s" % sorted(seen))
+        errors, total = attributed(out, 8)
         err = r.stderr.decode(errors="replace")
         m = re.search(r"(\d+) errors \(([\d.]+)%: ([^)]*)\)", err)
         if not m:
@@ -127,13 +124,7 @@ def check_async(interp):
     (_asyncio_awaited_by); before 3.14 one warning and the threads."""
     t = pytargets.Target(interp, "tasks.py")
     try:
-        snap = None
-        while True:
-            line = t.readline().strip()
-            if line.startswith("tasks "):
-                snap = {tk["name"]: tk for tk in json.loads(line[6:])}
-            if line == "ready":
-                break
+        snap = {tk["name"]: tk for tk in pytargets.tasks_seen(t)}
         r, out = record(["-p", str(t.pid), "-d", "2", "-r", "50", "-f",
                          "folded", "--async", "--idle", "--threads"])
         err = r.stderr.decode(errors="replace")
