@@ -140,13 +140,14 @@ PST_API int pst_target_snapshot(struct pst_target *t,
  * sampling. */
 PST_API int pst_target_refresh(struct pst_target *t);
 
-/* One asyncio task of the target (CPython 3.14+). */
+/* One asyncio task of the target (CPython 3.11+). */
 #define PST_TASK_WAITERS 8
 struct pst_task {
   uint64_t id;    /* the Task object's address */
   char name[128]; /* Task.get_name(), "" when unreadable */
   pid_t tid;      /* the thread whose task list holds it (its event
-                     loop's), 0 when that thread has ended */
+                     loop's), 0 when that thread has ended (before 3.14:
+                     when its loop does not run, or is not asyncio's) */
   int running;    /* the task its thread is running now */
   int nframes;    /* its coroutine chain, innermost first: the coroutine
                      it runs, then each coroutine awaiting the one before */
@@ -159,7 +160,8 @@ struct pst_task {
 /* Reads the target's asyncio tasks now (after pst_target_snapshot() or
  * _refresh(), whose thread states it uses). Returns the number of tasks,
  * PST_ENOSYM when the process has not imported asyncio, PST_EPYVERSION
- * before CPython 3.14, or -errno. The array is owned by the target and
+ * before CPython 3.11, PST_EBADDATA for a build whose task layout is not
+ * known (3.11-3.13), or -errno. The array is owned by the target and
  * valid until the next call. */
 PST_API int pst_target_tasks(struct pst_target *t,
                              const struct pst_task **tasks);

@@ -167,7 +167,7 @@ static int read_tasks(struct pst_target *t, pid_t pid,
 
   if (n == PST_EPYVERSION)
     fprintf(stderr,
-            "pystitch: note: asyncio tasks are read on CPython 3.14+ only "
+            "pystitch: note: asyncio tasks are read on CPython 3.11+ only "
             "(process %d runs %s); the thread stacks show the running "
             "tasks\n",
             (int)pid, info->version);

@@ -25,6 +25,7 @@ void pst_py_exit(struct pst_py *py) {
   py->codes = NULL;
   pst_py_registry_free(py->reg);
   py->reg = NULL;
+  pst_py_aio_legacy_exit(&py->aio);
   free(py->chunk_buf);
   py->chunk_buf = NULL;
   free(py->scratch.raw);
@@ -120,6 +121,8 @@ enum {
   SYM_MODULE_TYPE,    /* PyModule_Type */
   SYM_CORO_TYPE,      /* PyCoro_Type (asyncio.c) */
   SYM_GEN_TYPE,       /* PyGen_Type */
+  SYM_METHOD_TYPE,    /* PyMethod_Type (asyncio_legacy.c) */
+  SYM_SET_TYPE,       /* PySet_Type */
   SYM_COUNT
 };
 
@@ -141,6 +144,8 @@ static const char *const sym_names[SYM_COUNT] = {
     [SYM_MODULE_TYPE] = "PyModule_Type",
     [SYM_CORO_TYPE] = "PyCoro_Type",
     [SYM_GEN_TYPE] = "PyGen_Type",
+    [SYM_METHOD_TYPE] = "PyMethod_Type",
+    [SYM_SET_TYPE] = "PySet_Type",
 };
 
 struct syms {
@@ -306,6 +311,8 @@ static void object_types(struct pst_py *py, const struct syms *sy,
   py->module_type = TYPE_ADDR(SYM_MODULE_TYPE);
   py->coro_type = TYPE_ADDR(SYM_CORO_TYPE);
   py->gen_type = TYPE_ADDR(SYM_GEN_TYPE);
+  py->method_type = TYPE_ADDR(SYM_METHOD_TYPE);
+  py->set_type = TYPE_ADDR(SYM_SET_TYPE);
 #undef TYPE_ADDR
 }
 

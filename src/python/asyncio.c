@@ -1,4 +1,5 @@
-/* asyncio.c: asyncio tasks of a CPython 3.14+ target, read from outside.
+/* asyncio.c: asyncio tasks of a CPython 3.11+ target, read from outside
+ * (3.11-3.13 find them through asyncio_legacy.c; the chains are read here).
  *
  * The _asyncio module keeps a _Py_AsyncioModuleDebugOffsets in an ELF
  * section named .AsyncioDebug (3.14: in the _asyncio extension module,
@@ -107,13 +108,16 @@ static int read_section(pid_t pid, const struct pst_map *mp,
   return 0;
 }
 
-int pst_py_aio_find(struct pst_py *py, pid_t pid, const struct pst_maps *maps) {
+int pst_py_aio_find(struct pst_py *py, pid_t pid, const struct pst_maps *maps,
+                    struct pst_mem *mem) {
   int (*const match[])(const char *) = {match_asyncio, match_libpython,
                                         match_python};
   struct pst_py_aio *a = &py->aio;
 
   if (a->found)
     return 0;
+  if (py->version_hex >= 0x030b && py->version_hex < 0x030e)
+    return pst_py_aio_legacy_find(py, mem);
   if (py->version_hex < 0x030e || py->lay.gen_iframe == PST_NOFF)
     return PST_EPYVERSION;
   for (size_t i = 0; i < sizeof(match) / sizeof(match[0]); i++) {
@@ -137,9 +141,13 @@ int pst_py_aio_find(struct pst_py *py, pid_t pid, const struct pst_maps *maps) {
 }
 
 /* A frame state with a frame worth reading, and one suspended in an
- * await (3.14: CREATED -3 .. EXECUTING 0, SUSPENDED_YIELD_FROM -1; 3.15:
- * CREATED 0 .. EXECUTING 4, SUSPENDED_YIELD_FROM(_LOCKED) 2 and 3). */
+ * await (3.13, 3.14: CREATED -3 .. EXECUTING 0, SUSPENDED_YIELD_FROM -1;
+ * 3.15: CREATED 0 .. EXECUTING 4, SUSPENDED_YIELD_FROM(_LOCKED) 2 and 3;
+ * 3.11, 3.12: CREATED -2, SUSPENDED -1 (any yield: what is on the stack
+ * is followed only when it is a coroutine or generator), EXECUTING 0). */
 static int state_live(const struct pst_py *py, int st) {
+  if (py->version_hex < 0x030d)
+    return st >= -2 && st <= 0;
   return py->version_hex >= 0x030f ? st >= 0 && st <= 4 : st >= -3 && st <= 0;
 }
 static int state_awaits(const struct pst_py *py, int st) {
@@ -206,6 +214,13 @@ static int coro_decode(const struct pst_py *py, uint64_t coro,
     uint64_t p = u64_at(fr, (size_t)l->if_stackpointer) & ~(uint64_t)3;
     if (p > coro + 16 && p < coro + (1u << 20)) /* inside the frame */
       *sp = p;
+  } else if (state_awaits(py, st) && py->aio.legacy) {
+    /* 3.11-3.13: int stacktop, in words from localsplus */
+    int32_t top;
+    memcpy(&top, fr + py->aio.if_stacktop, 4);
+    if (top >= 1 && top < (1 << 16))
+      *sp = coro + (uint64_t)l->gen_iframe + (uint64_t)l->if_localsplus +
+            (uint64_t)top * 8;
   }
   return 0;
 }
@@ -390,7 +405,7 @@ static int read_chains(struct pst_py *py, struct pst_mem *mem,
     }
     /* What each awaiting coroutine awaits: the top of its stack; 3.15
      * keeps a NULL reference above it (the value to send), so the first
-     * non-NULL of the top two. */
+     * non-NULL of the top two (before 3.14 the top only). */
     k = 0;
     for (int j = 0; j < m; j++) {
       int i = b->who[j];
@@ -410,7 +425,9 @@ static int read_chains(struct pst_py *py, struct pst_mem *mem,
       memcpy(top, b->buf + (size_t)j * 16, 16);
       top[0] &= ~(uint64_t)7;
       top[1] &= ~(uint64_t)7;
-      tasks[b->who[j]].coro = !b->ok[j] ? 0 : top[1] ? top[1] : top[0];
+      tasks[b->who[j]].coro = !b->ok[j]                  ? 0
+                              : top[1] || py->aio.legacy ? top[1]
+                                                         : top[0];
     }
   }
   return 0;
@@ -432,10 +449,17 @@ int pst_py_aio_tasks(struct pst_py *py, struct pst_mem *mem,
     return PST_ENOSYM;
   if (glen > 512 || (size_t)l->gen_frame_state >= glen)
     return PST_EBADDATA;
+  if (a->legacy) {
+    err = pst_py_aio_legacy_list(py, mem, tstates, nts, tasks, max, &n);
+    if (err == PST_EBADDATA)
+      py->aio.found = 0; /* a set replaced: found again */
+    if (err)
+      return err;
+  }
   /* A list that cannot be read (its thread ending, a list changing) is
    * left out; the others are kept. The last such error is returned when
    * no list could be read. */
-  for (int i = 0; i <= nts; i++) {
+  for (int i = 0; !a->legacy && i <= nts; i++) {
     uint64_t running = 0, head;
     int e;
     if (i < nts) {

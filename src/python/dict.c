@@ -32,9 +32,10 @@
 
 #include "python/dict.h"
 
-#define KEYS_LOG2_MAX 30 /* 2^30 slots: no dict this reader opens */
-#define FIND_BATCH 256   /* key strings read per syscall */
-#define NAME_MAX_LEN 63  /* names looked up are short identifiers */
+#define KEYS_LOG2_MAX 30      /* 2^30 slots: no dict this reader opens */
+#define FIND_BATCH 256        /* key strings read per syscall */
+#define NAME_MAX_LEN 63       /* names looked up are short identifiers */
+#define MODULES_MAX (1 << 17) /* sys.modules entries: torch has ~3000 */
 
 static uint64_t u64_at(const uint8_t *p, int32_t off) {
   uint64_t v;
@@ -342,6 +343,32 @@ int pst_py_dict_get_str(struct pst_py *py, struct pst_mem *mem, uint64_t dict,
 out:
   free(items);
   return err;
+}
+
+int pst_py_module_dict(struct pst_py *py, struct pst_mem *mem, const char *name,
+                       uint64_t *memo, uint64_t *dict) {
+  size_t ty = (size_t)py->lay.ob_type / 8; /* word of ob_type: 1 or 3 */
+  uint64_t modules, mod, w[5];
+  int err;
+
+  if (py->lay.is_modules == PST_NOFF || !py->interp)
+    return PST_ENOSYM;
+  err = pst_mem_read_u64(mem, py->interp + (uint64_t)py->lay.is_modules,
+                         &modules);
+  if (err)
+    return err;
+  if (!modules)
+    return PST_ENOSYM;
+  err = pst_py_dict_get_str(py, mem, modules, MODULES_MAX, name, memo, &mod,
+                            NULL);
+  if (err == 0)
+    err = pst_mem_read(mem, mod, w, (ty + 2) * 8); /* ob_type, md_dict */
+  if (err)
+    return err;
+  if ((py->module_type && w[ty] != py->module_type) || !w[ty + 1])
+    return PST_EBADDATA;
+  *dict = w[ty + 1];
+  return 0;
 }
 
 int pst_py_int_parse(const struct pst_py *py, const uint8_t *buf, size_t len,

@@ -128,6 +128,23 @@ int pst_py_dict_get_str(struct pst_py *py, struct pst_mem *mem, uint64_t dict,
                         int64_t max, const char *name, uint64_t *memo,
                         uint64_t *value, uint64_t *slot);
 
+/* The namespace of module name: sys.modules[name].__dict__ (the dict
+ * object's address in *dict). memo as for pst_py_dict_find_str(). 0,
+ * PST_ENOSYM (not imported, or no sys.modules yet), PST_EBADDATA (not a
+ * module), -errno. */
+int pst_py_module_dict(struct pst_py *py, struct pst_mem *mem, const char *name,
+                       uint64_t *memo, uint64_t *dict);
+
+/* threadname.c: the instance attribute attr (a str key, < 64 bytes) of the
+ * object at obj, wherever its version keeps instance attributes (a dict at
+ * tp_dictoffset, a managed dict, split or inline values): its value and
+ * the address holding it (*slot, may be NULL). memo as for
+ * pst_py_dict_find_str(): one per attribute name. 0, PST_ENOSYM (no such
+ * attribute, or no instance dict), -errno or PST_EBADDATA. */
+int pst_py_instance_attr(struct pst_py *py, struct pst_mem *mem, uint64_t obj,
+                         const char *attr, uint64_t *memo, uint64_t *value,
+                         uint64_t *slot);
+
 /* The value of an int object (PyLong; PyInt or PyLong on 2.7) from its
  * first len bytes (buf), as an unsigned 64-bit number. Checks the type
  * against PyLong_Type/PyInt_Type when known. 0, or PST_EBADDATA (not an

@@ -158,13 +158,29 @@ int pst_py_check_batched(const struct pst_py *py, const struct pst_mem *mem,
  * within them (threadname.c reads them in one piece). */
 #define PST_PY_TYPE_SPAN 2048
 
-/* asyncio.c: the _asyncio module's offsets (3.14+), once found. */
+/* asyncio.c: the _asyncio module's offsets (3.14+), once found; or, for
+ * 3.11-3.13 (legacy: asyncio_legacy.c), the task layout of the version and
+ * where asyncio.tasks keeps its tasks. */
 struct pst_py_aio {
   int found;
   uint64_t task_size, task_name, task_awaited_by, task_is_task, task_ab_is_set,
       task_coro, task_node;            /* in a Task object */
   uint64_t interp_tasks;               /* in PyInterpreterState */
   uint64_t ts_loop, ts_task, ts_tasks; /* in a thread state */
+  /* legacy only */
+  int legacy, warned;
+  uint64_t task_loop, task_cb0, task_waiter; /* in a Task object */
+  int32_t if_stacktop;  /* int stacktop in _PyInterpreterFrame */
+  uint64_t task_type;   /* _asyncio.Task */
+  uint64_t task_sub[8]; /* its subclasses seen (and 1 in the low bit) or
+                            other types (0 in it): first found first */
+  uint64_t scheduled;   /* the set in the WeakSet of _scheduled_tasks
+                            (3.12+) or _all_tasks (3.11): weak references */
+  uint64_t eager;       /* _eager_tasks (3.12+): a set of tasks, or 0 */
+  uint64_t current;     /* _current_tasks: a dict {loop: running task} */
+  uint64_t memo[4];     /* interned attribute names (pst_py_instance_attr) */
+  struct pst_py_aio_type *types; /* type names seen (malloc'ed) */
+  int ntypes;
 };
 
 #define PST_PY_TASK_WAITERS PST_TASK_WAITERS
@@ -202,7 +218,8 @@ struct pst_py {
    * unchecked): PyDict_Type, PyLong_Type, PyInt_Type (2.7), the str type
    * (PyUnicode_Type, 2.7's PyString_Type), PyModule_Type. */
   uint64_t dict_type, long_type, int_type, str_type, module_type;
-  uint64_t coro_type, gen_type; /* PyCoro_Type, PyGen_Type (asyncio.c) */
+  uint64_t coro_type, gen_type;   /* PyCoro_Type, PyGen_Type (asyncio.c) */
+  uint64_t method_type, set_type; /* PyMethod_Type, PySet_Type */
   struct pst_py_aio aio;
   int long_shift;     /* bits per int digit: 30 (or 15) */
   int owner_shim;     /* frame owners >= this are shims (3.12+) */
@@ -310,11 +327,28 @@ int pst_py_check_done(struct pst_py *py, struct pst_mem *mem,
 int64_t pst_py_frame_lasti(const struct pst_py *py, const uint8_t *fr,
                            uint64_t code);
 
-/* asyncio.c (3.14+). Finds the _asyncio module's .AsyncioDebug offsets in
- * the mapped _asyncio module, libpython or executable (once; asyncio may
- * be imported later: call again). 0, PST_ENOSYM (no such section mapped:
- * asyncio not imported), PST_EPYVERSION (before 3.14), -errno. */
-int pst_py_aio_find(struct pst_py *py, pid_t pid, const struct pst_maps *maps);
+/* asyncio.c (3.11+). Finds the _asyncio module's .AsyncioDebug offsets in
+ * the mapped _asyncio module, libpython or executable (3.14+), or what
+ * pst_py_aio_legacy_find() finds (3.11-3.13), once; asyncio may be
+ * imported later: call again. 0, PST_ENOSYM (asyncio not imported),
+ * PST_EPYVERSION (before 3.11), PST_EBADDATA, -errno. */
+int pst_py_aio_find(struct pst_py *py, pid_t pid, const struct pst_maps *maps,
+                    struct pst_mem *mem);
+
+/* asyncio_legacy.c (3.11-3.13), called by asyncio.c. _find: where
+ * asyncio.tasks keeps its tasks and whether _asyncio.Task has the layout
+ * of this version: 0, PST_ENOSYM (asyncio.tasks not imported),
+ * PST_EBADDATA (an unknown layout: said once), -errno. _list: the tasks of
+ * those sets into tasks[*n..max) as read_list() does for 3.14+ (thread
+ * state from the task's loop's _thread_id among tstates[0..nts), the
+ * running ones from _current_tasks, the waiters from each task's
+ * fut_waiter, a _GatheringFuture's _children and a TaskGroup's
+ * _parent_task). _exit frees what _find allocated. */
+int pst_py_aio_legacy_find(struct pst_py *py, struct pst_mem *mem);
+int pst_py_aio_legacy_list(struct pst_py *py, struct pst_mem *mem,
+                           const uint64_t *tstates, int nts,
+                           struct pst_py_task *tasks, int max, int *n);
+void pst_py_aio_legacy_exit(struct pst_py_aio *a);
 
 /* Reads the tasks on the lists of thread states tstates[0..nts), then the
  * interpreter's, into tasks (at most max; names malloc'ed, the caller

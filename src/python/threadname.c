@@ -1,6 +1,6 @@
-/* threadname.c: threading.Thread.name of a thread, read from the Thread
- * object's instance attributes (the `self` of its _bootstrap_inner frame,
- * or a value of threading._active: registry.c).
+/* threadname.c: an object's instance attributes, and threading.Thread.name
+ * of a thread read from them (the Thread is the `self` of its
+ * _bootstrap_inner frame, or a value of threading._active: registry.c).
  *
  * Instance attributes live, by version:
  *   <= 3.10  a dict at obj + tp_dictoffset (2.7: old-style table dict);
@@ -28,35 +28,37 @@
 /* Looks attr up in table t: its value and the address holding it. */
 static int lookup_table(struct pst_py *py, struct pst_mem *mem,
                         const struct pst_py_dict_table *t, const char *attr,
-                        uint64_t *value, uint64_t *slot) {
+                        uint64_t *memo, uint64_t *value, uint64_t *slot) {
   struct pst_py_dict_item items[ENTRIES_MAX];
   int n = pst_py_dict_items(py, mem, t, items, ENTRIES_MAX), i;
 
   if (n < 0)
     return n;
-  i = pst_py_dict_find_str(py, mem, items, n, attr, &py->name_key);
+  i = pst_py_dict_find_str(py, mem, items, n, attr, memo);
   if (i < 0)
     return i;
   *value = items[i].value;
-  *slot = items[i].slot;
+  if (slot)
+    *slot = items[i].slot;
   return 0;
 }
 
 static int lookup_dict(struct pst_py *py, struct pst_mem *mem, uint64_t dict,
-                       const char *attr, uint64_t *value, uint64_t *slot) {
+                       const char *attr, uint64_t *memo, uint64_t *value,
+                       uint64_t *slot) {
   struct pst_py_dict_table t;
   int err = pst_py_dict_open(py, mem, dict, ENTRIES_MAX, &t, NULL);
 
-  return err ? err : lookup_table(py, mem, &t, attr, value, slot);
+  return err ? err : lookup_table(py, mem, &t, attr, memo, value, slot);
 }
 
 static int lookup_keys(struct pst_py *py, struct pst_mem *mem, uint64_t keys,
                        uint64_t values, int64_t nvalues, const char *attr,
-                       uint64_t *value, uint64_t *slot) {
+                       uint64_t *memo, uint64_t *value, uint64_t *slot) {
   struct pst_py_dict_table t;
   int err = pst_py_keys_open(py, mem, keys, values, nvalues, ENTRIES_MAX, &t);
 
-  return err ? err : lookup_table(py, mem, &t, attr, value, slot);
+  return err ? err : lookup_table(py, mem, &t, attr, memo, value, slot);
 }
 
 /* The fields of the type object the lookup uses, in one read. */
@@ -113,8 +115,9 @@ static int read_object(struct pst_py *py, struct pst_mem *mem, uint64_t obj,
   return pst_mem_read_u64(mem, obj + (uint64_t)py->lay.ob_type, type);
 }
 
-static int instance_attr(struct pst_py *py, struct pst_mem *mem, uint64_t obj,
-                         const char *attr, uint64_t *value, uint64_t *slot) {
+int pst_py_instance_attr(struct pst_py *py, struct pst_mem *mem, uint64_t obj,
+                         const char *attr, uint64_t *memo, uint64_t *value,
+                         uint64_t *slot) {
   struct type_info ti;
   uint64_t type, pre[2], p;
   int err;
@@ -131,19 +134,19 @@ static int instance_attr(struct pst_py *py, struct pst_mem *mem, uint64_t obj,
     if (ti.basicsize > 0 && ti.basicsize < (1 << 20) &&
         pst_mem_read(mem, values, vh, sizeof(vh)) == 0 && vh[3] &&
         ti.cached_keys)
-      return lookup_keys(py, mem, ti.cached_keys, values + 8, vh[0], attr,
+      return lookup_keys(py, mem, ti.cached_keys, values + 8, vh[0], attr, memo,
                          value, slot);
   }
   if (py->version_hex >= 0x030b && (ti.flags & TPFLAGS_MANAGED_DICT)) {
     p = pre[1];
     if (py->version_hex == 0x030c && (p & 1)) /* stored as values - 1 */
       return ti.cached_keys ? lookup_keys(py, mem, ti.cached_keys, p + 1, -1,
-                                          attr, value, slot)
+                                          attr, memo, value, slot)
                             : PST_ENOSYM;
     if (p)
-      return lookup_dict(py, mem, p, attr, value, slot);
+      return lookup_dict(py, mem, p, attr, memo, value, slot);
     if (py->version_hex == 0x030b && pre[0] && ti.cached_keys)
-      return lookup_keys(py, mem, ti.cached_keys, pre[0], -1, attr, value,
+      return lookup_keys(py, mem, ti.cached_keys, pre[0], -1, attr, memo, value,
                          slot);
     return PST_ENOSYM;
   }
@@ -152,7 +155,7 @@ static int instance_attr(struct pst_py *py, struct pst_mem *mem, uint64_t obj,
   err = pst_mem_read_u64(mem, obj + (uint64_t)ti.dictoffset, &p);
   if (err)
     return err;
-  return p ? lookup_dict(py, mem, p, attr, value, slot) : PST_ENOSYM;
+  return p ? lookup_dict(py, mem, p, attr, memo, value, slot) : PST_ENOSYM;
 }
 
 int pst_py_thread_name_ref(struct pst_py *py, struct pst_mem *mem,
@@ -161,7 +164,8 @@ int pst_py_thread_name_ref(struct pst_py *py, struct pst_mem *mem,
   /* 2.7 keeps the name in a private, mangled attribute. */
   const char *attr = py->version_hex < 0x0300 ? "_Thread__name" : "_name";
   uint64_t v, slot;
-  int err = instance_attr(py, mem, thread_obj, attr, &v, &slot);
+  int err =
+      pst_py_instance_attr(py, mem, thread_obj, attr, &py->name_key, &v, &slot);
 
   if (err == 0)
     err = pst_py_read_str(py, mem, v, name);

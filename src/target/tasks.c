@@ -1,4 +1,4 @@
-/* tasks.c: pst_target_tasks(), the target's asyncio tasks (3.14+), read by
+/* tasks.c: pst_target_tasks(), the target's asyncio tasks (3.11+), read by
  * python/asyncio.c, with each task's thread and its waiters resolved. */
 #include <errno.h>
 #include <stdio.h>
@@ -45,15 +45,15 @@ static int find_offsets(struct pst_target *t) {
   if (t->aio_looked_ns && now - t->aio_looked_ns < 1000000000ULL)
     return t->aio_err;
   t->aio_looked_ns = now;
-  err = pst_py_aio_find(&t->py, t->pid, &t->maps);
-  if (err != PST_ENOSYM) {
+  err = pst_py_aio_find(&t->py, t->pid, &t->maps, &t->mem);
+  if (err != PST_ENOSYM || t->py.aio.legacy || t->py.version_hex < 0x030e) {
     t->aio_err = err;
     return err;
   }
   err = pst_maps_load(t->pid, &fresh);
   if (err)
     return err;
-  err = pst_py_aio_find(&t->py, t->pid, &fresh);
+  err = pst_py_aio_find(&t->py, t->pid, &fresh, &t->mem);
   pst_maps_exit(&fresh);
   t->aio_err = err;
   return err;

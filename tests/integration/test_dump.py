@@ -296,8 +296,9 @@ def check_async(interp):
     chain of tasks awaiting tasks, asyncio.sleep, a socket read). dump
     --async must show every task the target itself lists, with its name,
     its own coroutine's function and line as get_stack() gives them, the
-    tasks awaiting it as _asyncio_awaited_by gives them, and its thread;
-    before 3.14 a note and the thread stacks."""
+    tasks awaiting it as _asyncio_awaited_by gives them (before 3.14, as
+    the target's rules() rebuild it: on 3.14+ they must agree), and its
+    thread."""
     t = pytargets.Target(interp, "tasks.py")
     try:
         snap = pytargets.tasks_seen(t)
@@ -310,13 +311,9 @@ def check_async(interp):
         main = [th for th in dump["threads"] if th["name"] == "MainThread"]
         if not main or not main[0]["frames"]:
             return "no main thread stack: %s" % dump["threads"]
-        major, minor = [int(x) for x in dump["version"].split(".")[:2]]
-        if (major, minor) < (3, 14):
-            if dump["tasks"] or "3.14+ only" not in err:
-                return "before 3.14: want no tasks and the note, got %d " \
-                       "tasks, stderr %r" % (len(dump["tasks"]), err)
-            return ""
-        errors = []
+        errors = ["%s: awaited by %s, rebuilt by rules() as %s" % (
+            tk["name"], tk["awaited_by"], tk["awaited_by_rules"])
+            for tk in snap if tk["awaited_by"] != tk["awaited_by_rules"]]
         got = {tk["name"]: tk for tk in dump["tasks"]}
         want = {tk["name"]: tk for tk in snap}
         if sorted(got) != sorted(want):
@@ -371,6 +368,29 @@ def check_async(interp):
         t.stop()
 
 
+def check_async_before(interp):
+    """Before 3.11 dump --async says, in one note, that it reads tasks on
+    3.11+ only, and shows the threads."""
+    t = pytargets.Target(interp, "threads.py")
+    try:
+        while t.readline().strip() != "ready":
+            pass
+        r = subprocess.run([PST, "dump", "--async", "--json", "-p",
+                            str(t.pid)], capture_output=True, timeout=60)
+        err = r.stderr.decode(errors="replace")
+        if r.returncode != 0:
+            return "dump --async exited %d: %s" % (r.returncode, err)
+        dump = json.loads(r.stdout.decode("utf-8"))
+        if dump["tasks"] or err.count("3.11+ only") != 1 or \
+                not dump["threads"]:
+            return "want threads, no tasks and one note: %d tasks, %d " \
+                "threads, stderr %r" % (len(dump["tasks"]),
+                                        len(dump["threads"]), err)
+        return ""
+    finally:
+        t.stop()
+
+
 def main():
     found, skipped = pytargets.interpreters()
     for label, why in skipped:
@@ -399,6 +419,12 @@ def main():
             err = "%s: %s" % (type(e).__name__, e)
         report(not err, "dump --json of non-UTF-8 names: " + interp.label,
                err)
+        if re.search(r"3\.10\b", interp.label):
+            try:
+                err = check_async_before(interp)
+            except Exception as e:
+                err = "%s: %s" % (type(e).__name__, e)
+            report(not err, "dump --async before 3.11: " + interp.label, err)
         if "2.7" in interp.label or re.search(r"3\.(6|7|8|9|10)\b",
                                               interp.label):
             continue  # tasks.py needs asyncio.TaskGroup (3.11+)

@@ -5,8 +5,10 @@
 # JSON line "tasks [...]", what the program itself sees through
 # asyncio.all_tasks() and Task.get_stack(): each task's name, its own
 # coroutine frame (function, line), the name of the task it awaits if any,
-# and (3.14+) the names of the tasks awaiting it (_asyncio_awaited_by);
-# then "ready". Nothing moves after that.
+# and the names of the tasks awaiting it: _asyncio_awaited_by (3.14+), or
+# before 3.14, which keeps no such list, what rebuilds it from what a task
+# awaits (rules(), given too on 3.14+, where it must agree); then "ready".
+# Nothing moves after that.
 import asyncio
 import json
 import socket
@@ -48,18 +50,40 @@ async def waits_for(task):
     await task
 
 
+def rules(loop):
+    """{task: names of the tasks awaiting it}: the task a task waits on
+    (await task), the children of the gather a task waits on, the parent
+    task of the TaskGroup whose callback a task has."""
+    by = {}
+    for t in asyncio.all_tasks(loop):
+        w = getattr(t, "_fut_waiter", None)
+        children = [w] if isinstance(w, asyncio.Task) else \
+            getattr(w, "_children", None) or []
+        for c in children:
+            by.setdefault(c, set()).add(t.get_name())
+        for cb, _ in t._callbacks or ():
+            p = getattr(getattr(cb, "__self__", None), "_parent_task", None)
+            if isinstance(p, asyncio.Task):
+                by.setdefault(t, set()).add(p.get_name())
+    return by
+
+
 def snapshot(loop):
     out = []
+    by_rules = rules(loop)
     for t in asyncio.all_tasks(loop):
         waiter = getattr(t, "_fut_waiter", None)
         frames = [(f.f_code.co_name, f.f_lineno) for f in t.get_stack()]
         by = getattr(t, "_asyncio_awaited_by", None)
+        ruled = sorted(by_rules.get(t, ()))
         out.append({"name": t.get_name(), "frames": frames,
                     "awaits": waiter.get_name()
                     if isinstance(waiter, asyncio.Task) else None,
-                    "awaited_by": None if by is None else sorted(
-                        w.get_name() for w in by
-                        if isinstance(w, asyncio.Task))})
+                    "awaited_by": ruled if by is None and
+                    sys.version_info < (3, 14) else sorted(
+                        w.get_name() for w in by or ()
+                        if isinstance(w, asyncio.Task)),
+                    "awaited_by_rules": ruled})
     return out
 
 
