@@ -141,15 +141,21 @@ PST_API int pst_target_snapshot(struct pst_target *t,
 PST_API int pst_target_refresh(struct pst_target *t);
 
 /* One asyncio task of the target (CPython 3.11+). */
+enum { PST_TASK_ENDED = 1, PST_TASK_LOOP_IDLE, PST_TASK_LOOP_UNKNOWN };
 #define PST_TASK_WAITERS 8
 struct pst_task {
   uint64_t id;    /* the Task object's address */
   char name[128]; /* Task.get_name(), "" when unreadable */
   pid_t tid;      /* the thread whose task list holds it (its event
-                     loop's), 0 when that thread has ended (before 3.14:
-                     when its loop does not run, or is not asyncio's) */
-  int running;    /* the task its thread is running now */
-  int nframes;    /* its coroutine chain, innermost first: the coroutine
+                     loop's), or 0: see no_thread */
+  int no_thread;  /* with tid 0, why: PST_TASK_ENDED (its thread ended),
+                     PST_TASK_LOOP_IDLE (no thread runs its loop now, 3.11
+                     -3.13), PST_TASK_LOOP_UNKNOWN (its loop, of type
+                     loop_type, does not say which thread runs it: uvloop
+                     before 3.14) */
+  char loop_type[48];
+  int running; /* the task its thread is running now */
+  int nframes; /* its coroutine chain, innermost first: the coroutine
                      it runs, then each coroutine awaiting the one before */
   const struct pst_frame *frames;
   int nwaiters; /* tasks awaiting it (gather, TaskGroup, await): indexes

@@ -28,6 +28,11 @@ done
 # libclang-common-*-dev elsewhere; fuzz/build.sh skips when it is missing.
 apt-get install -y -qq --no-install-recommends libclang-rt-14-dev \
   >/dev/null 2>&1 || true
+# uvloop for /usr/bin/python3, for the --async test of a loop that does not
+# say its thread (test_dump.py; skipped with the reason without it).
+apt-get install -y -qq --no-install-recommends python3-uvloop \
+  >/dev/null 2>&1 || echo "install-deps.sh: no python3-uvloop;" \
+  "test_dump.py skips its uvloop test" >&2
 # Real workloads for tests/integration/test_apps.py: Debian's PyTorch and
 # gunicorn for /usr/bin/python3 (python3.11 on Debian 12; not a pyenv shim
 # that may come first in PATH). Optional: where the distribution lacks

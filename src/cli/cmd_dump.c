@@ -122,6 +122,10 @@ static void print_tasks_text(const struct pst_task *tk, int n) {
     printf("\nTask \"%s\" (", task_label(&tk[i]));
     if (tk[i].tid)
       printf("thread %d", (int)tk[i].tid);
+    else if (tk[i].no_thread == PST_TASK_LOOP_UNKNOWN)
+      printf("thread not known: its loop is a %s", tk[i].loop_type);
+    else if (tk[i].no_thread == PST_TASK_LOOP_IDLE)
+      printf("no thread runs its loop");
     else
       printf("its thread has ended");
     printf(", %s", tk[i].running ? "running" : "waiting");
@@ -145,8 +149,18 @@ static void print_tasks_json(const struct pst_task *tk, int n) {
     printf("%s\n  {\"id\": \"0x%llx\", \"name\": ", i ? "," : "",
            (unsigned long long)tk[i].id);
     pst_json_put_string(stdout, tk[i].name);
-    printf(", \"tid\": %d, \"running\": %s, \"frames\": [", (int)tk[i].tid,
-           tk[i].running ? "true" : "false");
+    printf(", \"tid\": %d, ", (int)tk[i].tid);
+    if (!tk[i].tid) {
+      static const char *const why[] = {"", "thread ended", "loop not running",
+                                        "loop's thread not known"};
+      printf("\"no_thread\": \"%s\", ", why[tk[i].no_thread & 3]);
+    }
+    if (tk[i].no_thread == PST_TASK_LOOP_UNKNOWN) {
+      printf("\"loop_type\": ");
+      pst_json_put_string(stdout, tk[i].loop_type);
+      printf(", ");
+    }
+    printf("\"running\": %s, \"frames\": [", tk[i].running ? "true" : "false");
     for (int f = 0; f < tk[i].nframes; f++)
       print_frame_json(&tk[i].frames[f], f == 0);
     printf("], \"awaited_by\": [");
@@ -184,6 +198,16 @@ static int read_tasks(struct pst_target *t, pid_t pid,
             "pystitch: note: process %d has no asyncio tasks (no event loop "
             "runs a task now)\n",
             (int)pid);
+  for (int i = 0; i < n; i++)
+    if ((*tk)[i].no_thread == PST_TASK_LOOP_UNKNOWN) {
+      fprintf(stderr,
+              "pystitch: note: process %d runs asyncio tasks on an event "
+              "loop of type %s, which does not say which thread runs it "
+              "(uvloop's does not): they are shown without their thread "
+              "(CPython 3.14+ knows it)\n",
+              (int)pid, (*tk)[i].loop_type);
+      break;
+    }
   return n < 0 ? 0 : n;
 }
 

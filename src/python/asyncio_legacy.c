@@ -308,52 +308,86 @@ static void mark_running(struct pst_py *py, struct pst_mem *mem,
   }
 }
 
-/* Each task's thread state: the one whose thread_id is its loop's
- * _thread_id (None, or no such attribute: a loop not running, uvloop). */
+/* The thread_id of each of tstates[0..nts) (0: unreadable), malloc'ed. */
+static uint64_t *thread_ids(struct pst_py *py, struct pst_mem *mem,
+                            const uint64_t *tstates, int nts) {
+  struct pst_mem_iov *iov = calloc((size_t)nts + 1, sizeof(*iov));
+  uint8_t *ok = calloc((size_t)nts + 1, 1);
+  uint64_t *ids = calloc((size_t)nts + 1, sizeof(*ids));
+
+  if (iov && ok && ids) {
+    for (int j = 0; j < nts; j++)
+      iov[j] = (struct pst_mem_iov){tstates[j] + (uint64_t)py->lay.ts_thread_id,
+                                    &ids[j], 8};
+    if (nts && pst_mem_readv_each(mem, iov, (size_t)nts, ok) < 0)
+      memset(ok, 0, (size_t)nts);
+    for (int j = 0; j < nts; j++)
+      if (!ok[j] || !tstates[j])
+        ids[j] = 0;
+  }
+  free(iov);
+  free(ok);
+  return ids;
+}
+
+/* Which thread runs loop: its _thread_id (set by run_forever, None when it
+ * is not running) among the threads' ids. 0 and *tstate, or why not:
+ * PST_TASK_LOOP_IDLE, or PST_TASK_LOOP_UNKNOWN for a loop with no such
+ * attribute (uvloop's), whose type is then named in loop_type. */
+static int loop_thread(struct pst_py *py, struct pst_mem *mem, uint64_t loop,
+                       const uint64_t *ids, const uint64_t *tstates, int nts,
+                       uint64_t *tstate) {
+  uint8_t ib[PST_PY_INT_READ];
+  uint64_t v, type, name;
+  int err;
+
+  *tstate = 0;
+  err = pst_py_instance_attr(py, mem, loop, "_thread_id",
+                             &py->aio.memo[MEMO_THREAD_ID], &v, NULL);
+  if (err == 0 && v != py->none &&
+      pst_mem_read(mem, v, ib, PST_PY_INT_LEN(py)) == 0 &&
+      pst_py_int_parse(py, ib, PST_PY_INT_LEN(py), &v) == 0)
+    for (int j = 0; ids && j < nts; j++)
+      if (ids[j] && ids[j] == v) {
+        *tstate = tstates[j];
+        return 0;
+      }
+  if (err != PST_ENOSYM)
+    return PST_TASK_LOOP_IDLE;
+  if (!py->aio.loop_type[0] &&
+      pst_mem_read_u64(mem, loop + (uint64_t)py->lay.ob_type, &type) == 0 &&
+      pst_mem_read_u64(mem, type + (uint64_t)py->lay.ob_type + 16, &name) ==
+          0 &&
+      pst_mem_read(mem, name, py->aio.loop_type,
+                   sizeof(py->aio.loop_type) - 1) == 0)
+    py->aio.loop_type[sizeof(py->aio.loop_type) - 1] = 0;
+  else if (!py->aio.loop_type[0])
+    strcpy(py->aio.loop_type, "?");
+  return PST_TASK_LOOP_UNKNOWN;
+}
+
+/* Each task's thread state: its loop's thread (loops looked up once). */
 static void assign_threads(struct pst_py *py, struct pst_mem *mem,
                            const uint64_t *tstates, int nts,
                            struct pst_py_task *tasks, const struct extra *x,
-                           int first, int n) {
-  uint64_t loops[8], ts_of[8], *ids = NULL;
-  int nloops = 0;
+                           int n) {
+  enum { LOOPS = 8 };
+  uint64_t loops[LOOPS], ts_of[LOOPS], *ids = NULL;
+  int why[LOOPS], nloops = 0;
 
-  for (int i = first; i < n; i++) {
+  for (int i = 0; i < n; i++) {
     int k = 0;
-    uint64_t v;
-    uint8_t ib[PST_PY_INT_READ];
     while (k < nloops && loops[k] != x[i].loop)
       k++;
-    if (k == nloops && nloops < 8) {
-      loops[nloops] = x[i].loop;
-      ts_of[nloops] = 0;
+    if (k == nloops && nloops < LOOPS) {
+      if (!ids)
+        ids = thread_ids(py, mem, tstates, nts);
+      loops[k] = x[i].loop;
+      why[k] = loop_thread(py, mem, x[i].loop, ids, tstates, nts, &ts_of[k]);
       nloops++;
-      if (!ids && nts > 0) {
-        struct pst_mem_iov *iov = calloc((size_t)nts, sizeof(*iov));
-        uint8_t *ok = calloc((size_t)nts, 1);
-        ids = calloc((size_t)nts, sizeof(*ids));
-        if (iov && ok && ids) {
-          for (int j = 0; j < nts; j++)
-            iov[j] = (struct pst_mem_iov){
-                tstates[j] + (uint64_t)py->lay.ts_thread_id, &ids[j], 8};
-          if (pst_mem_readv_each(mem, iov, (size_t)nts, ok) < 0)
-            memset(ids, 0, (size_t)nts * sizeof(*ids));
-          for (int j = 0; j < nts; j++)
-            if (!ok[j] || !tstates[j])
-              ids[j] = 0;
-        }
-        free(iov);
-        free(ok);
-      }
-      if (ids &&
-          pst_py_instance_attr(py, mem, x[i].loop, "_thread_id",
-                               &py->aio.memo[MEMO_THREAD_ID], &v, NULL) == 0 &&
-          pst_mem_read(mem, v, ib, PST_PY_INT_LEN(py)) == 0 &&
-          pst_py_int_parse(py, ib, PST_PY_INT_LEN(py), &v) == 0)
-        for (int j = 0; j < nts; j++)
-          if (ids[j] && ids[j] == v)
-            ts_of[k] = tstates[j];
     }
     tasks[i].tstate = k < nloops ? ts_of[k] : 0;
+    tasks[i].no_thread = k < nloops ? why[k] : PST_TASK_LOOP_UNKNOWN;
   }
   free(ids);
 }
@@ -362,9 +396,9 @@ static void assign_threads(struct pst_py *py, struct pst_mem *mem,
  * types of the futures awaited and of the first callbacks in one batch. */
 static void find_waiters(struct pst_py *py, struct pst_mem *mem,
                          struct pst_py_task *tasks, const struct extra *x,
-                         int first, int n, const struct sorted *s) {
+                         int n, const struct sorted *s) {
   const struct pst_py_layout *l = &py->lay;
-  int m = n - first + 1, k = 0; /* + 1: never 0 bytes */
+  int m = n + 1, k = 0; /* + 1: never 0 bytes */
   struct pst_mem_iov *iov = malloc((size_t)m * 2 * sizeof(*iov));
   uint64_t(*w)[3] = calloc((size_t)m * 2, sizeof(*w));
   uint8_t *ok = malloc((size_t)m * 2);
@@ -372,7 +406,7 @@ static void find_waiters(struct pst_py *py, struct pst_mem *mem,
 
   if (!iov || !w || !ok || !who)
     goto out;
-  for (int i = first; i < n; i++) {
+  for (int i = 0; i < n; i++) {
     int at = x[i].waiter ? find_task(s, x[i].waiter) : -1;
     if (at >= 0) /* await task */
       add_waiter(&tasks[at], tasks[i].addr);
@@ -482,7 +516,7 @@ int pst_py_aio_legacy_list(struct pst_py *py, struct pst_mem *mem,
   iov = malloc(((size_t)ncand + 1) * sizeof(*iov));
   ok = malloc((size_t)ncand + 1);
   buf = malloc(((size_t)ncand + 1) * a->task_size);
-  x = calloc((size_t)max, sizeof(*x));
+  x = calloc((size_t)ncand + 1, sizeof(*x));
   s.addr = malloc(((size_t)ncand + 1) * 8);
   s.idx = malloc(((size_t)ncand + 1) * sizeof(int));
   if (!iov || !ok || !buf || !x || !s.addr || !s.idx) {
@@ -507,15 +541,17 @@ int pst_py_aio_legacy_list(struct pst_py *py, struct pst_mem *mem,
     t->is_task = 1;
     t->name_obj = u64_at(b, a->task_name);
     t->coro = u64_at(b, a->task_coro) & ~(uint64_t)7;
-    x[*n] = (struct extra){u64_at(b, a->task_loop), u64_at(b, a->task_cb0),
-                           u64_at(b, a->task_waiter)};
+    x[*n - first] =
+        (struct extra){u64_at(b, a->task_loop), u64_at(b, a->task_cb0),
+                       u64_at(b, a->task_waiter)};
     s.addr[s.n] = cand[i]; /* cand is sorted: so is s */
-    s.idx[s.n++] = *n;
+    s.idx[s.n++] = *n - first;
     (*n)++;
   }
-  mark_running(py, mem, tasks, &s);
-  assign_threads(py, mem, tstates, nts, tasks, x, first, *n);
-  find_waiters(py, mem, tasks, x, first, *n, &s);
+  /* From here indexes are from first (x's, s's). */
+  mark_running(py, mem, tasks + first, &s);
+  assign_threads(py, mem, tstates, nts, tasks + first, x, *n - first);
+  find_waiters(py, mem, tasks + first, x, *n - first, &s);
 out:
   free(refs);
   free(cand);

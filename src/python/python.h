@@ -180,6 +180,7 @@ struct pst_py_aio {
   uint64_t current;     /* _current_tasks: a dict {loop: running task} */
   uint64_t memo[4];     /* interned attribute names (pst_py_instance_attr) */
   struct pst_py_aio_type *types; /* type names seen (malloc'ed) */
+  char loop_type[48]; /* a loop's whose thread is not known (uvloop) */
   int ntypes;
 };
 
@@ -191,6 +192,7 @@ struct pst_py_task {
   char *name;      /* malloc'ed, NULL when unreadable */
   uint64_t tstate; /* the thread state whose list holds it; 0: the
                       interpreter's (its thread ended) */
+  int no_thread;   /* with tstate 0: PST_TASK_* (0: PST_TASK_ENDED) */
   int running;     /* its thread's running task */
   int is_task;     /* a Task, not a plain Future */
   uint64_t waiters[PST_PY_TASK_WAITERS]; /* objects awaiting it */

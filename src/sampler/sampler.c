@@ -87,6 +87,7 @@ struct entry {
    * having no tasks was said (2: and there will be none). */
   struct pst_strtab *task_names;
   int async_said;
+  int loop_said; /* --async: said that a loop's thread is not known */
 };
 
 struct rec {
@@ -296,6 +297,7 @@ static void end_consumers(struct rec *r, struct entry *e) {
   pst_strtab_free(e->task_names);
   e->task_names = NULL;
   e->async_said = 0; /* an exec'd program may have tasks */
+  e->loop_said = 0;
 }
 
 static void end_entry(struct rec *r, struct entry *e) {
@@ -443,17 +445,34 @@ static void sample_tasks(struct rec *r, struct entry *e, uint64_t t_ns,
       e->async_said = 2;
     return;
   }
+  for (int i = 0; i < n && !e->loop_said; i++)
+    if (tk[i].no_thread == PST_TASK_LOOP_UNKNOWN) {
+      e->loop_said = 1;
+      pst_warn("process %d runs asyncio tasks on an event loop of type %s, "
+               "which does not say which thread runs it (uvloop's does "
+               "not): they are recorded as thread \"asyncio tasks (thread "
+               "not known)\" (CPython 3.14+ knows it)",
+               (int)e->pid, tk[i].loop_type);
+    }
   if (!e->task_names && !(e->task_names = pst_strtab_new()))
     return;
   for (int i = 0; i < n; i++) {
     /* A thread of its own (the consumers key threads by tid): minus the
-     * loop thread's tid. */
-    struct pst_thread th = {.tid = tk[i].tid ? -tk[i].tid : -1,
+     * loop thread's tid, or, with none, below every -TID (tids are below
+     * 2^22): one per reason. */
+    struct pst_thread th = {.tid = tk[i].tid ? -tk[i].tid
+                                             : -(1 << 22) - tk[i].no_thread,
                             .frames = stack};
     struct pst_sample s = {&e->proc, NULL, &th, PST_SK_STACK, t_ns, weight};
     int len = pst_task_chain(tk, i, chain, PST_TASK_CHAIN_MAX);
     size_t nf = 0;
-    snprintf(th.name, sizeof(th.name), "asyncio tasks of %d", (int)tk[i].tid);
+    if (tk[i].tid)
+      snprintf(th.name, sizeof(th.name), "asyncio tasks of %d", (int)tk[i].tid);
+    else
+      snprintf(th.name, sizeof(th.name), "asyncio tasks (%s)",
+               tk[i].no_thread == PST_TASK_LOOP_UNKNOWN ? "thread not known"
+               : tk[i].no_thread == PST_TASK_LOOP_IDLE  ? "loop not running"
+                                                        : "thread ended");
     th.state = 'S';
     th.holds_gil = -1;
     th.idle = !tk[i].running;

@@ -134,6 +134,10 @@ int pst_target_tasks(struct pst_target *t, const struct pst_task **out) {
     for (size_t j = 0; j < t->nthreads && pt[i].tstate; j++)
       if (t->threads[j].th.tstate == pt[i].tstate)
         k->tid = t->threads[j].th.tid;
+    if (!k->tid)
+      k->no_thread = pt[i].no_thread ? pt[i].no_thread : PST_TASK_ENDED;
+    if (k->no_thread == PST_TASK_LOOP_UNKNOWN)
+      snprintf(k->loop_type, sizeof(k->loop_type), "%s", t->py.aio.loop_type);
     k->running = pt[i].running;
     k->nframes = pt[i].nframes;
     k->frames = t->task_frames + pt[i].frame0;

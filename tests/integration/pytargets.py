@@ -167,10 +167,13 @@ class Target(object):
 
 def tasks_seen(t):
     """What tests/targets/tasks.py (started as t) says of its own tasks,
-    read up to its "ready": the list of its "tasks" JSON line."""
+    read up to its "ready": the list of its "tasks" JSON line (None when
+    it says it has no uvloop)."""
     seen = None
     while True:
         line = t.readline().strip()
+        if line == "no uvloop":
+            return None
         if line.startswith("tasks "):
             seen = json.loads(line[6:])
         if line == "ready":

@@ -291,17 +291,21 @@ def check_bad_names(interp):
         t.stop()
 
 
-def check_async(interp):
+def check_async(interp, uvloop=False):
     """tests/targets/tasks.py: 20 waiting tasks (gathers, a TaskGroup, a
     chain of tasks awaiting tasks, asyncio.sleep, a socket read). dump
     --async must show every task the target itself lists, with its name,
     its own coroutine's function and line as get_stack() gives them, the
     tasks awaiting it as _asyncio_awaited_by gives them (before 3.14, as
     the target's rules() rebuild it: on 3.14+ they must agree), and its
-    thread."""
-    t = pytargets.Target(interp, "tasks.py")
+    thread. With uvloop (its loop does not say its thread): before 3.14
+    no thread and one note naming the loop's type, 3.14+ the thread; None
+    when the interpreter has no uvloop."""
+    t = pytargets.Target(interp, "tasks.py", ["uvloop"] if uvloop else [])
     try:
         snap = pytargets.tasks_seen(t)
+        if snap is None:
+            return None
         r = subprocess.run([PST, "dump", "--async", "--json", "-p",
                             str(t.pid)], capture_output=True, timeout=60)
         err = r.stderr.decode(errors="replace")
@@ -337,15 +341,28 @@ def check_async(interp):
                     w["awaits"], {}).get("awaited_by", []):
                 errors.append("%s awaits %s: not among its waiters" % (
                     name, w["awaits"]))
-            if g["tid"] != main[0]["tid"] or g["running"]:
+            tid = main[0]["tid"]
+            if uvloop and tuple(map(int, dump["version"].split(".")[:2])) \
+                    < (3, 14):
+                tid = 0
+                if g.get("no_thread") != "loop's thread not known" or \
+                        g.get("loop_type") != "Loop":
+                    errors.append("%s: no_thread %r, loop_type %r" % (
+                        name, g.get("no_thread"), g.get("loop_type")))
+            if g["tid"] != tid or g["running"]:
                 errors.append("%s: thread %d, running %s: want %d, waiting"
-                              % (name, g["tid"], g["running"],
-                                 main[0]["tid"]))
+                              % (name, g["tid"], g["running"], tid))
+        if uvloop and any(g["tid"] == 0 for g in got.values()) and \
+                err.count("event loop of type Loop") != 1:
+            errors.append("want one note naming the loop: %r" % err)
         inner = {n: got[n]["frames"][0]["name"].split(".")[-1]
                  for n in ("sleeper", "sock-reader") if n in got}
-        if inner != {"sleeper": "sleep", "sock-reader": "sock_recv"}:
-            errors.append("innermost coroutines %s, want sleep and "
-                          "sock_recv" % inner)
+        # uvloop's sock_recv is a C method: its future is awaited by
+        # sock_reader itself.
+        recv = "sock_reader" if uvloop else "sock_recv"
+        if inner != {"sleeper": "sleep", "sock-reader": recv}:
+            errors.append("innermost coroutines %s, want sleep and %s"
+                          % (inner, recv))
         # The text form: a leaf of the nested gathers under the tasks
         # awaiting it, outwards.
         r = subprocess.run([PST, "dump", "--async", "-p", str(t.pid)],
@@ -393,6 +410,7 @@ def check_async_before(interp):
 
 def main():
     found, skipped = pytargets.interpreters()
+    uvloops = 0
     for label, why in skipped:
         report(None, "dump " + label, why)
     for interp in found:
@@ -433,6 +451,19 @@ def main():
         except Exception as e:
             err = "%s: %s" % (type(e).__name__, e)
         report(not err, "dump --async, 20 tasks: " + interp.label, err)
+        if interp.rootfs:
+            continue
+        try:
+            err = check_async(interp, uvloop=True)
+        except Exception as e:
+            err = "%s: %s" % (type(e).__name__, e)
+        if err is not None:
+            uvloops += 1
+            report(not err, "dump --async, 20 tasks on uvloop: " +
+                   interp.label, err)
+    if found and not uvloops:
+        report(None, "dump --async on uvloop", "no interpreter here imports "
+               "uvloop (tools/install-deps.sh installs python3-uvloop)")
     if not found:
         report(False, "at least one interpreter", "no CPython found")
     return TAP.finish()

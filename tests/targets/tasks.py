@@ -8,7 +8,8 @@
 # and the names of the tasks awaiting it: _asyncio_awaited_by (3.14+), or
 # before 3.14, which keeps no such list, what rebuilds it from what a task
 # awaits (rules(), given too on 3.14+, where it must agree); then "ready".
-# Nothing moves after that.
+# Nothing moves after that. With the argument "uvloop", on uvloop's loop
+# (prints "no uvloop" and exits when it cannot be imported).
 import asyncio
 import json
 import socket
@@ -115,4 +116,11 @@ async def main():
     await asyncio.sleep(3600)
 
 
+if sys.argv[1:] == ["uvloop"]:
+    try:
+        import uvloop
+    except ImportError:
+        print("no uvloop")
+        sys.exit(0)
+    uvloop.install()
 asyncio.run(main())
