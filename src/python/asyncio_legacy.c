@@ -308,6 +308,51 @@ static void mark_running(struct pst_py *py, struct pst_mem *mem,
   }
 }
 
+/* Whether attribute which of obj was read before (from a TaskGroup only:
+ * its type need not be checked again). */
+static int is_cached(const struct pst_py_aio *a, uint64_t obj, int which) {
+  for (int k = 0; k < PST_PY_AIO_ATTRS; k++)
+    if (a->attrs[k].obj == obj && a->attrs[k].which == which)
+      return 1;
+  return 0;
+}
+
+/* Attribute which (MEMO_*) of the object at obj: one read of where it was
+ * the last time when the value there is the same (it is then taken to be
+ * the same attribute: these are set once, _thread_id when the loop starts
+ * or stops), else looked up and remembered. */
+static int cached_attr(struct pst_py *py, struct pst_mem *mem, uint64_t obj,
+                       int which, uint64_t *value) {
+  static const char *const names[] = {"data", "_thread_id", "_children",
+                                      "_parent_task"};
+  struct pst_py_aio *a = &py->aio;
+  uint64_t now, slot;
+  int err, k;
+
+  for (k = 0; k < PST_PY_AIO_ATTRS; k++)
+    if (a->attrs[k].obj == obj && a->attrs[k].which == which)
+      break;
+  if (k < PST_PY_AIO_ATTRS &&
+      pst_mem_read_u64(mem, a->attrs[k].slot, &now) == 0 &&
+      now == a->attrs[k].value) {
+    *value = now;
+    return 0;
+  }
+  err = pst_py_instance_attr(py, mem, obj, names[which], &a->memo[which], value,
+                             &slot);
+  if (err)
+    return err;
+  if (k == PST_PY_AIO_ATTRS) {
+    k = a->attrs_next;
+    a->attrs_next = (a->attrs_next + 1) % PST_PY_AIO_ATTRS;
+  }
+  a->attrs[k].obj = obj;
+  a->attrs[k].which = which;
+  a->attrs[k].slot = slot;
+  a->attrs[k].value = *value;
+  return 0;
+}
+
 /* The thread_id of each of tstates[0..nts) (0: unreadable), malloc'ed. */
 static uint64_t *thread_ids(struct pst_py *py, struct pst_mem *mem,
                             const uint64_t *tstates, int nts) {
@@ -342,8 +387,7 @@ static int loop_thread(struct pst_py *py, struct pst_mem *mem, uint64_t loop,
   int err;
 
   *tstate = 0;
-  err = pst_py_instance_attr(py, mem, loop, "_thread_id",
-                             &py->aio.memo[MEMO_THREAD_ID], &v, NULL);
+  err = cached_attr(py, mem, loop, MEMO_THREAD_ID, &v);
   if (err == 0 && v != py->none &&
       pst_mem_read(mem, v, ib, PST_PY_INT_LEN(py)) == 0 &&
       pst_py_int_parse(py, ib, PST_PY_INT_LEN(py), &v) == 0)
@@ -430,8 +474,7 @@ static void find_waiters(struct pst_py *py, struct pst_mem *mem,
     if (who[j] >= 0) {
       /* gather: the _GatheringFuture's children await... with the task */
       if (kind_of(py, mem, w[j][0]) != KIND_GATHER ||
-          pst_py_instance_attr(py, mem, x[i].waiter, "_children",
-                               &py->aio.memo[MEMO_CHILDREN], &v, NULL) ||
+          cached_attr(py, mem, x[i].waiter, MEMO_CHILDREN, &v) ||
           pst_mem_read(mem, v + (uint64_t)l->ob_type, hdr, 24))
         continue;
       /* a list: ob_type, ob_size, ob_item */
@@ -449,10 +492,11 @@ static void find_waiters(struct pst_py *py, struct pst_mem *mem,
       /* TaskGroup: its bound _on_task_done, self a TaskGroup */
       uint64_t self = w[j][2], type;
       int at;
-      if (pst_mem_read_u64(mem, self + (uint64_t)l->ob_type, &type) ||
-          kind_of(py, mem, type) != KIND_GROUP ||
-          pst_py_instance_attr(py, mem, self, "_parent_task",
-                               &py->aio.memo[MEMO_PARENT], &v, NULL))
+      if (!is_cached(&py->aio, self, MEMO_PARENT) &&
+          (pst_mem_read_u64(mem, self + (uint64_t)l->ob_type, &type) ||
+           kind_of(py, mem, type) != KIND_GROUP))
+        continue;
+      if (cached_attr(py, mem, self, MEMO_PARENT, &v))
         continue;
       at = find_task(s, v);
       if (at >= 0)

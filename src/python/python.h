@@ -181,6 +181,16 @@ struct pst_py_aio {
   uint64_t memo[4];     /* interned attribute names (pst_py_instance_attr) */
   struct pst_py_aio_type *types; /* type names seen (malloc'ed) */
   char loop_type[48]; /* a loop's whose thread is not known (uvloop) */
+  /* Attributes read before: (object, which attribute) -> value, and the
+   * address holding it, read again to trust the value (asyncio_legacy.c:
+   * a loop's _thread_id, a gather's _children, a TaskGroup's
+   * _parent_task). */
+#define PST_PY_AIO_ATTRS 64
+  struct {
+    uint64_t obj, slot, value;
+    int which;
+  } attrs[PST_PY_AIO_ATTRS];
+  int attrs_next;
   int ntypes;
 };
 
