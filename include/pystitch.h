@@ -154,6 +154,8 @@ struct pst_task {
                      loop_type, does not say which thread runs it: uvloop
                      before 3.14) */
   char loop_type[48];
+  int torn;    /* its coroutines ran while they were read: no frames
+                     (what was read could mix two moments) */
   int running; /* the task its thread is running now */
   int nframes; /* its coroutine chain, innermost first: the coroutine
                      it runs, then each coroutine awaiting the one before */
@@ -164,12 +166,15 @@ struct pst_task {
 };
 
 /* Reads the target's asyncio tasks now (after pst_target_snapshot() or
- * _refresh(), whose thread states it uses). Returns the number of tasks,
+ * _refresh(), whose thread states it uses). Tasks whose coroutines ran
+ * while they were read come back torn (no frames); with PST_SAMPLE_EXACT
+ * or PST_SAMPLE_BLOCKING in flags they are read again with their loop's
+ * thread stopped for a moment. Returns the number of tasks,
  * PST_ENOSYM when the process has not imported asyncio, PST_EPYVERSION
  * before CPython 3.11, PST_EBADDATA for a build whose task layout is not
  * known (3.11-3.13), or -errno. The array is owned by the target and
  * valid until the next call. */
-PST_API int pst_target_tasks(struct pst_target *t,
+PST_API int pst_target_tasks(struct pst_target *t, int flags,
                              const struct pst_task **tasks);
 
 /* Tasks shown above a task (its waiter, that one's, ...) at most. */

@@ -129,6 +129,8 @@ static void print_tasks_text(const struct pst_task *tk, int n) {
     else
       printf("its thread has ended");
     printf(", %s", tk[i].running ? "running" : "waiting");
+    if (tk[i].torn)
+      printf(", changed while read");
     for (int w = 1; w < tk[i].nwaiters; w++)
       printf("%s\"%s\"", w == 1 ? ", also awaited by " : ", ",
              task_label(&tk[tk[i].waiters[w]]));
@@ -160,7 +162,8 @@ static void print_tasks_json(const struct pst_task *tk, int n) {
       pst_json_put_string(stdout, tk[i].loop_type);
       printf(", ");
     }
-    printf("\"running\": %s, \"frames\": [", tk[i].running ? "true" : "false");
+    printf("\"running\": %s, \"torn\": %s, \"frames\": [",
+           tk[i].running ? "true" : "false", tk[i].torn ? "true" : "false");
     for (int f = 0; f < tk[i].nframes; f++)
       print_frame_json(&tk[i].frames[f], f == 0);
     printf("], \"awaited_by\": [");
@@ -174,10 +177,10 @@ static void print_tasks_json(const struct pst_task *tk, int n) {
 }
 
 /* --async: the tasks, or a note on stderr saying why there are none. */
-static int read_tasks(struct pst_target *t, pid_t pid,
+static int read_tasks(struct pst_target *t, pid_t pid, int flags,
                       const struct pst_task **tk) {
   const struct pst_target_info *info = pst_target_info(t);
-  int n = pst_target_tasks(t, tk);
+  int n = pst_target_tasks(t, flags, tk);
 
   if (n == PST_EPYVERSION)
     fprintf(stderr,
@@ -238,7 +241,7 @@ int pst_cmd_dump(const struct pst_opts *o) {
     return PST_EXIT_ERROR;
   }
   if (o->async)
-    ntasks = read_tasks(t, o->pid, &tasks);
+    ntasks = read_tasks(t, o->pid, flags, &tasks);
   if (o->json) {
     print_json(pst_target_info(t), th, n, snap_ms, o->async);
     if (o->async) {

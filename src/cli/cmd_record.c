@@ -374,11 +374,22 @@ static void summary(const struct pst_sampler_stats *st) {
             "pystitch: %llu samples could not be added to the "
             "profile (out of memory)\n",
             (unsigned long long)st->consumer_errors);
-  if (st->task_samples || st->task_errors)
+  if (st->task_torn > st->task_samples / 10)
     fprintf(stderr,
-            "pystitch: --async: %llu task samples, %llu ticks whose tasks "
-            "could not be read\n",
+            "pystitch: --async: the tasks' loop kept running them while they "
+            "were read; --blocking reads them with its thread stopped for a "
+            "moment\n");
+  if (st->task_samples || st->task_errors || st->task_torn)
+    fprintf(stderr,
+            "pystitch: --async: %llu task samples, %llu left out (a task "
+            "ran while read: %.2f%%), %llu ticks whose tasks could not be "
+            "read\n",
             (unsigned long long)st->task_samples,
+            (unsigned long long)st->task_torn,
+            st->task_samples + st->task_torn
+                ? 100.0 * (double)st->task_torn /
+                      (double)(st->task_samples + st->task_torn)
+                : 0.0,
             (unsigned long long)st->task_errors);
   if (st->torn_retries)
     fprintf(stderr,

@@ -203,6 +203,7 @@ struct pst_py_task {
   uint64_t tstate; /* the thread state whose list holds it; 0: the
                       interpreter's (its thread ended) */
   int no_thread;   /* with tstate 0: PST_TASK_* (0: PST_TASK_ENDED) */
+  int torn;        /* its chain changed while read: no frames given */
   int running;     /* its thread's running task */
   int is_task;     /* a Task, not a plain Future */
   uint64_t waiters[PST_PY_TASK_WAITERS]; /* objects awaiting it */

@@ -435,7 +435,7 @@ static void sample_tasks(struct rec *r, struct entry *e, uint64_t t_ns,
 
   if (e->async_said == 2) /* a version without them: asked once */
     return;
-  n = pst_target_tasks(e->t, &tk);
+  n = pst_target_tasks(e->t, r->flags & PST_SAMPLE_BLOCKING, &tk);
   if (n <= 0) {
     if (n < 0 && n != PST_ENOSYM && n != PST_EPYVERSION)
       r->st->task_errors++;
@@ -464,8 +464,17 @@ static void sample_tasks(struct rec *r, struct entry *e, uint64_t t_ns,
                                              : -(1 << 22) - tk[i].no_thread,
                             .frames = stack};
     struct pst_sample s = {&e->proc, NULL, &th, PST_SK_STACK, t_ns, weight};
-    int len = pst_task_chain(tk, i, chain, PST_TASK_CHAIN_MAX);
+    int len = pst_task_chain(tk, i, chain, PST_TASK_CHAIN_MAX), torn = 0;
     size_t nf = 0;
+
+    /* A chain read while one of its tasks ran could mix two moments:
+     * left out, counted. */
+    for (int c = 0; c < len; c++)
+      torn |= tk[chain[c]].torn;
+    if (torn) {
+      r->st->task_torn++;
+      continue;
+    }
     if (tk[i].tid)
       snprintf(th.name, sizeof(th.name), "asyncio tasks of %d", (int)tk[i].tid);
     else

@@ -64,6 +64,8 @@ struct pst_sampler_stats {
   uint64_t idle_skipped; /* idle (or non-GIL) thread samples left out */
   uint64_t task_samples; /* --async: task stacks delivered */
   uint64_t task_errors;  /* --async: ticks whose task read failed */
+  uint64_t task_torn;    /* --async: task stacks left out: a task of the
+                            chain ran while it was read */
   uint64_t errors;       /* thread samples lost to errors, all kinds */
   uint64_t torn;         /* of which: stack moved during the read */
   uint64_t gone;         /* of which: thread or process gone mid-sample */

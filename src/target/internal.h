@@ -65,6 +65,7 @@ struct pst_target {
   uint64_t torn_retries;   /* walks redone because the stack moved */
   uint64_t missed_listing; /* live threads /proc/PID/task left out, kept */
   uint64_t exact_rereads;  /* PST_SAMPLE_EXACT: threads read again stopped */
+  uint64_t task_rereads;   /* tasks read again with their loops stopped */
   struct pst_native_sampler *native; /* --native, made at the first use */
   struct pst_modcache *modcache;     /* modules, for both of them: */
   struct pst_resolver *resolver;     /* native-only threads' start routines */
@@ -99,6 +100,10 @@ struct pst_target {
  * a group-stop or another tracer's stop (T, t: our stop would take it out
  * of it for a moment, visible as R). */
 int pst_tthread_may_stop(char state);
+
+/* sample.c: the thread's kernel state letter now (R, S, D, T, ...), '?'
+ * once it is gone; cheap for a thread that keeps sleeping. */
+char pst_tthread_state(struct pst_tthread *x);
 
 /* Starts tracking thread tid: start time, /proc name, stat fd, and its
  * thread pointer (one ptrace stop; not for a thread that may not be

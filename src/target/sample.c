@@ -33,7 +33,7 @@
  * since but not yet on a CPU is seen at the next tick, having run no
  * Python code meanwhile). Threads that run or wake often go to stat at
  * once: for them the question would only add a read. */
-static char read_state(struct pst_tthread *x) {
+char pst_tthread_state(struct pst_tthread *x) {
   uint64_t ran = 0;
   char state = '?';
 
@@ -121,7 +121,7 @@ static int read_stopped_again(struct pst_target *t, struct pst_tthread *x,
   if (!(flags & PST_SAMPLE_EXACT) || n >= 0 || n == -ESRCH || n == -ENOMEM)
     return n;
   if (x->th.state == '?') /* not read this tick (--idle) */
-    x->th.state = read_state(x);
+    x->th.state = pst_tthread_state(x);
   if (!pst_tthread_may_stop(x->th.state))
     return n;
   pst_debug("thread %d: %s while running: read again stopped", (int)x->th.tid,
@@ -251,7 +251,7 @@ static void begin_thread(struct pst_target *t, size_t i, int state_read,
                          int gil_err, uint64_t gil) {
   struct pst_thread *th = &t->threads[i].th;
 
-  th->state = state_read ? read_state(&t->threads[i]) : '?';
+  th->state = state_read ? pst_tthread_state(&t->threads[i]) : '?';
   th->idle = state_read && th->state != 'R';
   th->holds_gil = gil_err ? -1 : th->tstate && gil == th->tstate;
   th->error = 0;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proc/ptrace.h"
 #include "target/internal.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -93,7 +94,7 @@ int pst_task_chain(const struct pst_task *tasks, int i, int *chain, int max) {
   return n;
 }
 
-int pst_target_tasks(struct pst_target *t, const struct pst_task **out) {
+static int read_tasks(struct pst_target *t, const struct pst_task **out) {
   struct pst_py_task *pt;
   struct by_addr *sorted;
   uint64_t *ts;
@@ -139,6 +140,7 @@ int pst_target_tasks(struct pst_target *t, const struct pst_task **out) {
     if (k->no_thread == PST_TASK_LOOP_UNKNOWN)
       snprintf(k->loop_type, sizeof(k->loop_type), "%s", t->py.aio.loop_type);
     k->running = pt[i].running;
+    k->torn = pt[i].torn;
     k->nframes = pt[i].nframes;
     k->frames = t->task_frames + pt[i].frame0;
     /* Waiters that are tasks; a plain future awaiting is left out. */
@@ -152,5 +154,51 @@ int pst_target_tasks(struct pst_target *t, const struct pst_task **out) {
   }
   free(sorted);
   *out = t->tasks;
+  return n;
+}
+
+/* The threads of the torn tasks (at most max, distinct, that may be
+ * stopped now), into tids. */
+static int torn_threads(struct pst_target *t, const struct pst_task *tk, int n,
+                        pid_t *tids, int max) {
+  int k = 0;
+
+  for (int i = 0; i < n && k < max; i++) {
+    int seen = 0;
+    if (!tk[i].torn || !tk[i].tid)
+      continue;
+    for (int j = 0; j < k; j++)
+      seen |= tids[j] == tk[i].tid;
+    for (size_t j = 0; j < t->nthreads && !seen; j++)
+      if (t->threads[j].th.tid == tk[i].tid &&
+          pst_tthread_may_stop(pst_tthread_state(&t->threads[j]))) {
+        tids[k++] = tk[i].tid;
+        break;
+      }
+  }
+  return k;
+}
+
+int pst_target_tasks(struct pst_target *t, int flags,
+                     const struct pst_task **out) {
+  pid_t tids[16];
+  int n = read_tasks(t, out), k, stopped = 0;
+
+  if (n <= 0 || !(flags & (PST_SAMPLE_EXACT | PST_SAMPLE_BLOCKING)))
+    return n;
+  k = torn_threads(t, *out, n, tids, 16);
+  if (!k)
+    return n;
+  /* Read again with those loops' threads stopped: their tasks hold still
+   * (the rest of the process runs). Each is resumed whatever happens. */
+  for (int j = 0; j < k; j++)
+    if (pst_ptrace_stop(tids[j]) == 0)
+      tids[stopped++] = tids[j];
+  if (stopped) {
+    t->task_rereads++;
+    n = read_tasks(t, out);
+  }
+  for (int j = 0; j < stopped; j++)
+    pst_ptrace_resume(tids[j]);
   return n;
 }

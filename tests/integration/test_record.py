@@ -170,6 +170,62 @@ def check_async(interp):
         t.stop()
 
 
+def check_task_storm(interp):
+    """tests/targets/taskstorm.py: 50 tasks that never stop changing what
+    they await (worker > a1 > b1 > sleep, then worker > a2 > b2 > sleep,
+    new coroutines each time at freed ones' addresses). Every task stack
+    of record --async must be a prefix of one of the two chains (a1 over
+    b2 is impossible: a torn read), by default (chains that moved while
+    read are left out, and counted) and with --blocking (the loop thread
+    stopped for the tasks' read: none left out)."""
+    ok = [["worker", "a1", "b1", "sleep", "__sleep0"],
+          ["worker", "a2", "b2", "sleep", "__sleep0"],
+          ["main", "sleep"]]
+    t = pytargets.Target(interp, "taskstorm.py", ["50"])
+    try:
+        wait_ready(t)
+        errors, notes = [], []
+        for mode in ([], ["--blocking"]):
+            r, out = record(["-p", str(t.pid), "-d", "3", "-r", "200", "-f",
+                             "folded", "--async"] + mode)
+            err = r.stderr.decode(errors="replace")
+            if r.returncode != 0:
+                return "record %s exited %d: %s" % (mode, r.returncode, err)
+            m = re.search(r"--async: (\d+) task samples, (\d+) left out",
+                          err)
+            if not m:
+                return "no --async summary: %s" % err[-300:]
+            kept, left = int(m.group(1)), int(m.group(2))
+            bad = total = 0
+            for stack, count in folded(out):
+                at = [i for i, f in enumerate(stack) if f.startswith("task ")]
+                if not at:
+                    continue
+                names = [f.split(" ")[0].split(".")[-1]
+                         for f in stack[at[-1] + 1:]]
+                total += count
+                if not any(names == c[:len(names)] for c in ok):
+                    bad += count
+                    errors.append("%s: impossible %s" % (mode, names))
+            notes.append("%s: %d task-samples, %d left out (%.1f%%), %d "
+                         "impossible" % (mode or "default", kept, left,
+                                         100.0 * left / max(1, kept + left),
+                                         bad))
+            # By default most chains of so busy a loop move while read (the
+            # share varies with the machine's load); --blocking keeps all.
+            want = 50 * 500 if mode else 100
+            if total < want:
+                errors.append("%s: %d task-samples, want >= %d" % (
+                    mode, total, want))
+            if mode and left > (kept + left) // 100:
+                errors.append("--blocking: %d of %d left out" % (
+                    left, kept + left))
+        print("# %s: %s" % (interp.label, "; ".join(notes)))
+        return "\n".join(errors[:10])
+    finally:
+        t.stop()
+
+
 def last_totals(t, after):
     """The target's first "totals" line printed after time `after`."""
     while True:
@@ -527,6 +583,10 @@ def main():
                    re.search(r"pyenv-3\.1[123]\b", i.label) or
                    "freethreaded" in i.label]:
         run("--async: 20 tasks", check_async, interp)
+    for interp in [i for i in found if re.search(
+            r"pyenv-3\.12\b|sid-container-3\.1[45]$|freethreaded", i.label)]:
+        run("--async under a task storm: no impossible chain",
+            check_task_storm, interp)
     for interp in [i for i in found if "freethreaded" in i.label]:
         run("free-threaded: 8 threads at once, --gil", check_freethreaded,
             interp)
