@@ -141,7 +141,12 @@ PST_API int pst_target_snapshot(struct pst_target *t,
 PST_API int pst_target_refresh(struct pst_target *t);
 
 /* One asyncio task of the target (CPython 3.11+). */
-enum { PST_TASK_ENDED = 1, PST_TASK_LOOP_IDLE, PST_TASK_LOOP_UNKNOWN };
+enum {
+  PST_TASK_ENDED = 1,
+  PST_TASK_LOOP_IDLE,
+  PST_TASK_LOOP_UNKNOWN,
+  PST_TASK_LOOP_UNREAD
+};
 #define PST_TASK_WAITERS 8
 struct pst_task {
   uint64_t id;    /* the Task object's address */
@@ -152,7 +157,8 @@ struct pst_task {
                      PST_TASK_LOOP_IDLE (no thread runs its loop now, 3.11
                      -3.13), PST_TASK_LOOP_UNKNOWN (its loop, of type
                      loop_type, does not say which thread runs it: uvloop
-                     before 3.14) */
+                     before 3.14), PST_TASK_LOOP_UNREAD (its loop could not
+                     be read: it changed, or is not what it should be) */
   char loop_type[48];
   int torn;    /* its coroutines ran while they were read: no frames
                      (what was read could mix two moments) */
@@ -176,6 +182,11 @@ struct pst_task {
  * valid until the next call. */
 PST_API int pst_target_tasks(struct pst_target *t, int flags,
                              const struct pst_task **tasks);
+
+/* Why a task has no thread (its no_thread), in a few words: "thread
+ * ended", "loop not running", "loop's thread not known", "loop not
+ * readable"; "" for 0. */
+PST_API const char *pst_task_no_thread_str(int no_thread);
 
 /* Tasks shown above a task (its waiter, that one's, ...) at most. */
 #define PST_TASK_CHAIN_MAX 32

@@ -124,10 +124,8 @@ static void print_tasks_text(const struct pst_task *tk, int n) {
       printf("thread %d", (int)tk[i].tid);
     else if (tk[i].no_thread == PST_TASK_LOOP_UNKNOWN)
       printf("thread not known: its loop is a %s", tk[i].loop_type);
-    else if (tk[i].no_thread == PST_TASK_LOOP_IDLE)
-      printf("no thread runs its loop");
     else
-      printf("its thread has ended");
+      printf("no thread: %s", pst_task_no_thread_str(tk[i].no_thread));
     printf(", %s", tk[i].running ? "running" : "waiting");
     if (tk[i].torn)
       printf(", changed while read");
@@ -153,9 +151,8 @@ static void print_tasks_json(const struct pst_task *tk, int n) {
     pst_json_put_string(stdout, tk[i].name);
     printf(", \"tid\": %d, ", (int)tk[i].tid);
     if (!tk[i].tid) {
-      static const char *const why[] = {"", "thread ended", "loop not running",
-                                        "loop's thread not known"};
-      printf("\"no_thread\": \"%s\", ", why[tk[i].no_thread & 3]);
+      printf("\"no_thread\": \"%s\", ",
+             pst_task_no_thread_str(tk[i].no_thread));
     }
     if (tk[i].no_thread == PST_TASK_LOOP_UNKNOWN) {
       printf("\"loop_type\": ");

@@ -379,18 +379,17 @@ static void summary(const struct pst_sampler_stats *st) {
             "pystitch: --async: the tasks' loop kept running them while they "
             "were read; --blocking reads them with its thread stopped for a "
             "moment\n");
-  if (st->task_samples || st->task_errors || st->task_torn)
+  if (st->task_samples || st->task_errors || st->task_torn) {
+    uint64_t all = st->task_samples + st->task_torn;
     fprintf(stderr,
             "pystitch: --async: %llu task samples, %llu left out (a task "
             "ran while read: %.2f%%), %llu ticks whose tasks could not be "
             "read\n",
             (unsigned long long)st->task_samples,
             (unsigned long long)st->task_torn,
-            st->task_samples + st->task_torn
-                ? 100.0 * (double)st->task_torn /
-                      (double)(st->task_samples + st->task_torn)
-                : 0.0,
+            all ? 100.0 * (double)st->task_torn / (double)all : 0.0,
             (unsigned long long)st->task_errors);
+  }
   if (st->torn_retries)
     fprintf(stderr,
             "pystitch: %llu walks redone because the stack moved "

@@ -313,6 +313,7 @@ struct batch {
   struct pst_mem_iov *iov;
   uint8_t *ok, *buf;    /* n pieces of stride bytes */
   int *who;             /* the task of each piece */
+  int *was;             /* a copy of who, while who is filled again */
   uint64_t *code, *sp;  /* per task: its coroutine's, at this level */
   int64_t *lasti;       /* and its frame's instruction offset */
   struct pst_frame *lv; /* level L's frame of task i at [L * n + i] */
@@ -326,6 +327,7 @@ static void batch_free(struct batch *b) {
   free(b->ok);
   free(b->buf);
   free(b->who);
+  free(b->was);
   free(b->code);
   free(b->sp);
   free(b->lasti);
@@ -350,6 +352,18 @@ static int read_names(struct pst_py *py, struct pst_mem *mem,
     tasks[b->who[j]].name = task_name(py, mem, tasks[b->who[j]].name_obj,
                                       b->buf + (size_t)j * NAME_READ, b->ok[j]);
   return 0;
+}
+
+/* RESUME in 3.11 and 3.12, 3.11's quickened RESUME_QUICK and 3.12's
+ * INSTRUMENTED_RESUME (Include/opcode.h of each). */
+#define OP_RESUME 151
+#define OP_RESUME_QUICK_311 150
+#define OP_INSTRUMENTED_RESUME_312 240
+
+/* Whether a suspended coroutine's await is told by its next instruction
+ * (3.11, 3.12) rather than by its frame state. */
+static int resume_check(const struct pst_py *py) {
+  return py->aio.legacy && py->version_hex < 0x030d;
 }
 
 /* The words of a coroutine's object (gen) that change when it runs: its
@@ -382,7 +396,7 @@ static int verify_chains(const struct pst_py *py, struct pst_mem *mem,
 
   for (int i = 0; i < n; i++)
     pieces += tasks[i].torn ? 0 : (size_t)tasks[i].nframes * 2;
-  if (!pieces)
+  if (!pieces || !b->seen)
     return 0;
   iov = malloc(pieces * sizeof(*iov));
   ok = malloc(pieces);
@@ -462,6 +476,7 @@ static int read_chains(struct pst_py *py, struct pst_mem *mem,
     if (!seen)
       return -ENOMEM;
     b->seen = seen;
+    memset(seen + (size_t)L * (size_t)n, 0, (size_t)n * sizeof(*seen));
     b->levels = L + 1;
     got = pst_mem_readv_each(mem, b->iov, (size_t)k, b->ok);
     if (got < 0)
@@ -509,14 +524,20 @@ static int read_chains(struct pst_py *py, struct pst_mem *mem,
     }
     /* What each awaiting coroutine awaits: the top of its stack; 3.15
      * keeps a NULL reference above it (the value to send), so the first
-     * non-NULL of the top two (before 3.14 the top only). */
+     * non-NULL of the top two (before 3.14 the top only). 3.11 and 3.12
+     * have one suspended state for every yield: the code unit after the
+     * frame's prev_instr (piece k + 1) must be the RESUME of an await or
+     * yield from (oparg 2 or 3), as CPython's _PyGen_yf() checks. */
     k = 0;
+    memcpy(b->was, b->who, (size_t)m * sizeof(*b->was)); /* who is reused */
     for (int j = 0; j < m; j++) {
-      int i = b->who[j];
+      int i = b->was[j];
       if (tasks[i].coro && tasks[i].nframes == L + 1 && b->sp[i]) {
-        b->iov[k] =
-            (struct pst_mem_iov){b->sp[i] - 16, b->buf + (size_t)k * 16, 16};
+        uint8_t *at = b->buf + (size_t)j * 32;
+        b->iov[k] = (struct pst_mem_iov){b->sp[i] - 16, at, 16};
         b->who[k++] = i;
+        if (resume_check(py))
+          b->iov[k++] = (struct pst_mem_iov){b->cur[i].w[1] + 2, at + 16, 2};
       } else {
         tasks[i].coro = 0;
       }
@@ -524,16 +545,25 @@ static int read_chains(struct pst_py *py, struct pst_mem *mem,
     got = k ? pst_mem_readv_each(mem, b->iov, (size_t)k, b->ok) : 0;
     if (got < 0)
       return got;
-    for (int j = 0; j < k; j++) {
+    for (int j = 0; j < k; j += resume_check(py) ? 2 : 1) {
       struct seen *sn = &b->seen[(size_t)L * (size_t)n + (size_t)b->who[j]];
+      const uint8_t *at = b->iov[j].buf;
       uint64_t top[2];
-      memcpy(top, b->buf + (size_t)j * 16, 16);
+      int awaits = b->ok[j];
+      memcpy(top, at, 16);
       memcpy(sn->top, top, 16);
       sn->topaddr = b->iov[j].addr;
       sn->has_top = b->ok[j];
+      if (resume_check(py))
+        awaits &=
+            b->ok[j + 1] && at[17] >= 2 &&
+            (at[16] == OP_RESUME ||
+             (py->version_hex == 0x030b && at[16] == OP_RESUME_QUICK_311) ||
+             (py->version_hex == 0x030c &&
+              at[16] == OP_INSTRUMENTED_RESUME_312));
       top[0] &= ~(uint64_t)7;
       top[1] &= ~(uint64_t)7;
-      tasks[b->who[j]].coro = !b->ok[j]                  ? 0
+      tasks[b->who[j]].coro = !awaits                    ? 0
                               : top[1] || py->aio.legacy ? top[1]
                                                          : top[0];
     }
@@ -593,16 +623,17 @@ int pst_py_aio_tasks(struct pst_py *py, struct pst_mem *mem,
   err = 0;
   stride = glen > hsize ? glen : hsize;
   stride = stride > NAME_READ ? stride : NAME_READ;
-  b.iov = malloc((size_t)n * sizeof(*b.iov));
-  b.ok = malloc((size_t)n);
+  b.iov = malloc((size_t)n * 2 * sizeof(*b.iov)); /* 2 per task at most */
+  b.ok = malloc((size_t)n * 2);
   b.buf = malloc((size_t)n * stride);
-  b.who = malloc((size_t)n * sizeof(*b.who));
+  b.who = malloc((size_t)n * 2 * sizeof(*b.who));
+  b.was = malloc((size_t)n * sizeof(*b.was));
   b.code = calloc((size_t)n, sizeof(*b.code));
   b.sp = calloc((size_t)n, sizeof(*b.sp));
   b.lasti = calloc((size_t)n, sizeof(*b.lasti));
   b.cur = calloc((size_t)n, sizeof(*b.cur));
-  if (!b.iov || !b.ok || !b.buf || !b.who || !b.code || !b.sp || !b.lasti ||
-      !b.cur)
+  if (!b.iov || !b.ok || !b.buf || !b.who || !b.was || !b.code || !b.sp ||
+      !b.lasti || !b.cur)
     err = -ENOMEM;
   if (err == 0)
     err = read_names(py, mem, tasks, n, &b);

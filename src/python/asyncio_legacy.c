@@ -11,6 +11,8 @@
  *       layout per version is below, checked against the type's
  *       tp_basicsize (a build whose size differs is refused, once, by
  *       name: never guessed).
+ * A finished task stays in the WeakSet until it is freed (all_tasks()
+ * skips it): only tasks whose fut_state is PENDING (0) are taken.
  * A task's thread is its loop's: BaseEventLoop.run_forever() sets the
  * loop's _thread_id to threading.get_ident(), the thread state's
  * thread_id. Who awaits a task is not kept in a task before 3.14; it is
@@ -42,12 +44,12 @@
  * before it). Free-threaded: every offset 16 bytes further. */
 static const struct task_layout {
   int version, ft;
-  uint32_t size, loop, cb0, waiter, coro, name, gen_iframe;
+  uint32_t size, loop, cb0, state, waiter, coro, name, gen_iframe;
 } layouts[] = {
-    {0x030b, 0, 176, 16, 24, 128, 136, 144, 80},
-    {0x030c, 0, 176, 16, 24, 128, 136, 144, 72},
-    {0x030d, 0, 144, 16, 24, 112, 120, 128, 72},
-    {0x030d, 1, 160, 32, 40, 128, 136, 144, 88},
+    {0x030b, 0, 176, 16, 24, 88, 128, 136, 144, 80},
+    {0x030c, 0, 176, 16, 24, 88, 128, 136, 144, 72},
+    {0x030d, 0, 144, 16, 24, 96, 112, 120, 128, 72},
+    {0x030d, 1, 160, 32, 40, 112, 128, 136, 144, 88},
 };
 
 enum { KIND_OTHER, KIND_TASK, KIND_GATHER, KIND_GROUP };
@@ -110,7 +112,10 @@ int pst_py_aio_legacy_find(struct pst_py *py, struct pst_mem *mem) {
     if (layouts[i].version == py->version_hex &&
         layouts[i].ft == l->free_threaded)
       tl = &layouts[i];
-  if (!tl || l->if_localsplus == PST_NOFF || !py->coro_type)
+  /* The frame's fields used: inside it (3.13's come from the target). */
+  if (!tl || l->if_localsplus < 8 || l->if_localsplus > l->if_size ||
+      l->if_size > 256 || l->if_code + 8 > l->if_size ||
+      l->if_instr + 8 > l->if_size || !py->coro_type)
     return PST_EPYVERSION;
   err = pst_py_module_dict(py, mem, "asyncio.tasks", NULL, &d);
   if (err)
@@ -160,6 +165,7 @@ int pst_py_aio_legacy_find(struct pst_py *py, struct pst_mem *mem) {
   a->task_size = tl->size;
   a->task_loop = tl->loop;
   a->task_cb0 = tl->cb0;
+  a->task_state = tl->state;
   a->task_waiter = tl->waiter;
   a->task_coro = tl->coro;
   a->task_name = tl->name;
@@ -308,15 +314,6 @@ static void mark_running(struct pst_py *py, struct pst_mem *mem,
   }
 }
 
-/* Whether attribute which of obj was read before (from a TaskGroup only:
- * its type need not be checked again). */
-static int is_cached(const struct pst_py_aio *a, uint64_t obj, int which) {
-  for (int k = 0; k < PST_PY_AIO_ATTRS; k++)
-    if (a->attrs[k].obj == obj && a->attrs[k].which == which)
-      return 1;
-  return 0;
-}
-
 /* Attribute which (MEMO_*) of the object at obj: one read of where it was
  * the last time when the value there is the same (it is then taken to be
  * the same attribute: these are set once, _thread_id when the loop starts
@@ -340,7 +337,7 @@ static int cached_attr(struct pst_py *py, struct pst_mem *mem, uint64_t obj,
   }
   err = pst_py_instance_attr(py, mem, obj, names[which], &a->memo[which], value,
                              &slot);
-  if (err)
+  if (err || *value == py->none) /* None: a singleton, anywhere */
     return err;
   if (k == PST_PY_AIO_ATTRS) {
     k = a->attrs_next;
@@ -377,8 +374,10 @@ static uint64_t *thread_ids(struct pst_py *py, struct pst_mem *mem,
 
 /* Which thread runs loop: its _thread_id (set by run_forever, None when it
  * is not running) among the threads' ids. 0 and *tstate, or why not:
- * PST_TASK_LOOP_IDLE, or PST_TASK_LOOP_UNKNOWN for a loop with no such
- * attribute (uvloop's), whose type is then named in loop_type. */
+ * PST_TASK_LOOP_IDLE (None), PST_TASK_ENDED (a thread not among them),
+ * PST_TASK_LOOP_UNKNOWN for a loop with no such attribute (uvloop's),
+ * whose type is then named in loop_type, PST_TASK_LOOP_UNREAD when it
+ * could not be read. */
 static int loop_thread(struct pst_py *py, struct pst_mem *mem, uint64_t loop,
                        const uint64_t *ids, const uint64_t *tstates, int nts,
                        uint64_t *tstate) {
@@ -388,16 +387,21 @@ static int loop_thread(struct pst_py *py, struct pst_mem *mem, uint64_t loop,
 
   *tstate = 0;
   err = cached_attr(py, mem, loop, MEMO_THREAD_ID, &v);
-  if (err == 0 && v != py->none &&
-      pst_mem_read(mem, v, ib, PST_PY_INT_LEN(py)) == 0 &&
-      pst_py_int_parse(py, ib, PST_PY_INT_LEN(py), &v) == 0)
+  if (err == 0 && v == py->none)
+    return PST_TASK_LOOP_IDLE;
+  if (err == 0 && (pst_mem_read(mem, v, ib, PST_PY_INT_LEN(py)) ||
+                   pst_py_int_parse(py, ib, PST_PY_INT_LEN(py), &v)))
+    err = PST_EBADDATA;
+  if (err == 0) {
     for (int j = 0; ids && j < nts; j++)
       if (ids[j] && ids[j] == v) {
         *tstate = tstates[j];
         return 0;
       }
+    return ids ? PST_TASK_ENDED : PST_TASK_LOOP_UNREAD;
+  }
   if (err != PST_ENOSYM)
-    return PST_TASK_LOOP_IDLE;
+    return PST_TASK_LOOP_UNREAD;
   if (!py->aio.loop_type[0] &&
       pst_mem_read_u64(mem, loop + (uint64_t)py->lay.ob_type, &type) == 0 &&
       pst_mem_read_u64(mem, type + (uint64_t)py->lay.ob_type + 16, &name) ==
@@ -415,24 +419,26 @@ static void assign_threads(struct pst_py *py, struct pst_mem *mem,
                            const uint64_t *tstates, int nts,
                            struct pst_py_task *tasks, const struct extra *x,
                            int n) {
-  enum { LOOPS = 8 };
-  uint64_t loops[LOOPS], ts_of[LOOPS], *ids = NULL;
-  int why[LOOPS], nloops = 0;
+  uint64_t *loops = malloc(((size_t)n + 1) * 16), *ts_of = loops + n + 1;
+  uint64_t *ids = NULL;
+  int *why = malloc(((size_t)n + 1) * sizeof(*why)), nloops = 0;
 
-  for (int i = 0; i < n; i++) {
+  for (int i = 0; loops && why && i < n; i++) {
     int k = 0;
     while (k < nloops && loops[k] != x[i].loop)
       k++;
-    if (k == nloops && nloops < LOOPS) {
+    if (k == nloops) {
       if (!ids)
         ids = thread_ids(py, mem, tstates, nts);
       loops[k] = x[i].loop;
       why[k] = loop_thread(py, mem, x[i].loop, ids, tstates, nts, &ts_of[k]);
       nloops++;
     }
-    tasks[i].tstate = k < nloops ? ts_of[k] : 0;
-    tasks[i].no_thread = k < nloops ? why[k] : PST_TASK_LOOP_UNKNOWN;
+    tasks[i].tstate = ts_of[k];
+    tasks[i].no_thread = why[k];
   }
+  free(loops);
+  free(why);
   free(ids);
 }
 
@@ -492,12 +498,16 @@ static void find_waiters(struct pst_py *py, struct pst_mem *mem,
       /* TaskGroup: its bound _on_task_done, self a TaskGroup */
       uint64_t self = w[j][2], type;
       int at;
-      if (!is_cached(&py->aio, self, MEMO_PARENT) &&
+      /* Its function is TaskGroup._on_task_done once one was seen: the
+       * type need not be read again. */
+      if (!(py->aio.group_done && w[j][1] == py->aio.group_done) &&
           (pst_mem_read_u64(mem, self + (uint64_t)l->ob_type, &type) ||
            kind_of(py, mem, type) != KIND_GROUP))
         continue;
       if (cached_attr(py, mem, self, MEMO_PARENT, &v))
         continue;
+      if (!py->aio.group_done && find_task(s, v) >= 0)
+        py->aio.group_done = w[j][1];
       at = find_task(s, v);
       if (at >= 0)
         add_waiter(&tasks[i], tasks[at].addr);
@@ -578,7 +588,11 @@ int pst_py_aio_legacy_list(struct pst_py *py, struct pst_mem *mem,
     struct pst_py_task *t = &tasks[*n];
     /* A task of another type (a Python Task, a freed object read while
      * the set changed) is not read at these offsets. */
+    uint32_t state;
     if (!ok[i] || kind_of(py, mem, u64_at(b, (size_t)l->ob_type)) != KIND_TASK)
+      continue;
+    memcpy(&state, b + a->task_state, 4);
+    if (state != 0) /* done or cancelled */
       continue;
     memset(t, 0, sizeof(*t));
     t->addr = cand[i];

@@ -169,18 +169,17 @@ struct pst_py_aio {
   uint64_t ts_loop, ts_task, ts_tasks; /* in a thread state */
   /* legacy only */
   int legacy, warned;
-  uint64_t task_loop, task_cb0, task_waiter; /* in a Task object */
-  int32_t if_stacktop;  /* int stacktop in _PyInterpreterFrame */
-  uint64_t task_type;   /* _asyncio.Task */
-  uint64_t task_sub[8]; /* its subclasses seen (and 1 in the low bit) or
-                            other types (0 in it): first found first */
-  uint64_t scheduled;   /* the set in the WeakSet of _scheduled_tasks
+  uint64_t task_loop, task_cb0, task_waiter, task_state; /* in a Task */
+  int32_t if_stacktop; /* int stacktop in _PyInterpreterFrame */
+  uint64_t task_type;  /* _asyncio.Task */
+  uint64_t scheduled;  /* the set in the WeakSet of _scheduled_tasks
                             (3.12+) or _all_tasks (3.11): weak references */
-  uint64_t eager;       /* _eager_tasks (3.12+): a set of tasks, or 0 */
-  uint64_t current;     /* _current_tasks: a dict {loop: running task} */
-  uint64_t memo[4];     /* interned attribute names (pst_py_instance_attr) */
+  uint64_t eager;      /* _eager_tasks (3.12+): a set of tasks, or 0 */
+  uint64_t current;    /* _current_tasks: a dict {loop: running task} */
+  uint64_t memo[4];    /* interned attribute names (pst_py_instance_attr) */
   struct pst_py_aio_type *types; /* type names seen (malloc'ed) */
-  char loop_type[48]; /* a loop's whose thread is not known (uvloop) */
+  char loop_type[48];  /* a loop's whose thread is not known (uvloop) */
+  uint64_t group_done; /* TaskGroup._on_task_done, once a TaskGroup seen */
   /* Attributes read before: (object, which attribute) -> value, and the
    * address holding it, read again to trust the value (asyncio_legacy.c:
    * a loop's _thread_id, a gather's _children, a TaskGroup's

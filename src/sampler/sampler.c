@@ -448,11 +448,12 @@ static void sample_tasks(struct rec *r, struct entry *e, uint64_t t_ns,
   for (int i = 0; i < n && !e->loop_said; i++)
     if (tk[i].no_thread == PST_TASK_LOOP_UNKNOWN) {
       e->loop_said = 1;
-      pst_warn("process %d runs asyncio tasks on an event loop of type %s, "
-               "which does not say which thread runs it (uvloop's does "
-               "not): they are recorded as thread \"asyncio tasks (thread "
-               "not known)\" (CPython 3.14+ knows it)",
-               (int)e->pid, tk[i].loop_type);
+      pst_warn(
+          "process %d runs asyncio tasks on an event loop of type %s, "
+          "which does not say which thread runs it (uvloop's does "
+          "not): they are recorded as thread \"asyncio tasks (loop's thread "
+          "not known)\" (CPython 3.14+ knows it)",
+          (int)e->pid, tk[i].loop_type);
     }
   if (!e->task_names && !(e->task_names = pst_strtab_new()))
     return;
@@ -479,9 +480,7 @@ static void sample_tasks(struct rec *r, struct entry *e, uint64_t t_ns,
       snprintf(th.name, sizeof(th.name), "asyncio tasks of %d", (int)tk[i].tid);
     else
       snprintf(th.name, sizeof(th.name), "asyncio tasks (%s)",
-               tk[i].no_thread == PST_TASK_LOOP_UNKNOWN ? "thread not known"
-               : tk[i].no_thread == PST_TASK_LOOP_IDLE  ? "loop not running"
-                                                        : "thread ended");
+               pst_task_no_thread_str(tk[i].no_thread));
     th.state = 'S';
     th.holds_gil = -1;
     th.idle = !tk[i].running;

@@ -79,6 +79,15 @@ static int index_of(const struct by_addr *sorted, int n, uint64_t addr) {
   return hit ? hit->index : -1;
 }
 
+const char *pst_task_no_thread_str(int no_thread) {
+  static const char *const why[] = {"", "thread ended", "loop not running",
+                                    "loop's thread not known",
+                                    "loop not readable"};
+
+  return no_thread > 0 && no_thread <= PST_TASK_LOOP_UNREAD ? why[no_thread]
+                                                            : "";
+}
+
 int pst_task_chain(const struct pst_task *tasks, int i, int *chain, int max) {
   int n = 0;
 
@@ -184,7 +193,7 @@ int pst_target_tasks(struct pst_target *t, int flags,
   pid_t tids[16];
   int n = read_tasks(t, out), k, stopped = 0;
 
-  if (n <= 0 || !(flags & (PST_SAMPLE_EXACT | PST_SAMPLE_BLOCKING)))
+  if (n <= 0 || !*out || !(flags & (PST_SAMPLE_EXACT | PST_SAMPLE_BLOCKING)))
     return n;
   k = torn_threads(t, *out, n, tids, 16);
   if (!k)

@@ -357,6 +357,14 @@ def check_async(interp, uvloop=False):
             errors.append("want one note naming the loop: %r" % err)
         inner = {n: got[n]["frames"][0]["name"].split(".")[-1]
                  for n in ("sleeper", "sock-reader") if n in got}
+        # main() yields a future from parked(), a generator whose frame
+        # also holds a generator: the chain ends at parked.
+        mains = [n for n, w in want.items() if w["frames"][0][0] == "main"]
+        for n in mains:
+            names = [f["name"].split(".")[-1] for f in got.get(n, {}).get(
+                "frames", [])]
+            if names != ["parked", "main"]:
+                errors.append("%s: chain %s, want parked, main" % (n, names))
         # uvloop's sock_recv is a C method: its future is awaited by
         # sock_reader itself.
         recv = "sock_reader" if uvloop else "sock_recv"

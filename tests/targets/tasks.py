@@ -14,6 +14,7 @@ import asyncio
 import json
 import socket
 import sys
+import types
 
 
 async def sleeper():
@@ -49,6 +50,18 @@ async def group_owner():
 
 async def waits_for(task):
     await task
+
+
+@types.coroutine
+def parked(fut):
+    # A plain yield (not an await) with a generator in a local: on 3.11 and
+    # 3.12, whose frame state does not tell the two apart, a reader that
+    # took what lies at the top of the frame for what it awaits would
+    # follow the decoy.
+    decoy = (x for x in ())
+    fut._asyncio_future_blocking = True  # what Future.__await__ does
+    yield fut
+    return decoy
 
 
 def rules(loop):
@@ -113,7 +126,9 @@ async def main():
         tasks.append(chain)
     loop = asyncio.get_running_loop()
     loop.call_later(0.2, report, loop)
-    await asyncio.sleep(3600)
+    fut = loop.create_future()
+    loop.call_later(3600, fut.set_result, None)
+    await parked(fut)
 
 
 if sys.argv[1:] == ["uvloop"]:
