@@ -380,14 +380,14 @@ static void summary(const struct pst_sampler_stats *st) {
             "were read; --blocking reads them with its thread stopped for a "
             "moment\n");
   if (st->task_samples || st->task_errors || st->task_torn) {
-    uint64_t all = st->task_samples + st->task_torn;
+    uint64_t tasks = st->task_samples + st->task_torn;
     fprintf(stderr,
             "pystitch: --async: %llu task samples, %llu left out (a task "
             "ran while read: %.2f%%), %llu ticks whose tasks could not be "
             "read\n",
             (unsigned long long)st->task_samples,
             (unsigned long long)st->task_torn,
-            all ? 100.0 * (double)st->task_torn / (double)all : 0.0,
+            tasks ? 100.0 * (double)st->task_torn / (double)tasks : 0.0,
             (unsigned long long)st->task_errors);
   }
   if (st->torn_retries)
