@@ -393,6 +393,49 @@ def check_async(interp, uvloop=False):
         t.stop()
 
 
+def check_async_storm(interp):
+    """tests/targets/taskstorm.py (50 tasks switching chains without end):
+    dump --async, 3 times: every task with its chain (the ones that moved
+    while read are read again with the loop stopped), each a prefix of a
+    possible chain; --nonblocking: the moved ones marked torn, without
+    frames, the others possible too."""
+    ok = [["worker", "a1", "b1", "sleep", "__sleep0"],
+          ["worker", "a2", "b2", "sleep", "__sleep0"],
+          ["main", "sleep"]]
+    t = pytargets.Target(interp, "taskstorm.py", ["50"])
+    try:
+        while t.readline().strip() != "ready":
+            pass
+        errors, torn = [], 0
+        for mode in ([], [], [], ["--nonblocking"]):
+            r = subprocess.run([PST, "dump", "--async", "--json", "-p",
+                                str(t.pid)] + mode, capture_output=True,
+                               timeout=60)
+            if r.returncode != 0:
+                return "dump %s exited %d: %s" % (mode, r.returncode,
+                                                  r.stderr.decode())
+            tasks = json.loads(r.stdout.decode("utf-8"))["tasks"]
+            if len(tasks) != 51:
+                errors.append("%s: %d tasks, want 51" % (mode, len(tasks)))
+            for tk in tasks:
+                names = [f["name"].split(".")[-1]
+                         for f in reversed(tk["frames"])]
+                if tk["torn"]:
+                    torn += 1
+                    if not mode or names:
+                        errors.append("%s: %s torn, frames %s" % (
+                            mode, tk["name"], names))
+                elif not names or not any(names == c[:len(names)]
+                                          for c in ok):
+                    errors.append("%s: %s: impossible %s" % (
+                        mode, tk["name"], names))
+        print("# %s: --nonblocking: %d of 51 tasks torn" % (interp.label,
+                                                           torn))
+        return "\n".join(errors[:10])
+    finally:
+        t.stop()
+
+
 def check_async_before(interp):
     """Before 3.11 dump --async says, in one note, that it reads tasks on
     3.11+ only, and shows the threads."""
@@ -459,6 +502,14 @@ def main():
         except Exception as e:
             err = "%s: %s" % (type(e).__name__, e)
         report(not err, "dump --async, 20 tasks: " + interp.label, err)
+        if re.search(r"pyenv-3\.1[12]\b|sid-container-3\.14$",
+                     interp.label):
+            try:
+                err = check_async_storm(interp)
+            except Exception as e:
+                err = "%s: %s" % (type(e).__name__, e)
+            report(not err, "dump --async of a task storm: " + interp.label,
+                   err)
         if interp.rootfs:
             continue
         try:
