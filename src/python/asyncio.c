@@ -23,6 +23,8 @@
  * count and size read is bounded: the memory is the target's.
  */
 #include <errno.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +95,10 @@ static int read_section(pid_t pid, const struct pst_map *mp,
   a->ts_loop = w[10];
   a->ts_task = w[11];
   a->ts_tasks = w[12];
+  a->chk_off[0] = a->task_name;
+  a->chk_off[1] = a->task_coro;
+  a->chk_off[2] = a->task_awaited_by;
+  a->nchk = 3;
   /* Every field inside its struct, the structs of a sane size. */
   if (a->task_size == 0 || a->task_size > TASK_MAX_SIZE ||
       a->task_name + 8 > a->task_size || a->task_coro + 8 > a->task_size ||
@@ -289,6 +295,8 @@ static int read_list(struct pst_py *py, struct pst_mem *mem, uint64_t head,
     t->tstate = owner;
     t->running = addr == running;
     t->is_task = buf[a->task_is_task] != 0;
+    for (int c = 0; c < a->nchk; c++)
+      t->chk[c] = u64_at(buf, a->chk_off[c]);
     t->name_obj = u64_at(buf, a->task_name);
     t->coro = u64_at(buf, a->task_coro) & ~(uint64_t)7;
     waiters(py, mem, a, buf, t);
@@ -391,23 +399,36 @@ static int verify_chains(const struct pst_py *py, struct pst_mem *mem,
   struct pst_mem_iov *iov;
   uint8_t *ok, *buf;
   int *who, *lvl;
-  size_t pieces = 0, k = 0, at = 0;
+  const struct pst_py_aio *a = &py->aio;
+  size_t pieces = 0, k = 0, at = 0, lo = SIZE_MAX, hi = 0, each;
   int got, err = 0;
 
   for (int i = 0; i < n; i++)
-    pieces += tasks[i].torn ? 0 : (size_t)tasks[i].nframes * 2;
+    pieces += tasks[i].torn ? 0 : (size_t)tasks[i].nframes * 2 + 1;
   if (!pieces || !b->seen)
     return 0;
+  /* The task's own words: one piece from the first to the last. */
+  for (int c = 0; c < a->nchk; c++) {
+    lo = a->chk_off[c] < lo ? a->chk_off[c] : lo;
+    hi = a->chk_off[c] + 8 > hi ? a->chk_off[c] + 8 : hi;
+  }
+  each = hi > lo && hi - lo > glen ? hi - lo : glen;
   iov = malloc(pieces * sizeof(*iov));
   ok = malloc(pieces);
-  buf = malloc(pieces * glen);
+  buf = malloc(pieces * each);
   who = malloc(pieces * sizeof(*who));
   lvl = malloc(pieces * sizeof(*lvl));
   if (!iov || !ok || !buf || !who || !lvl) {
     err = -ENOMEM;
     goto out;
   }
-  for (int i = 0; i < n; i++)
+  for (int i = 0; i < n; i++) {
+    if (!tasks[i].torn && a->nchk) { /* the task: level INT_MIN */
+      iov[k] = (struct pst_mem_iov){tasks[i].addr + lo, buf + at, hi - lo};
+      who[k] = i;
+      lvl[k++] = INT_MIN;
+      at += each;
+    }
     for (int L = 0; !tasks[i].torn && L < tasks[i].nframes; L++) {
       const struct seen *s = &b->seen[(size_t)L * (size_t)n + (size_t)i];
       iov[k] = (struct pst_mem_iov){s->coro, buf + at, glen};
@@ -421,22 +442,35 @@ static int verify_chains(const struct pst_py *py, struct pst_mem *mem,
         at += 16;
       }
     }
+  }
   got = pst_mem_readv_each(mem, iov, k, ok);
   if (got < 0) {
     err = got;
     goto out;
   }
   for (size_t j = 0; j < k; j++) {
-    int L = lvl[j] >= 0 ? lvl[j] : -1 - lvl[j];
+    int L = lvl[j] >= 0 ? lvl[j] : lvl[j] == INT_MIN ? 0 : -1 - lvl[j];
     const struct seen *s = &b->seen[(size_t)L * (size_t)n + (size_t)who[j]];
+    struct pst_py_task *t = &tasks[who[j]];
     struct seen now = {0};
-    if (!ok[j])
-      tasks[who[j]].torn = 1;
-    else if (lvl[j] < 0)
-      tasks[who[j]].torn |= memcmp(iov[j].buf, s->top, 16) != 0;
-    else {
+    if (!ok[j]) {
+      t->torn = 1;
+    } else if (lvl[j] == INT_MIN) {
+      /* Its name, coroutine and waiters' words: another task at a freed
+       * one's address would have other ones. */
+      for (int c = 0; c < a->nchk; c++)
+        t->torn |= u64_at(iov[j].buf, a->chk_off[c] - lo) != t->chk[c];
+    } else if (lvl[j] < 0) {
+      t->torn |= memcmp(iov[j].buf, s->top, 16) != 0;
+    } else {
       stamp(py, iov[j].buf, &now);
-      tasks[who[j]].torn |=
+      /* A coroutine running now (its task's, innermost): its instruction
+       * and stack move; nothing was followed from it, so the same state
+       * and code are enough. */
+      if (now.state == s->state && now.w[0] == s->w[0] &&
+          (int8_t)s->state == (py->version_hex >= 0x030f ? 4 : 0))
+        continue;
+      t->torn |=
           now.state != s->state || memcmp(now.w, s->w, sizeof(now.w)) != 0;
     }
   }

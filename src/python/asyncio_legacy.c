@@ -166,6 +166,11 @@ int pst_py_aio_legacy_find(struct pst_py *py, struct pst_mem *mem) {
   a->task_loop = tl->loop;
   a->task_cb0 = tl->cb0;
   a->task_state = tl->state;
+  a->chk_off[0] = tl->name;
+  a->chk_off[1] = tl->coro;
+  a->chk_off[2] = tl->waiter;
+  a->chk_off[3] = tl->cb0;
+  a->nchk = 4;
   a->task_waiter = tl->waiter;
   a->task_coro = tl->coro;
   a->task_name = tl->name;
@@ -597,6 +602,8 @@ int pst_py_aio_legacy_list(struct pst_py *py, struct pst_mem *mem,
     memset(t, 0, sizeof(*t));
     t->addr = cand[i];
     t->is_task = 1;
+    for (int c = 0; c < a->nchk; c++)
+      t->chk[c] = u64_at(b, a->chk_off[c]);
     t->name_obj = u64_at(b, a->task_name);
     t->coro = u64_at(b, a->task_coro) & ~(uint64_t)7;
     x[*n - first] =

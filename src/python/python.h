@@ -167,6 +167,8 @@ struct pst_py_aio {
       task_coro, task_node;            /* in a Task object */
   uint64_t interp_tasks;               /* in PyInterpreterState */
   uint64_t ts_loop, ts_task, ts_tasks; /* in a thread state */
+  uint64_t chk_off[4]; /* words of a task read again after its chain */
+  int nchk;
   /* legacy only */
   int legacy, warned;
   uint64_t task_loop, task_cb0, task_waiter, task_state; /* in a Task */
@@ -203,6 +205,7 @@ struct pst_py_task {
                       interpreter's (its thread ended) */
   int no_thread;   /* with tstate 0: PST_TASK_* (0: PST_TASK_ENDED) */
   int torn;        /* its chain changed while read: no frames given */
+  uint64_t chk[4]; /* its words at aio.chk_off, as first read */
   int running;     /* its thread's running task */
   int is_task;     /* a Task, not a plain Future */
   uint64_t waiters[PST_PY_TASK_WAITERS]; /* objects awaiting it */

@@ -226,6 +226,34 @@ def check_task_storm(interp):
         t.stop()
 
 
+def check_task_hot(interp):
+    """tests/targets/taskhot.py: the task running on the loop's thread
+    (its coroutine's line moves all the time) is in the task samples of
+    nearly every tick: at most 5% of task-samples left out, and "task hot"
+    in at least 90% of the ticks."""
+    t = pytargets.Target(interp, "taskhot.py")
+    try:
+        wait_ready(t)
+        r, out = record(["-p", str(t.pid), "-d", "3", "-r", "100", "-f",
+                         "folded", "--async"])
+        err = r.stderr.decode(errors="replace")
+        if r.returncode != 0:
+            return "record exited %d: %s" % (r.returncode, err)
+        m = re.search(r"--async: (\d+) task samples, (\d+) left out", err)
+        if not m:
+            return "no --async summary: %s" % err[-300:]
+        kept, left = int(m.group(1)), int(m.group(2))
+        hot = sum(c for stack, c in folded(out) if "task hot" in stack)
+        print("# %s: %d task-samples, %d left out, task hot in %d" % (
+            interp.label, kept, left, hot))
+        if left * 20 > kept + left or hot < 270:
+            return "%d of %d task-samples left out, task hot in %d of 300 " \
+                "ticks" % (left, kept + left, hot)
+        return ""
+    finally:
+        t.stop()
+
+
 def last_totals(t, after):
     """The target's first "totals" line printed after time `after`."""
     while True:
@@ -588,6 +616,7 @@ def main():
             i.label)]:
         run("--async under a task storm: no impossible chain",
             check_task_storm, interp)
+        run("--async: the running task kept", check_task_hot, interp)
     for interp in [i for i in found if "freethreaded" in i.label]:
         run("free-threaded: 8 threads at once, --gil", check_freethreaded,
             interp)
