@@ -209,10 +209,12 @@ static int attach(struct rec *r, struct entry *e) {
   err = pst_target_open(e->pid, &e->t);
   /* Starting up (libc not mapped, no interpreter or thread-state key yet):
    * a spawned command, an exec, a new child; give up after ATTACH_TRIES.
-   * Not (yet) Python: a child about to exec, but a given pid is what it
-   * is. */
+   * Not (yet) Python, or not yet readable as one: a child about to exec,
+   * a program exec'd a moment ago (for EXEC_TRIES), but a given pid is
+   * what it is. */
   if ((err == PST_ENOTREADY ||
-       (!e->given && (err == PST_EBADDATA || err == PST_ENOTPY))) &&
+       ((!e->given || e->execd) &&
+        (err == PST_EBADDATA || err == PST_ENOTPY || err == -EFAULT))) &&
       ++e->tries < ATTACH_TRIES)
     return 1;
   if (err) {

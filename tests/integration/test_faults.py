@@ -373,8 +373,10 @@ def check_exec_python(interp, mode):
             "after_exec()\n")
     t = Faults(interp, "exec", ["1", interp.exe, "-c", code])
     try:
-        rc, err, took, out = record_until_done(["-p", str(t.pid)] + mode, 30)
-        return expect_profile(rc, err, out, ["spin_0", "after_exec"])
+        rc, err, took, out = record_until_done(["-p", str(t.pid), "-v"] +
+                                               mode, 30)
+        p = expect_profile(rc, err, out, ["spin_0", "after_exec"])
+        return p and "%s; pystitch said: %s" % (p, err[-600:])
     finally:
         t.stop()
 
