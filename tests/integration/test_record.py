@@ -212,8 +212,10 @@ def check_task_storm(interp):
                                          100.0 * left / max(1, kept + left),
                                          bad))
             # By default most chains of so busy a loop move while read (the
-            # share varies with the machine's load); --blocking keeps all.
-            want = 50 * 500 if mode else 100
+            # share varies with the machine's load); --blocking keeps all,
+            # at every tick taken (half of the 600 at least: an ASan build
+            # on a loaded machine takes 460-500).
+            want = 50 * 300 if mode else 100
             if total < want:
                 errors.append("%s: %d task-samples, want >= %d" % (
                     mode, total, want))
