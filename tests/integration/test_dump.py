@@ -291,6 +291,18 @@ def check_bad_names(interp):
         t.stop()
 
 
+def dump_async(pid, *extra):
+    """dump --async --json of pid: (the parsed dump, stderr), or (None, why
+    not) when it exits non-zero."""
+    r = subprocess.run([PST, "dump", "--async", "--json", "-p", str(pid)] +
+                       list(extra), capture_output=True, timeout=60)
+    err = r.stderr.decode(errors="replace")
+    if r.returncode != 0:
+        return None, "dump --async %s exited %d: %s" % (
+            " ".join(extra), r.returncode, err)
+    return json.loads(r.stdout.decode("utf-8")), err
+
+
 def check_async(interp, uvloop=False):
     """tests/targets/tasks.py: 20 waiting tasks (gathers, a TaskGroup, a
     chain of tasks awaiting tasks, asyncio.sleep, a socket read). dump
@@ -306,12 +318,9 @@ def check_async(interp, uvloop=False):
         snap = pytargets.tasks_seen(t)
         if snap is None:
             return None
-        r = subprocess.run([PST, "dump", "--async", "--json", "-p",
-                            str(t.pid)], capture_output=True, timeout=60)
-        err = r.stderr.decode(errors="replace")
-        if r.returncode != 0:
-            return "dump --async exited %d: %s" % (r.returncode, err)
-        dump = json.loads(r.stdout.decode("utf-8"))
+        dump, err = dump_async(t.pid)
+        if dump is None:
+            return err
         main = [th for th in dump["threads"] if th["name"] == "MainThread"]
         if not main or not main[0]["frames"]:
             return "no main thread stack: %s" % dump["threads"]
@@ -408,13 +417,10 @@ def check_async_storm(interp):
             pass
         errors, torn = [], 0
         for mode in ([], [], [], ["--nonblocking"]):
-            r = subprocess.run([PST, "dump", "--async", "--json", "-p",
-                                str(t.pid)] + mode, capture_output=True,
-                               timeout=60)
-            if r.returncode != 0:
-                return "dump %s exited %d: %s" % (mode, r.returncode,
-                                                  r.stderr.decode())
-            tasks = json.loads(r.stdout.decode("utf-8"))["tasks"]
+            dump, err = dump_async(t.pid, *mode)
+            if dump is None:
+                return err
+            tasks = dump["tasks"]
             if len(tasks) != 51:
                 errors.append("%s: %d tasks, want 51" % (mode, len(tasks)))
             for tk in tasks:
@@ -443,12 +449,9 @@ def check_async_before(interp):
     try:
         while t.readline().strip() != "ready":
             pass
-        r = subprocess.run([PST, "dump", "--async", "--json", "-p",
-                            str(t.pid)], capture_output=True, timeout=60)
-        err = r.stderr.decode(errors="replace")
-        if r.returncode != 0:
-            return "dump --async exited %d: %s" % (r.returncode, err)
-        dump = json.loads(r.stdout.decode("utf-8"))
+        dump, err = dump_async(t.pid)
+        if dump is None:
+            return err
         if dump["tasks"] or err.count("3.11+ only") != 1 or \
                 not dump["threads"]:
             return "want threads, no tasks and one note: %d tasks, %d " \
