@@ -1,4 +1,4 @@
-# tasks.py: the cost of --async (CPython 3.11+) on tests/targets/tasks.py
+# tasks.py: the cost of --async (CPython 3.8+) on tests/targets/tasks.py
 # (20 waiting tasks, chains up to 4 tasks deep): wall and CPU time of
 # `dump` against `dump --async` (alternating runs, medians), the
 # process_vm_readv calls each makes (strace -c), and pystitch's CPU per

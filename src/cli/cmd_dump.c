@@ -181,7 +181,7 @@ static int read_tasks(struct pst_target *t, pid_t pid, int flags,
 
   if (n == PST_EPYVERSION)
     fprintf(stderr,
-            "pystitch: note: asyncio tasks are read on CPython 3.11+ only "
+            "pystitch: note: asyncio tasks are read on CPython 3.8+ only "
             "(process %d runs %s); the thread stacks show the running "
             "tasks\n",
             (int)pid, info->version);

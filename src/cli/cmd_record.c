@@ -54,7 +54,7 @@ static const char record_usage[] =
     "                         (each thread is stopped while it is read)\n"
     "      --native-all       the same, keeping the interpreter's call\n"
     "                         machinery frames\n"
-    "      --async            asyncio tasks too (CPython 3.11+): each tick,\n"
+    "      --async            asyncio tasks too (CPython 3.8+): each tick,\n"
     "                         every task's coroutines under the tasks\n"
     "                         awaiting it, as a thread \"asyncio tasks\"\n"
     "      --keep-running     with -- COMMAND: leave it running when the\n"

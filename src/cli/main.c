@@ -29,7 +29,7 @@ static const char usage_text[] =
     "                         machinery frames\n"
     "      --nonblocking      dump: never stop a thread (a stack that keeps\n"
     "                         changing while read is reported as torn)\n"
-    "      --async            dump: asyncio tasks too (CPython 3.11+), each\n"
+    "      --async            dump: asyncio tasks too (CPython 3.8+), each\n"
     "                         its coroutine chain under the tasks awaiting it\n"
     "  -v, --verbose          more diagnostics on stderr (repeatable)\n"
     "  -h, --help             this help\n"

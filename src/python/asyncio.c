@@ -1,5 +1,5 @@
-/* asyncio.c: asyncio tasks of a CPython 3.11+ target, read from outside
- * (3.11-3.13 find them through asyncio_legacy.c; the chains are read here).
+/* asyncio.c: asyncio tasks of a CPython 3.8+ target, read from outside
+ * (3.8-3.13 find them through asyncio_legacy.c; the chains are read here).
  *
  * The _asyncio module keeps a _Py_AsyncioModuleDebugOffsets in an ELF
  * section named .AsyncioDebug (3.14: in the _asyncio extension module,
@@ -122,7 +122,7 @@ int pst_py_aio_find(struct pst_py *py, pid_t pid, const struct pst_maps *maps,
 
   if (a->found)
     return 0;
-  if (py->version_hex >= 0x030b && py->version_hex < 0x030e)
+  if (py->version_hex >= 0x0308 && py->version_hex < 0x030e)
     return pst_py_aio_legacy_find(py, mem);
   if (py->version_hex < 0x030e || py->lay.gen_iframe == PST_NOFF)
     return PST_EPYVERSION;
@@ -199,15 +199,20 @@ static char *task_name(struct pst_py *py, struct pst_mem *mem, uint64_t obj,
  * pointer is in *sp (else 0). 0, or PST_EBADDATA when it is not a
  * readable coroutine (a future, a wrapper not followed, a finished one):
  * the chain ends. */
+static int coro_type_ok(const struct pst_py *py, const uint8_t *gen) {
+  uint64_t type = u64_at(gen, (size_t)py->lay.ob_type);
+
+  return !py->coro_type || type == py->coro_type ||
+         (py->gen_type && type == py->gen_type);
+}
+
 static int coro_decode(const struct pst_py *py, uint64_t coro,
                        const uint8_t *gen, uint64_t *code, uint64_t *sp) {
   const struct pst_py_layout *l = &py->lay;
-  uint64_t type = u64_at(gen, (size_t)l->ob_type);
   const uint8_t *fr = gen + l->gen_iframe;
   int st;
 
-  if (py->coro_type && type != py->coro_type &&
-      (!py->gen_type || type != py->gen_type))
+  if (!coro_type_ok(py, gen))
     return PST_EBADDATA;
   /* An int8: sign-extended by hand. */
   st = gen[l->gen_frame_state] < 128 ? gen[l->gen_frame_state]
@@ -228,6 +233,50 @@ static int coro_decode(const struct pst_py *py, uint64_t coro,
       *sp = coro + (uint64_t)l->gen_iframe + (uint64_t)l->if_localsplus +
             (uint64_t)top * 8;
   }
+  return 0;
+}
+
+/* 3.8-3.10 (aio.frameobj): the state of the PyFrameObject whose first
+ * bytes are fr, as 3.10's f_state gives it (CREATED -2, SUSPENDED -1,
+ * EXECUTING 0, then done); 3.8 and 3.9 have no such field: a frame whose
+ * f_stacktop is NULL runs (a finished one is no longer the coroutine's),
+ * else it is suspended or not started (-1, with f_lasti -1). */
+static int fo_state(const struct pst_py *py, const uint8_t *fr) {
+  const struct pst_py_aio *a = &py->aio;
+
+  if (a->f_state != PST_NOFF)
+    return (int8_t)fr[a->f_state];
+  return u64_at(fr, (size_t)a->f_stack) ? -1 : 0;
+}
+
+/* The PyFrameObject at frame (fr: its first PST_PY_AIO_FRAME_READ bytes)
+ * decoded as coro_decode() does an embedded one: its code, its
+ * instruction offset (the version's units) and, when it is suspended
+ * after starting, its stack pointer (whether that is an await is told by
+ * the instruction after f_lasti, read later). */
+static int fo_decode(const struct pst_py *py, uint64_t frame, const uint8_t *fr,
+                     uint64_t *code, uint64_t *sp, int64_t *lasti) {
+  const struct pst_py_aio *a = &py->aio;
+  uint64_t vs = u64_at(fr, (size_t)a->f_valuestack), top;
+  int st = fo_state(py, fr);
+  int32_t li, depth;
+
+  if (st < -2 || st > 0)
+    return PST_EBADDATA;
+  memcpy(&li, fr + py->lay.f_lasti, 4);
+  *code = u64_at(fr, (size_t)py->lay.f_code);
+  *lasti = li;
+  *sp = 0;
+  if (st != -1 || li < 0 || vs <= frame || vs >= frame + (1u << 20))
+    return 0;
+  if (a->f_state != PST_NOFF) { /* 3.10: int f_stackdepth */
+    memcpy(&depth, fr + a->f_stack, 4);
+    top = depth >= 1 && depth < (1 << 16) ? vs + (uint64_t)depth * 8 : 0;
+  } else { /* f_stacktop */
+    top = u64_at(fr, (size_t)a->f_stack);
+    top = top > vs && top - vs < (8u << 16) ? top : 0;
+  }
+  *sp = top;
   return 0;
 }
 
@@ -311,7 +360,7 @@ static int read_list(struct pst_py *py, struct pst_mem *mem, uint64_t head,
  * the coroutine, its frame's state, code, instruction and stack words,
  * and the top of its stack when it awaits. */
 struct seen {
-  uint64_t coro, w[3], topaddr, top[2];
+  uint64_t coro, frame, w[3], topaddr, top[2];
   uint8_t state, has_top;
 };
 
@@ -323,6 +372,7 @@ struct batch {
   int *who;             /* the task of each piece */
   int *was;             /* a copy of who, while who is filled again */
   uint64_t *code, *sp;  /* per task: its coroutine's, at this level */
+  uint64_t *opat;       /* and where its next instruction is (op_check) */
   int64_t *lasti;       /* and its frame's instruction offset */
   struct pst_frame *lv; /* level L's frame of task i at [L * n + i] */
   int levels;
@@ -338,6 +388,7 @@ static void batch_free(struct batch *b) {
   free(b->was);
   free(b->code);
   free(b->sp);
+  free(b->opat);
   free(b->lasti);
   free(b->lv);
 }
@@ -363,25 +414,46 @@ static int read_names(struct pst_py *py, struct pst_mem *mem,
 }
 
 /* RESUME in 3.11 and 3.12, 3.11's quickened RESUME_QUICK and 3.12's
- * INSTRUMENTED_RESUME (Include/opcode.h of each). */
+ * INSTRUMENTED_RESUME (Include/opcode.h of each); YIELD_FROM in 3.8-3.10
+ * (Include/opcode.h). */
 #define OP_RESUME 151
 #define OP_RESUME_QUICK_311 150
 #define OP_INSTRUMENTED_RESUME_312 240
+#define OP_YIELD_FROM_38 72
 
 /* Whether a suspended coroutine's await is told by its next instruction
- * (3.11, 3.12) rather than by its frame state. */
-static int resume_check(const struct pst_py *py) {
+ * (3.8-3.12) rather than by its frame state. */
+static int op_check(const struct pst_py *py) {
   return py->aio.legacy && py->version_hex < 0x030d;
 }
 
+/* Whether the code unit op (opcode, oparg) after a suspended frame's last
+ * instruction makes it an await, as _PyGen_yf() checks. */
+static int op_awaits(const struct pst_py *py, const uint8_t *op) {
+  if (py->aio.frameobj)
+    return op[0] == OP_YIELD_FROM_38;
+  return op[1] >= 2 &&
+         (op[0] == OP_RESUME ||
+          (py->version_hex == 0x030b && op[0] == OP_RESUME_QUICK_311) ||
+          (py->version_hex == 0x030c && op[0] == OP_INSTRUMENTED_RESUME_312));
+}
+
 /* The words of a coroutine's object (gen) that change when it runs: its
- * frame's state, code, instruction and stack pointer (or stacktop). */
+ * frame's state, code, instruction and stack pointer (or stacktop). With
+ * aio.frameobj, gen is the bytes of its PyFrameObject. */
 static void stamp(const struct pst_py *py, const uint8_t *gen, struct seen *s) {
   const struct pst_py_layout *l = &py->lay;
   const uint8_t *fr = gen + l->gen_iframe;
   int32_t stack =
       l->if_stackpointer != PST_NOFF ? l->if_stackpointer : py->aio.if_stacktop;
 
+  if (py->aio.frameobj) {
+    s->state = (uint8_t)fo_state(py, gen);
+    s->w[0] = u64_at(gen, (size_t)l->f_code);
+    s->w[1] = u64_at(gen, (size_t)l->f_lasti) & 0xffffffff;
+    s->w[2] = u64_at(gen, (size_t)py->aio.f_stack);
+    return;
+  }
   s->state = gen[l->gen_frame_state];
   s->w[0] = u64_at(fr, (size_t)l->if_code);
   s->w[1] = u64_at(fr, (size_t)l->if_instr);
@@ -392,19 +464,23 @@ static void stamp(const struct pst_py *py, const uint8_t *gen, struct seen *s) {
  * whose coroutines ran meanwhile (another state, instruction, stack or
  * top of stack: it may now await something else, and what was read below
  * it may be another task's coroutine at a freed one's address) is torn:
- * its frames are not given. */
+ * its frames are not given. Before 3.11 a level is two pieces, the
+ * coroutine (its gi_frame must be the same) and its frame object. */
+enum piece { P_TASK, P_CORO, P_FRAME, P_TOP };
+
 static int verify_chains(const struct pst_py *py, struct pst_mem *mem,
                          struct pst_py_task *tasks, int n,
                          const struct batch *b, size_t glen) {
-  struct pst_mem_iov *iov;
-  uint8_t *ok, *buf;
-  int *who, *lvl;
   const struct pst_py_aio *a = &py->aio;
+  const size_t flen = PST_PY_AIO_FRAME_READ;
+  struct pst_mem_iov *iov;
+  uint8_t *ok, *buf, *what;
+  int *who, *lvl;
   size_t pieces = 0, k = 0, at = 0, lo = SIZE_MAX, hi = 0, each;
   int got, err = 0;
 
   for (int i = 0; i < n; i++)
-    pieces += tasks[i].torn ? 0 : (size_t)tasks[i].nframes * 2 + 1;
+    pieces += tasks[i].torn ? 0 : (size_t)tasks[i].nframes * 3 + 1;
   if (!pieces || !b->seen)
     return 0;
   /* The task's own words: one piece from the first to the last. */
@@ -413,57 +489,62 @@ static int verify_chains(const struct pst_py *py, struct pst_mem *mem,
     hi = a->chk_off[c] + 8 > hi ? a->chk_off[c] + 8 : hi;
   }
   each = hi > lo && hi - lo > glen ? hi - lo : glen;
+  each = a->frameobj && flen > each ? flen : each;
   iov = malloc(pieces * sizeof(*iov));
   ok = malloc(pieces);
+  what = malloc(pieces);
   buf = malloc(pieces * each);
   who = malloc(pieces * sizeof(*who));
   lvl = malloc(pieces * sizeof(*lvl));
-  if (!iov || !ok || !buf || !who || !lvl) {
+  if (!iov || !ok || !what || !buf || !who || !lvl) {
     err = -ENOMEM;
     goto out;
   }
+#define PIECE(addr_, len_, kind_, level_)                                      \
+  do {                                                                         \
+    iov[k] = (struct pst_mem_iov){(addr_), buf + at, (len_)};                  \
+    what[k] = (kind_);                                                         \
+    who[k] = i;                                                                \
+    lvl[k++] = (level_);                                                       \
+    at += each;                                                                \
+  } while (0)
   for (int i = 0; i < n; i++) {
-    if (!tasks[i].torn && a->nchk) { /* the task: level INT_MIN */
-      iov[k] = (struct pst_mem_iov){tasks[i].addr + lo, buf + at, hi - lo};
-      who[k] = i;
-      lvl[k++] = INT_MIN;
-      at += each;
-    }
+    if (!tasks[i].torn && a->nchk)
+      PIECE(tasks[i].addr + lo, hi - lo, P_TASK, 0);
     for (int L = 0; !tasks[i].torn && L < tasks[i].nframes; L++) {
       const struct seen *s = &b->seen[(size_t)L * (size_t)n + (size_t)i];
-      iov[k] = (struct pst_mem_iov){s->coro, buf + at, glen};
-      who[k] = i;
-      lvl[k++] = L;
-      at += glen;
-      if (s->has_top) { /* piece k - 1's top: marked by a negative level */
-        iov[k] = (struct pst_mem_iov){s->topaddr, buf + at, 16};
-        who[k] = i;
-        lvl[k++] = -1 - L;
-        at += 16;
-      }
+      PIECE(s->coro, glen, P_CORO, L);
+      if (a->frameobj)
+        PIECE(s->frame, flen, P_FRAME, L);
+      if (s->has_top)
+        PIECE(s->topaddr, 16, P_TOP, L);
     }
   }
+#undef PIECE
   got = pst_mem_readv_each(mem, iov, k, ok);
   if (got < 0) {
     err = got;
     goto out;
   }
   for (size_t j = 0; j < k; j++) {
-    int L = lvl[j] >= 0 ? lvl[j] : lvl[j] == INT_MIN ? 0 : -1 - lvl[j];
-    const struct seen *s = &b->seen[(size_t)L * (size_t)n + (size_t)who[j]];
+    const struct seen *s =
+        &b->seen[(size_t)lvl[j] * (size_t)n + (size_t)who[j]];
     struct pst_py_task *t = &tasks[who[j]];
+    const uint8_t *p = iov[j].buf;
     struct seen now = {0};
     if (!ok[j]) {
       t->torn = 1;
-    } else if (lvl[j] == INT_MIN) {
+    } else if (what[j] == P_TASK) {
       /* Its name, coroutine and waiters' words: another task at a freed
        * one's address would have other ones. */
       for (int c = 0; c < a->nchk; c++)
-        t->torn |= u64_at(iov[j].buf, a->chk_off[c] - lo) != t->chk[c];
-    } else if (lvl[j] < 0) {
-      t->torn |= memcmp(iov[j].buf, s->top, 16) != 0;
+        t->torn |= u64_at(p, a->chk_off[c] - lo) != t->chk[c];
+    } else if (what[j] == P_TOP) {
+      t->torn |= memcmp(p, s->top, 16) != 0;
+    } else if (what[j] == P_CORO && a->frameobj) {
+      t->torn |= u64_at(p, (size_t)a->gi_frame) != s->frame;
     } else {
-      stamp(py, iov[j].buf, &now);
+      stamp(py, p, &now);
       /* A coroutine running now (its task's, innermost): its instruction
        * and stack move; nothing was followed from it, so the same state
        * and code are enough. */
@@ -477,10 +558,41 @@ static int verify_chains(const struct pst_py *py, struct pst_mem *mem,
 out:
   free(iov);
   free(ok);
+  free(what);
   free(buf);
   free(who);
   free(lvl);
   return err;
+}
+
+/* Before 3.11: the frame objects of the m coroutines b->who[0..m) (at
+ * b->cur[i].frame), one batch, decoded into b->code, b->sp, b->lasti and
+ * stamped; a coroutine whose frame is unreadable, or finished, ends its
+ * chain. The number kept (packed at the front of b->who), or -errno. */
+static int read_frames(const struct pst_py *py, struct pst_mem *mem,
+                       struct pst_py_task *tasks, struct batch *b, int m) {
+  const size_t flen = PST_PY_AIO_FRAME_READ;
+  int kept = 0, got;
+
+  for (int j = 0; j < m; j++)
+    b->iov[j] = (struct pst_mem_iov){b->cur[b->who[j]].frame,
+                                     b->buf + (size_t)j * flen, flen};
+  got = m ? pst_mem_readv_each(mem, b->iov, (size_t)m, b->ok) : 0;
+  if (got < 0)
+    return got;
+  for (int j = 0; j < m; j++) {
+    int i = b->who[j];
+    const uint8_t *fr = b->buf + (size_t)j * flen;
+    if (!b->ok[j] || fo_decode(py, b->cur[i].frame, fr, &b->code[i], &b->sp[i],
+                               &b->lasti[i])) {
+      tasks[i].coro = 0;
+      continue;
+    }
+    b->code[i] &= ~(uint64_t)7;
+    stamp(py, fr, &b->cur[i]);
+    b->who[kept++] = i;
+  }
+  return kept;
 }
 
 /* Chains, a level at a time for all tasks: the coroutines (one batch),
@@ -521,8 +633,15 @@ static int read_chains(struct pst_py *py, struct pst_mem *mem,
     for (int j = 0; j < k; j++) {
       int i = b->who[j];
       const uint8_t *gen = b->buf + (size_t)j * glen;
-      b->code[i] = b->sp[i] = 0;
-      if (!b->ok[j] ||
+      b->code[i] = b->sp[i] = b->opat[i] = 0;
+      b->cur[i] = (struct seen){0};
+      b->cur[i].coro = tasks[i].coro;
+      if (b->ok[j] && py->aio.frameobj && coro_type_ok(py, gen) &&
+          (b->cur[i].frame = u64_at(gen, (size_t)py->aio.gi_frame))) {
+        b->who[m++] = i; /* its frame object: read next */
+        continue;
+      }
+      if (!b->ok[j] || py->aio.frameobj ||
           coro_decode(py, tasks[i].coro, gen, &b->code[i], &b->sp[i])) {
         tasks[i].coro = 0; /* the chain ends */
         continue;
@@ -530,11 +649,13 @@ static int read_chains(struct pst_py *py, struct pst_mem *mem,
       /* The frame's instruction offset now (gen's bytes are reused). */
       b->lasti[i] =
           pst_py_frame_lasti(py, gen + py->lay.gen_iframe, b->code[i]);
-      b->cur[i] = (struct seen){0};
-      b->cur[i].coro = tasks[i].coro;
       stamp(py, gen, &b->cur[i]);
       b->who[m++] = i;
     }
+    if (py->aio.frameobj) /* before 3.11: the frame objects */
+      m = read_frames(py, mem, tasks, b, m);
+    if (m < 0)
+      return m;
     for (int j = 0; j < m; j++)
       b->iov[j] = (struct pst_mem_iov){b->code[b->who[j]],
                                        b->buf + (size_t)j * hsize, hsize};
@@ -553,25 +674,35 @@ static int read_chains(struct pst_py *py, struct pst_mem *mem,
       f->kind = PST_FRAME_PYTHON;
       f->entry = 0;
       f->ip = 0;
+      if (py->aio.frameobj && b->sp[i]) /* co_code's byte after f_lasti */
+        b->opat[i] =
+            u64_at(b->buf + (size_t)j * hsize, (size_t)py->aio.co_code) +
+            (uint64_t)py->lay.bytes_data +
+            (uint64_t)(py->version_hex >= 0x030a ? (b->lasti[i] + 1) * 2
+                                                 : b->lasti[i] + 2);
+      else if (op_check(py))
+        b->opat[i] = b->cur[i].w[1] + 2; /* 3.11, 3.12: prev_instr + 1 */
       b->seen[(size_t)L * (size_t)n + (size_t)i] = b->cur[i];
       tasks[i].nframes++; /* one per level, from level 0 on */
     }
     /* What each awaiting coroutine awaits: the top of its stack; 3.15
      * keeps a NULL reference above it (the value to send), so the first
-     * non-NULL of the top two (before 3.14 the top only). 3.11 and 3.12
-     * have one suspended state for every yield: the code unit after the
-     * frame's prev_instr (piece k + 1) must be the RESUME of an await or
-     * yield from (oparg 2 or 3), as CPython's _PyGen_yf() checks. */
+     * non-NULL of the top two (before 3.14 the top only). 3.8-3.12 have
+     * one suspended state for every yield: the code unit after the
+     * frame's last instruction (piece k + 1) must be YIELD_FROM (3.8-3.10)
+     * or the RESUME of an await or yield from (oparg 2 or 3: 3.11, 3.12),
+     * as CPython's _PyGen_yf() checks. */
     k = 0;
     memcpy(b->was, b->who, (size_t)m * sizeof(*b->was)); /* who is reused */
     for (int j = 0; j < m; j++) {
       int i = b->was[j];
-      if (tasks[i].coro && tasks[i].nframes == L + 1 && b->sp[i]) {
+      if (tasks[i].coro && tasks[i].nframes == L + 1 && b->sp[i] &&
+          (b->opat[i] || !op_check(py))) {
         uint8_t *at = b->buf + (size_t)j * 32;
         b->iov[k] = (struct pst_mem_iov){b->sp[i] - 16, at, 16};
         b->who[k++] = i;
-        if (resume_check(py))
-          b->iov[k++] = (struct pst_mem_iov){b->cur[i].w[1] + 2, at + 16, 2};
+        if (op_check(py))
+          b->iov[k++] = (struct pst_mem_iov){b->opat[i], at + 16, 2};
       } else {
         tasks[i].coro = 0;
       }
@@ -579,7 +710,7 @@ static int read_chains(struct pst_py *py, struct pst_mem *mem,
     got = k ? pst_mem_readv_each(mem, b->iov, (size_t)k, b->ok) : 0;
     if (got < 0)
       return got;
-    for (int j = 0; j < k; j += resume_check(py) ? 2 : 1) {
+    for (int j = 0; j < k; j += op_check(py) ? 2 : 1) {
       struct seen *sn = &b->seen[(size_t)L * (size_t)n + (size_t)b->who[j]];
       const uint8_t *at = b->iov[j].buf;
       uint64_t top[2];
@@ -588,13 +719,8 @@ static int read_chains(struct pst_py *py, struct pst_mem *mem,
       memcpy(sn->top, top, 16);
       sn->topaddr = b->iov[j].addr;
       sn->has_top = b->ok[j];
-      if (resume_check(py))
-        awaits &=
-            b->ok[j + 1] && at[17] >= 2 &&
-            (at[16] == OP_RESUME ||
-             (py->version_hex == 0x030b && at[16] == OP_RESUME_QUICK_311) ||
-             (py->version_hex == 0x030c &&
-              at[16] == OP_INSTRUMENTED_RESUME_312));
+      if (op_check(py))
+        awaits &= b->ok[j + 1] && op_awaits(py, at + 16);
       top[0] &= ~(uint64_t)7;
       top[1] &= ~(uint64_t)7;
       tasks[b->who[j]].coro = !awaits                    ? 0
@@ -612,14 +738,16 @@ int pst_py_aio_tasks(struct pst_py *py, struct pst_mem *mem,
   const struct pst_py_layout *l = &py->lay;
   const struct pst_py_aio *a = &py->aio;
   struct batch b = {0};
-  size_t glen = (size_t)l->gen_iframe + (size_t)l->if_size;
-  size_t hsize = pst_py_code_header_size(py);
-  size_t stride;
+  size_t hsize = pst_py_code_header_size(py), glen, stride;
   int n = 0, nf = 0, err = 0;
 
   if (!a->found)
     return PST_ENOSYM;
-  if (glen > 512 || (size_t)l->gen_frame_state >= glen)
+  /* The coroutine's bytes read: up to its gi_frame before 3.11, through
+   * its embedded frame after. */
+  glen = a->frameobj ? (size_t)a->gi_frame + 8
+                     : (size_t)l->gen_iframe + (size_t)l->if_size;
+  if (glen > 512 || (!a->frameobj && (size_t)l->gen_frame_state >= glen))
     return PST_EBADDATA;
   if (a->legacy) {
     err = pst_py_aio_legacy_list(py, mem, tstates, nts, tasks, max, &n);
@@ -657,6 +785,7 @@ int pst_py_aio_tasks(struct pst_py *py, struct pst_mem *mem,
   err = 0;
   stride = glen > hsize ? glen : hsize;
   stride = stride > NAME_READ ? stride : NAME_READ;
+  stride = stride > PST_PY_AIO_FRAME_READ ? stride : PST_PY_AIO_FRAME_READ;
   b.iov = malloc((size_t)n * 2 * sizeof(*b.iov)); /* 2 per task at most */
   b.ok = malloc((size_t)n * 2);
   b.buf = malloc((size_t)n * stride);
@@ -664,10 +793,11 @@ int pst_py_aio_tasks(struct pst_py *py, struct pst_mem *mem,
   b.was = malloc((size_t)n * sizeof(*b.was));
   b.code = calloc((size_t)n, sizeof(*b.code));
   b.sp = calloc((size_t)n, sizeof(*b.sp));
+  b.opat = calloc((size_t)n, sizeof(*b.opat));
   b.lasti = calloc((size_t)n, sizeof(*b.lasti));
   b.cur = calloc((size_t)n, sizeof(*b.cur));
   if (!b.iov || !b.ok || !b.buf || !b.who || !b.was || !b.code || !b.sp ||
-      !b.lasti || !b.cur)
+      !b.opat || !b.lasti || !b.cur)
     err = -ENOMEM;
   if (err == 0)
     err = read_names(py, mem, tasks, n, &b);

@@ -1,8 +1,8 @@
-/* asyncio_legacy.c: asyncio tasks of CPython 3.11-3.13, which have no
+/* asyncio_legacy.c: asyncio tasks of CPython 3.8-3.13, which have no
  * .AsyncioDebug: found through the sets asyncio.tasks keeps them in.
  *
  * asyncio.tasks (its C accelerator _asyncio registers every Task):
- *   _all_tasks (3.11) or _scheduled_tasks (3.12, 3.13)  a weakref.WeakSet,
+ *   _all_tasks (3.8-3.11) or _scheduled_tasks (3.12, 3.13)  a WeakSet,
  *       whose instance attribute `data` is a set of weak references to the
  *       tasks (PyWeakReference.wr_object; None once the task is gone);
  *   _eager_tasks (3.12+)  a set of the tasks running eagerly;
@@ -22,10 +22,18 @@
  * is a task's first done callback (TaskGroup.create_task). On 3.14 these
  * three give exactly _asyncio_awaited_by for tests/targets/tasks.py.
  *
+ * Before 3.11 a coroutine's frame is not in it but a PyFrameObject its
+ * gi_frame points to (NULL once it returned), whose f_stacktop (3.8, 3.9;
+ * NULL while it runs) or f_valuestack + f_stackdepth (3.10, with f_state)
+ * is the top of its stack; it awaits when the instruction after f_lasti
+ * is YIELD_FROM, as _PyGen_yf() checks (asyncio.c reads the chains).
+ *
  * Sources: Modules/_asynciomodule.c, Lib/asyncio/{tasks,taskgroups,
- * base_events}.py, Include/internal/pycore_frame.h of 3.11-3.13; offsets
- * measured (ctypes, against id() of each field) on pyenv 3.11.7, 3.12.1,
- * 3.13.0, Debian's 3.11.2 and a 3.13.15t. Every count read is bounded.
+ * base_events}.py, Include/internal/pycore_frame.h of 3.11-3.13,
+ * Include/cpython/frameobject.h and Objects/genobject.c of 3.8-3.10;
+ * offsets measured (ctypes, against id() of each field) on pyenv 3.8.18,
+ * 3.9.18, 3.10.13, 3.11.7, 3.12.1, 3.13.0, Debian's 3.11.2 and a
+ * 3.13.15t. Every count read is bounded.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -41,16 +49,26 @@
 
 /* TaskObj: FutureObj_HEAD (loop, callback0, ...) then the task's fields;
  * the coroutine's embedded frame (gi_iframe, with gi_frame_state 5 bytes
- * before it). Free-threaded: every offset 16 bytes further. */
+ * before it). Free-threaded: every offset 16 bytes further. Before 3.11
+ * (gen_iframe 0): the coroutine's size, and in the PyFrameObject its
+ * gi_frame (+16) points to, f_valuestack, f_stacktop or f_stackdepth,
+ * f_state (3.10), and the code object's co_code. */
 static const struct task_layout {
   int version, ft;
   uint32_t size, loop, cb0, state, waiter, coro, name, gen_iframe;
+  uint32_t coro_size, f_valuestack, f_stack, f_state, co_code;
 } layouts[] = {
-    {0x030b, 0, 176, 16, 24, 88, 128, 136, 144, 80},
-    {0x030c, 0, 176, 16, 24, 88, 128, 136, 144, 72},
-    {0x030d, 0, 144, 16, 24, 96, 112, 120, 128, 72},
-    {0x030d, 1, 160, 32, 40, 112, 128, 136, 144, 88},
+    {0x0308, 0, 144, 16, 24, 72, 104, 112, 120, 0, 104, 64, 72, 0, 48},
+    {0x0309, 0, 184, 16, 24, 80, 144, 152, 160, 0, 104, 64, 72, 0, 48},
+    {0x030a, 0, 192, 16, 24, 88, 152, 160, 168, 0, 96, 64, 80, 108, 48},
+    {0x030b, 0, 176, 16, 24, 88, 128, 136, 144, 80, 0, 0, 0, 0, 0},
+    {0x030c, 0, 176, 16, 24, 88, 128, 136, 144, 72, 0, 0, 0, 0, 0},
+    {0x030d, 0, 144, 16, 24, 96, 112, 120, 128, 72, 0, 0, 0, 0, 0},
+    {0x030d, 1, 160, 32, 40, 112, 128, 136, 144, 88, 0, 0, 0, 0, 0},
 };
+
+/* Bytes of a PyFrameObject read (asyncio.c): every field used is in. */
+#define FRAME_READ PST_PY_AIO_FRAME_READ
 
 enum { KIND_OTHER, KIND_TASK, KIND_GATHER, KIND_GROUP };
 
@@ -106,6 +124,7 @@ int pst_py_aio_legacy_find(struct pst_py *py, struct pst_mem *mem) {
   uint64_t d, ws, set, v, task_type;
   int64_t tsize, csize;
   uint8_t head[128];
+  uint32_t want;
   int err;
 
   for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++)
@@ -113,9 +132,17 @@ int pst_py_aio_legacy_find(struct pst_py *py, struct pst_mem *mem) {
         layouts[i].ft == l->free_threaded)
       tl = &layouts[i];
   /* The frame's fields used: inside it (3.13's come from the target). */
-  if (!tl || l->if_localsplus < 8 || l->if_localsplus > l->if_size ||
-      l->if_size > 256 || l->if_code + 8 > l->if_size ||
-      l->if_instr + 8 > l->if_size || !py->coro_type)
+  if (!tl || !py->coro_type)
+    return PST_EPYVERSION;
+  if (tl->gen_iframe &&
+      (l->if_localsplus < 8 || l->if_localsplus > l->if_size ||
+       l->if_size > 256 || l->if_code + 8 > l->if_size ||
+       l->if_instr + 8 > l->if_size))
+    return PST_EPYVERSION;
+  if (!tl->gen_iframe &&
+      (l->f_code + 8 > FRAME_READ || l->f_lasti + 4 > FRAME_READ ||
+       tl->f_stack + 8 > FRAME_READ || tl->f_state >= FRAME_READ ||
+       (int32_t)tl->co_code + 8 > l->co_size))
     return PST_EPYVERSION;
   err = pst_py_module_dict(py, mem, "asyncio.tasks", NULL, &d);
   if (err)
@@ -127,16 +154,16 @@ int pst_py_aio_legacy_find(struct pst_py *py, struct pst_mem *mem) {
     err = type_size(py, mem, py->coro_type, &csize);
   if (err)
     return err;
-  /* The layout is this version's: Task's size, and the frame where this
-   * version embeds it in a coroutine (tp_basicsize ends at localsplus). */
-  if (tsize != (int64_t)tl->size ||
-      csize != (int64_t)tl->gen_iframe + l->if_localsplus) {
+  /* The layout is this version's: Task's size, and the coroutine's: the
+   * frame where 3.11+ embed it (tp_basicsize ends at localsplus). */
+  want = tl->gen_iframe ? tl->gen_iframe + (uint32_t)l->if_localsplus
+                        : tl->coro_size;
+  if (tsize != (int64_t)tl->size || csize != (int64_t)want) {
     if (!a->warned)
       pst_warn("asyncio: _asyncio.Task is %lld bytes and a coroutine %lld, "
                "not %u and %u as in CPython %d.%d%s: an unknown build, "
                "--async left out",
-               (long long)tsize, (long long)csize, tl->size,
-               tl->gen_iframe + (unsigned)l->if_localsplus,
+               (long long)tsize, (long long)csize, tl->size, want,
                py->version_hex >> 8, py->version_hex & 0xff,
                l->free_threaded ? "t" : "");
     a->warned = 1;
@@ -178,9 +205,18 @@ int pst_py_aio_legacy_find(struct pst_py *py, struct pst_mem *mem) {
   a->scheduled = set;
   a->eager = attr(py, mem, d, "_eager_tasks", &v) == 0 ? v : 0;
   a->current = attr(py, mem, d, "_current_tasks", &v) == 0 ? v : 0;
-  a->if_stacktop = l->if_localsplus - 8; /* int stacktop; char owner... */
-  l->gen_iframe = (int32_t)tl->gen_iframe;
-  l->gen_frame_state = (int32_t)tl->gen_iframe - 5;
+  a->frameobj = !tl->gen_iframe;
+  if (a->frameobj) {
+    a->gi_frame = 16; /* after the object head, in every 3.x */
+    a->f_valuestack = (int32_t)tl->f_valuestack;
+    a->f_stack = (int32_t)tl->f_stack;
+    a->f_state = tl->f_state ? (int32_t)tl->f_state : PST_NOFF;
+    a->co_code = (int32_t)tl->co_code;
+  } else {
+    a->if_stacktop = l->if_localsplus - 8; /* int stacktop; char owner... */
+    l->gen_iframe = (int32_t)tl->gen_iframe;
+    l->gen_frame_state = (int32_t)tl->gen_iframe - 5;
+  }
   a->found = 1;
   pst_debug("asyncio: %d.%d task layout, tasks in 0x%llx (eager 0x%llx), "
             "running in 0x%llx",

@@ -159,7 +159,7 @@ int pst_py_check_batched(const struct pst_py *py, const struct pst_mem *mem,
 #define PST_PY_TYPE_SPAN 2048
 
 /* asyncio.c: the _asyncio module's offsets (3.14+), once found; or, for
- * 3.11-3.13 (legacy: asyncio_legacy.c), the task layout of the version and
+ * 3.8-3.13 (legacy: asyncio_legacy.c), the task layout of the version and
  * where asyncio.tasks keeps its tasks. */
 struct pst_py_aio {
   int found;
@@ -173,12 +173,19 @@ struct pst_py_aio {
   int legacy, warned;
   uint64_t task_loop, task_cb0, task_waiter, task_state; /* in a Task */
   int32_t if_stacktop; /* int stacktop in _PyInterpreterFrame */
-  uint64_t task_type;  /* _asyncio.Task */
-  uint64_t scheduled;  /* the set in the WeakSet of _scheduled_tasks
+  /* 3.8-3.10 (frameobj): a coroutine's frame is a PyFrameObject that
+   * gi_frame points to; in it f_valuestack, f_stacktop (3.8, 3.9) or int
+   * f_stackdepth (3.10) and char f_state (3.10, else -1); the code
+   * object's co_code (bytes) */
+  int frameobj;
+  int32_t gi_frame, f_valuestack, f_stack, f_state, co_code;
+#define PST_PY_AIO_FRAME_READ 112 /* bytes of a PyFrameObject read */
+  uint64_t task_type;             /* _asyncio.Task */
+  uint64_t scheduled;             /* the set in the WeakSet of _scheduled_tasks
                             (3.12+) or _all_tasks (3.11): weak references */
-  uint64_t eager;      /* _eager_tasks (3.12+): a set of tasks, or 0 */
-  uint64_t current;    /* _current_tasks: a dict {loop: running task} */
-  uint64_t memo[4];    /* interned attribute names (pst_py_instance_attr) */
+  uint64_t eager;   /* _eager_tasks (3.12+): a set of tasks, or 0 */
+  uint64_t current; /* _current_tasks: a dict {loop: running task} */
+  uint64_t memo[4]; /* interned attribute names (pst_py_instance_attr) */
   struct pst_py_aio_type *types; /* type names seen (malloc'ed) */
   char loop_type[48];  /* a loop's whose thread is not known (uvloop) */
   uint64_t group_done; /* TaskGroup._on_task_done, once a TaskGroup seen */
@@ -342,15 +349,15 @@ int pst_py_check_done(struct pst_py *py, struct pst_mem *mem,
 int64_t pst_py_frame_lasti(const struct pst_py *py, const uint8_t *fr,
                            uint64_t code);
 
-/* asyncio.c (3.11+). Finds the _asyncio module's .AsyncioDebug offsets in
+/* asyncio.c (3.8+). Finds the _asyncio module's .AsyncioDebug offsets in
  * the mapped _asyncio module, libpython or executable (3.14+), or what
- * pst_py_aio_legacy_find() finds (3.11-3.13), once; asyncio may be
+ * pst_py_aio_legacy_find() finds (3.8-3.13), once; asyncio may be
  * imported later: call again. 0, PST_ENOSYM (asyncio not imported),
- * PST_EPYVERSION (before 3.11), PST_EBADDATA, -errno. */
+ * PST_EPYVERSION (before 3.8), PST_EBADDATA, -errno. */
 int pst_py_aio_find(struct pst_py *py, pid_t pid, const struct pst_maps *maps,
                     struct pst_mem *mem);
 
-/* asyncio_legacy.c (3.11-3.13), called by asyncio.c. _find: where
+/* asyncio_legacy.c (3.8-3.13), called by asyncio.c. _find: where
  * asyncio.tasks keeps its tasks and whether _asyncio.Task has the layout
  * of this version: 0, PST_ENOSYM (asyncio.tasks not imported),
  * PST_EBADDATA (an unknown layout: said once), -errno. _list: the tasks of

@@ -417,7 +417,7 @@ static void tasks_unavailable(struct entry *e, int err) {
     return;
   e->async_said = 1;
   if (err == PST_EPYVERSION)
-    pst_warn("process %d runs CPython %s: asyncio tasks are read on 3.11+ "
+    pst_warn("process %d runs CPython %s: asyncio tasks are read on 3.8+ "
              "only; its threads are recorded",
              (int)e->pid, pst_target_info(e->t)->version);
   else if (err == PST_ENOSYM)

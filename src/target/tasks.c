@@ -1,4 +1,4 @@
-/* tasks.c: pst_target_tasks(), the target's asyncio tasks (3.11+), read by
+/* tasks.c: pst_target_tasks(), the target's asyncio tasks (3.8+), read by
  * python/asyncio.c, with each task's thread and its waiters resolved. */
 #include <errno.h>
 #include <stdio.h>

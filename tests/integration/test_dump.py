@@ -443,8 +443,8 @@ def check_async_storm(interp):
 
 
 def check_async_before(interp):
-    """Before 3.11 dump --async says, in one note, that it reads tasks on
-    3.11+ only, and shows the threads."""
+    """Before 3.8 dump --async says, in one note, that it reads tasks on
+    3.8+ only, and shows the threads."""
     t = pytargets.Target(interp, "threads.py")
     try:
         while t.readline().strip() != "ready":
@@ -452,7 +452,7 @@ def check_async_before(interp):
         dump, err = dump_async(t.pid)
         if dump is None:
             return err
-        if dump["tasks"] or err.count("3.11+ only") != 1 or \
+        if dump["tasks"] or err.count("3.8+ only") != 1 or \
                 not dump["threads"]:
             return "want threads, no tasks and one note: %d tasks, %d " \
                 "threads, stderr %r" % (len(dump["tasks"]),
@@ -491,21 +491,20 @@ def main():
             err = "%s: %s" % (type(e).__name__, e)
         report(not err, "dump --json of non-UTF-8 names: " + interp.label,
                err)
-        if re.search(r"3\.10\b", interp.label):
+        if re.search(r"3\.7\b", interp.label):
             try:
                 err = check_async_before(interp)
             except Exception as e:
                 err = "%s: %s" % (type(e).__name__, e)
-            report(not err, "dump --async before 3.11: " + interp.label, err)
-        if "2.7" in interp.label or re.search(r"3\.(6|7|8|9|10)\b",
-                                              interp.label):
-            continue  # tasks.py needs asyncio.TaskGroup (3.11+)
+            report(not err, "dump --async before 3.8: " + interp.label, err)
+        if "2.7" in interp.label or re.search(r"3\.(6|7)\b", interp.label):
+            continue  # tasks.py names its tasks (3.8+)
         try:
             err = check_async(interp)
         except Exception as e:
             err = "%s: %s" % (type(e).__name__, e)
         report(not err, "dump --async, 20 tasks: " + interp.label, err)
-        if re.search(r"pyenv-3\.1[12]\b|sid-container-3\.14$",
+        if re.search(r"pyenv-3\.(9|1[12])\b|sid-container-3\.14$",
                      interp.label):
             try:
                 err = check_async_storm(interp)

@@ -610,11 +610,11 @@ def main():
                    "freethreaded" in i.label]:
         run("torn reads never written", check_torn, interp)
     for interp in [i for i in found if "container" in i.label or
-                   re.search(r"pyenv-3\.1[123]\b", i.label) or
+                   re.search(r"pyenv-3\.(8|10|11|12|13)\b", i.label) or
                    "freethreaded" in i.label]:
         run("--async: 20 tasks", check_async, interp)
     for interp in [i for i in found if re.search(
-            r"pyenv-3\.1[12]\b|sid-container-3\.1[45]$|freethreaded",
+            r"pyenv-3\.(8|10|11|12)\b|sid-container-3\.1[45]$|freethreaded",
             i.label)]:
         run("--async under a task storm: no impossible chain",
             check_task_storm, interp)

@@ -1,15 +1,16 @@
 # tasks.py: an asyncio program of 20 tasks that all wait, for the --async
-# tests: nested gathers, a TaskGroup, tasks awaiting other tasks, one in
-# asyncio.sleep, one in a socket read. Once every task waits, a loop
-# callback (no task runs then: the state a profiler sees) prints, as one
-# JSON line "tasks [...]", what the program itself sees through
-# asyncio.all_tasks() and Task.get_stack(): each task's name, its own
-# coroutine frame (function, line), the name of the task it awaits if any,
-# and the names of the tasks awaiting it: _asyncio_awaited_by (3.14+), or
-# before 3.14, which keeps no such list, what rebuilds it from what a task
-# awaits (rules(), given too on 3.14+, where it must agree); then "ready".
-# Nothing moves after that. With the argument "uvloop", on uvloop's loop
-# (prints "no uvloop" and exits when it cannot be imported).
+# tests: nested gathers, a TaskGroup (before 3.11, which has none, a gather
+# of 3 tasks), tasks awaiting other tasks, one in asyncio.sleep, one in a
+# socket read. Once every task waits, a loop callback (no task runs then:
+# the state a profiler sees) prints, as one JSON line "tasks [...]", what
+# the program itself sees through asyncio.all_tasks() and
+# Task.get_stack(): each task's name, its own coroutine frame (function,
+# line), the name of the task it awaits if any, and the names of the tasks
+# awaiting it: _asyncio_awaited_by (3.14+), or before 3.14, which keeps no
+# such list, what rebuilds it from what a task awaits (rules(), given too
+# on 3.14+, where it must agree); then "ready". Nothing moves after that.
+# With the argument "uvloop", on uvloop's loop (prints "no uvloop" and
+# exits when it cannot be imported).
 import asyncio
 import json
 import socket
@@ -43,6 +44,11 @@ async def in_group(i):
 
 
 async def group_owner():
+    if sys.version_info < (3, 11):  # no TaskGroup: a gather of 3 tasks
+        loop = asyncio.get_running_loop()
+        await asyncio.gather(*(loop.create_task(in_group(i), name="group-%d"
+                                                % i) for i in range(3)))
+        return
     async with asyncio.TaskGroup() as tg:
         for i in range(3):
             tg.create_task(in_group(i), name="group-%d" % i)
