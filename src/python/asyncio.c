@@ -238,15 +238,17 @@ static int coro_decode(const struct pst_py *py, uint64_t coro,
 
 /* 3.8-3.10 (aio.frameobj): the state of the PyFrameObject whose first
  * bytes are fr, as 3.10's f_state gives it (CREATED -2, SUSPENDED -1,
- * EXECUTING 0, then done); 3.8 and 3.9 have no such field: a frame whose
- * f_stacktop is NULL runs (a finished one is no longer the coroutine's),
- * else it is suspended or not started (-1, with f_lasti -1). */
+ * EXECUTING 0, then done); 3.8 and 3.9 have no such field: a frame runs
+ * when its f_executing is set (a trace function called from it sees its
+ * f_stacktop set) or its f_stacktop is NULL; else it is suspended or not
+ * started (-1, with f_lasti -1). A finished one is no longer the
+ * coroutine's. */
 static int fo_state(const struct pst_py *py, const uint8_t *fr) {
   const struct pst_py_aio *a = &py->aio;
 
   if (a->f_state != PST_NOFF)
     return (int8_t)fr[a->f_state];
-  return u64_at(fr, (size_t)a->f_stack) ? -1 : 0;
+  return fr[a->f_executing] || !u64_at(fr, (size_t)a->f_stack) ? 0 : -1;
 }
 
 /* The PyFrameObject at frame (fr: its first PST_PY_AIO_FRAME_READ bytes)
@@ -443,17 +445,24 @@ static int op_awaits(const struct pst_py *py, const uint8_t *op) {
  * aio.frameobj, gen is the bytes of its PyFrameObject. */
 static void stamp(const struct pst_py *py, const uint8_t *gen, struct seen *s) {
   const struct pst_py_layout *l = &py->lay;
-  const uint8_t *fr = gen + l->gen_iframe;
-  int32_t stack =
-      l->if_stackpointer != PST_NOFF ? l->if_stackpointer : py->aio.if_stacktop;
+  const uint8_t *fr;
+  int32_t stack, i32;
 
   if (py->aio.frameobj) {
     s->state = (uint8_t)fo_state(py, gen);
     s->w[0] = u64_at(gen, (size_t)l->f_code);
-    s->w[1] = u64_at(gen, (size_t)l->f_lasti) & 0xffffffff;
-    s->w[2] = u64_at(gen, (size_t)py->aio.f_stack);
+    memcpy(&i32, gen + l->f_lasti, 4);
+    s->w[1] = (uint32_t)i32;
+    /* f_stacktop, or 3.10's int f_stackdepth */
+    memcpy(&i32, gen + py->aio.f_stack, 4);
+    s->w[2] = py->aio.f_state != PST_NOFF
+                  ? (uint32_t)i32
+                  : u64_at(gen, (size_t)py->aio.f_stack);
     return;
   }
+  fr = gen + l->gen_iframe;
+  stack =
+      l->if_stackpointer != PST_NOFF ? l->if_stackpointer : py->aio.if_stacktop;
   s->state = gen[l->gen_frame_state];
   s->w[0] = u64_at(fr, (size_t)l->if_code);
   s->w[1] = u64_at(fr, (size_t)l->if_instr);

@@ -52,19 +52,20 @@
  * before it). Free-threaded: every offset 16 bytes further. Before 3.11
  * (gen_iframe 0): the coroutine's size, and in the PyFrameObject its
  * gi_frame (+16) points to, f_valuestack, f_stacktop or f_stackdepth,
- * f_state (3.10), and the code object's co_code. */
+ * f_executing (3.8, 3.9) or f_state (3.10), and the code object's
+ * co_code. */
 static const struct task_layout {
   int version, ft;
   uint32_t size, loop, cb0, state, waiter, coro, name, gen_iframe;
-  uint32_t coro_size, f_valuestack, f_stack, f_state, co_code;
+  uint32_t coro_size, f_valuestack, f_stack, f_executing, f_state, co_code;
 } layouts[] = {
-    {0x0308, 0, 144, 16, 24, 72, 104, 112, 120, 0, 104, 64, 72, 0, 48},
-    {0x0309, 0, 184, 16, 24, 80, 144, 152, 160, 0, 104, 64, 72, 0, 48},
-    {0x030a, 0, 192, 16, 24, 88, 152, 160, 168, 0, 96, 64, 80, 108, 48},
-    {0x030b, 0, 176, 16, 24, 88, 128, 136, 144, 80, 0, 0, 0, 0, 0},
-    {0x030c, 0, 176, 16, 24, 88, 128, 136, 144, 72, 0, 0, 0, 0, 0},
-    {0x030d, 0, 144, 16, 24, 96, 112, 120, 128, 72, 0, 0, 0, 0, 0},
-    {0x030d, 1, 160, 32, 40, 112, 128, 136, 144, 88, 0, 0, 0, 0, 0},
+    {0x0308, 0, 144, 16, 24, 72, 104, 112, 120, 0, 104, 64, 72, 116, 0, 48},
+    {0x0309, 0, 184, 16, 24, 80, 144, 152, 160, 0, 104, 64, 72, 116, 0, 48},
+    {0x030a, 0, 192, 16, 24, 88, 152, 160, 168, 0, 96, 64, 80, 0, 108, 48},
+    {0x030b, 0, 176, 16, 24, 88, 128, 136, 144, 80, 0, 0, 0, 0, 0, 0},
+    {0x030c, 0, 176, 16, 24, 88, 128, 136, 144, 72, 0, 0, 0, 0, 0, 0},
+    {0x030d, 0, 144, 16, 24, 96, 112, 120, 128, 72, 0, 0, 0, 0, 0, 0},
+    {0x030d, 1, 160, 32, 40, 112, 128, 136, 144, 88, 0, 0, 0, 0, 0, 0},
 };
 
 /* Bytes of a PyFrameObject read (asyncio.c): every field used is in. */
@@ -140,9 +141,10 @@ int pst_py_aio_legacy_find(struct pst_py *py, struct pst_mem *mem) {
        l->if_instr + 8 > l->if_size))
     return PST_EPYVERSION;
   if (!tl->gen_iframe &&
-      (l->f_code + 8 > FRAME_READ || l->f_lasti + 4 > FRAME_READ ||
+      (l->f_code < 0 || l->f_code + 8 > FRAME_READ || l->f_lasti < 0 ||
+       l->f_lasti + 4 > FRAME_READ || tl->f_valuestack + 8 > FRAME_READ ||
        tl->f_stack + 8 > FRAME_READ || tl->f_state >= FRAME_READ ||
-       (int32_t)tl->co_code + 8 > l->co_size))
+       tl->f_executing >= FRAME_READ || (int32_t)tl->co_code + 8 > l->co_size))
     return PST_EPYVERSION;
   err = pst_py_module_dict(py, mem, "asyncio.tasks", NULL, &d);
   if (err)
@@ -211,6 +213,7 @@ int pst_py_aio_legacy_find(struct pst_py *py, struct pst_mem *mem) {
     a->f_valuestack = (int32_t)tl->f_valuestack;
     a->f_stack = (int32_t)tl->f_stack;
     a->f_state = tl->f_state ? (int32_t)tl->f_state : PST_NOFF;
+    a->f_executing = tl->f_executing ? (int32_t)tl->f_executing : PST_NOFF;
     a->co_code = (int32_t)tl->co_code;
   } else {
     a->if_stacktop = l->if_localsplus - 8; /* int stacktop; char owner... */

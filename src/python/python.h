@@ -175,11 +175,11 @@ struct pst_py_aio {
   int32_t if_stacktop; /* int stacktop in _PyInterpreterFrame */
   /* 3.8-3.10 (frameobj): a coroutine's frame is a PyFrameObject that
    * gi_frame points to; in it f_valuestack, f_stacktop (3.8, 3.9) or int
-   * f_stackdepth (3.10) and char f_state (3.10, else -1); the code
-   * object's co_code (bytes) */
+   * f_stackdepth (3.10), char f_executing (3.8, 3.9) or f_state (3.10;
+   * the other one PST_NOFF); the code object's co_code (bytes) */
   int frameobj;
-  int32_t gi_frame, f_valuestack, f_stack, f_state, co_code;
-#define PST_PY_AIO_FRAME_READ 112 /* bytes of a PyFrameObject read */
+  int32_t gi_frame, f_valuestack, f_stack, f_executing, f_state, co_code;
+#define PST_PY_AIO_FRAME_READ 120 /* bytes of a PyFrameObject read */
   uint64_t task_type;             /* _asyncio.Task */
   uint64_t scheduled;             /* the set in the WeakSet of _scheduled_tasks
                             (3.12+) or _all_tasks (3.11): weak references */
