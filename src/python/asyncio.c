@@ -488,8 +488,10 @@ static int verify_chains(const struct pst_py *py, struct pst_mem *mem,
   size_t pieces = 0, k = 0, at = 0, lo = SIZE_MAX, hi = 0, each;
   int got, err = 0;
 
-  for (int i = 0; i < n; i++)
-    pieces += tasks[i].torn ? 0 : (size_t)tasks[i].nframes * 3 + 1;
+  for (int i = 0; i < n; i++) /* the task, then per level 2 or 3 */
+    pieces += tasks[i].torn
+                  ? 0
+                  : (size_t)tasks[i].nframes * (a->frameobj ? 3 : 2) + 1;
   if (!pieces || !b->seen)
     return 0;
   /* The task's own words: one piece from the first to the last. */
@@ -597,7 +599,6 @@ static int read_frames(const struct pst_py *py, struct pst_mem *mem,
       tasks[i].coro = 0;
       continue;
     }
-    b->code[i] &= ~(uint64_t)7;
     stamp(py, fr, &b->cur[i]);
     b->who[kept++] = i;
   }

@@ -68,9 +68,6 @@ static const struct task_layout {
     {0x030d, 1, 160, 32, 40, 112, 128, 136, 144, 88, 0, 0, 0, 0, 0, 0},
 };
 
-/* Bytes of a PyFrameObject read (asyncio.c): every field used is in. */
-#define FRAME_READ PST_PY_AIO_FRAME_READ
-
 enum { KIND_OTHER, KIND_TASK, KIND_GATHER, KIND_GROUP };
 
 struct pst_py_aio_type {
@@ -141,10 +138,13 @@ int pst_py_aio_legacy_find(struct pst_py *py, struct pst_mem *mem) {
        l->if_instr + 8 > l->if_size))
     return PST_EPYVERSION;
   if (!tl->gen_iframe &&
-      (l->f_code < 0 || l->f_code + 8 > FRAME_READ || l->f_lasti < 0 ||
-       l->f_lasti + 4 > FRAME_READ || tl->f_valuestack + 8 > FRAME_READ ||
-       tl->f_stack + 8 > FRAME_READ || tl->f_state >= FRAME_READ ||
-       tl->f_executing >= FRAME_READ || (int32_t)tl->co_code + 8 > l->co_size))
+      (l->f_code < 0 || l->f_code + 8 > PST_PY_AIO_FRAME_READ ||
+       l->f_lasti < 0 || l->f_lasti + 4 > PST_PY_AIO_FRAME_READ ||
+       tl->f_valuestack + 8 > PST_PY_AIO_FRAME_READ ||
+       tl->f_stack + 8 > PST_PY_AIO_FRAME_READ ||
+       tl->f_state >= PST_PY_AIO_FRAME_READ ||
+       tl->f_executing >= PST_PY_AIO_FRAME_READ ||
+       (int32_t)tl->co_code + 8 > l->co_size))
     return PST_EPYVERSION;
   err = pst_py_module_dict(py, mem, "asyncio.tasks", NULL, &d);
   if (err)
