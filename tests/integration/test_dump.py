@@ -462,62 +462,47 @@ def check_async_before(interp):
         t.stop()
 
 
+def attempt(fn, *args, **kwargs):
+    """fn(*args, **kwargs); an exception it raises (a broken target) is
+    returned as its error text: a failure, not a crash."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception as e:
+        return "%s: %s" % (type(e).__name__, e)
+
+
 def main():
     found, skipped = pytargets.interpreters()
     uvloops = 0
     for label, why in skipped:
         report(None, "dump " + label, why)
     for interp in found:
-        try:
-            err = check_dump(interp)
-        except Exception as e:  # a broken target is a failure, not a crash
-            err = "%s: %s" % (type(e).__name__, e)
+        err = attempt(check_dump, interp)
         report(not err, "dump " + interp.label, err)
-        try:
-            err = check_many(interp)
-        except Exception as e:
-            err = "%s: %s" % (type(e).__name__, e)
+        err = attempt(check_many, interp)
         report(not err, "dump 16 deep threads, 3 times: " + interp.label,
                err)
-        try:
-            err = check_exact(interp)
-        except Exception as e:
-            err = "%s: %s" % (type(e).__name__, e)
+        err = attempt(check_exact, interp)
         report(not err, "dump exact on changing stacks: " + interp.label,
                err)
-        try:
-            err = check_bad_names(interp)
-        except Exception as e:
-            err = "%s: %s" % (type(e).__name__, e)
+        err = attempt(check_bad_names, interp)
         report(not err, "dump --json of non-UTF-8 names: " + interp.label,
                err)
         if re.search(r"3\.7\b", interp.label):
-            try:
-                err = check_async_before(interp)
-            except Exception as e:
-                err = "%s: %s" % (type(e).__name__, e)
+            err = attempt(check_async_before, interp)
             report(not err, "dump --async before 3.8: " + interp.label, err)
         if "2.7" in interp.label or re.search(r"3\.(6|7)\b", interp.label):
             continue  # tasks.py names its tasks (3.8+)
-        try:
-            err = check_async(interp)
-        except Exception as e:
-            err = "%s: %s" % (type(e).__name__, e)
+        err = attempt(check_async, interp)
         report(not err, "dump --async, 20 tasks: " + interp.label, err)
         if re.search(r"pyenv-3\.(9|1[12])\b|sid-container-3\.14$",
                      interp.label):
-            try:
-                err = check_async_storm(interp)
-            except Exception as e:
-                err = "%s: %s" % (type(e).__name__, e)
+            err = attempt(check_async_storm, interp)
             report(not err, "dump --async of a task storm: " + interp.label,
                    err)
         if interp.rootfs:
             continue
-        try:
-            err = check_async(interp, uvloop=True)
-        except Exception as e:
-            err = "%s: %s" % (type(e).__name__, e)
+        err = attempt(check_async, interp, uvloop=True)
         if err is not None:
             uvloops += 1
             report(not err, "dump --async, 20 tasks on uvloop: " +
