@@ -27,7 +27,7 @@ struct pst_opts {
   int json;        /* --json */
   int native;      /* --native: 1, --native-all: 2 */
   int nonblocking; /* dump --nonblocking: never stop a thread */
-  int async;       /* dump --async: asyncio tasks too (3.11+) */
+  int async;       /* dump --async: asyncio tasks too (3.8+) */
   int verbose;     /* -v count */
 };
 

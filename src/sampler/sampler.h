@@ -50,7 +50,7 @@ struct pst_sampler_opts {
                            /proc scan each second, until stopped */
   const regex_t *match;   /* all: command lines to take (NULL: any) */
   const regex_t *exclude; /* all: command lines to leave (NULL: none) */
-  int async;              /* asyncio tasks too (3.11+): every task's
+  int async;              /* asyncio tasks too (3.8+): every task's
                              chain, under the tasks awaiting it, one
                              sample of a thread "asyncio tasks" a tick */
 };
