@@ -813,11 +813,13 @@ int pst_py_aio_tasks(struct pst_py *py, struct pst_mem *mem,
     err = read_names(py, mem, tasks, n, &b);
   if (err == 0)
     err = read_chains(py, mem, tasks, n, &b, glen, hsize);
-  /* Twice: a task that ran a whole cycle back to the same coroutines at
-   * the same addresses between a level's two reads, but not between the
-   * next level's (seen once in 150000 task-samples of a storm with one
-   * pass), would have to do it twice. */
-  for (int pass = 0; err == 0 && pass < 2; pass++)
+  /* Three times: a task that ran a whole cycle back to the same
+   * coroutines at the same addresses between a level's two reads, but not
+   * between the next level's, would have to do it each time (one pass let
+   * 1 impossible chain through in 150000 task-samples of a storm; two
+   * passes 3 in 4500 under ASan, whose slower reads leave the loop more
+   * cycles between them). Each pass reads only the tasks still whole. */
+  for (int pass = 0; err == 0 && pass < 3; pass++)
     err = verify_chains(py, mem, tasks, n, &b, glen);
   /* Each task's frames, innermost (its deepest level) first. */
   for (int i = 0; err == 0 && i < n; i++) {
