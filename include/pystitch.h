@@ -237,6 +237,8 @@ struct pst_native_stats {
   uint64_t mismatches;    /* of which Python and native could not be merged
                              (both kept, under a marker frame) */
   uint64_t python_errors; /* of which the Python walk failed (native only) */
+  uint64_t native_errors; /* of which the native stack was lost (Python
+                             only): a module's file truncated meanwhile */
 };
 /* 0, or -ENOENT before the first native sample. */
 PST_API int pst_target_native_stats(const struct pst_target *t,

@@ -412,6 +412,11 @@ static void summary(const struct pst_sampler_stats *st) {
             100.0 * (double)(st->native_samples - st->native_mismatches) /
                 (double)st->native_samples,
             (unsigned long long)st->native_mismatches);
+  if (st->native_errors)
+    fprintf(stderr,
+            "pystitch: native: %llu thread-samples kept their Python frames "
+            "only: a module's file was truncated while it was read\n",
+            (unsigned long long)st->native_errors);
 }
 
 int pst_cmd_record(int argc, char **argv) {

@@ -2,6 +2,9 @@
 #include <errno.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -17,7 +20,109 @@ struct pst_elf {
   size_t size;
   Elf *elf;
   GElf_Ehdr ehdr;
+  struct guard_slot *slot; /* this mapping's entry in the guard's table */
 };
+
+/* ---- the truncation guard ----
+ *
+ * The files mapped here belong to the target, which may truncate them while
+ * they are mapped: a read past the new end raises SIGBUS. The handler looks
+ * the faulting address up in a table of our file mappings; when it is one,
+ * it maps a page of zeros over the faulting page (MAP_FIXED, anonymous, the
+ * mapping stays ours) and marks the mapping faulted, so that the read goes
+ * on with zeros (every parser here bounds-checks what it reads) and the
+ * image's users see pst_elf_faulted() and drop what they read. A SIGBUS at
+ * any other address is not ours: the previous action is restored and the
+ * fault happens again under it. The table is only ever appended to (in
+ * chunks, never freed), so the handler reads it without a lock. */
+
+#define GUARD_CHUNK 256
+
+struct guard_slot {
+  _Atomic uintptr_t lo, hi; /* [lo, hi) of a mapping; 0, 0 when free */
+  atomic_int faulted;
+};
+
+struct guard_chunk {
+  struct guard_slot s[GUARD_CHUNK];
+  struct guard_chunk *_Atomic next;
+};
+
+static struct guard_chunk guard_first;
+static pthread_mutex_t guard_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t guard_once = PTHREAD_ONCE_INIT;
+static struct sigaction guard_prev;
+static atomic_ulong guard_faults;
+
+static void guard_handler(int sig, siginfo_t *si, void *ctx) {
+  uintptr_t a = (uintptr_t)si->si_addr;
+  long page = sysconf(_SC_PAGESIZE);
+
+  (void)ctx;
+  for (struct guard_chunk *c = &guard_first; c; c = atomic_load(&c->next))
+    for (int i = 0; i < GUARD_CHUNK; i++) {
+      struct guard_slot *g = &c->s[i];
+      if (a >= atomic_load(&g->lo) && a < atomic_load(&g->hi)) {
+        void *at = (void *)(a & ~(uintptr_t)(page - 1));
+        if (mmap(at, (size_t)page, PROT_READ,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == at) {
+          atomic_store(&g->faulted, 1);
+          atomic_fetch_add(&guard_faults, 1);
+          return; /* the read goes on, with zeros */
+        }
+      }
+    }
+  /* Not one of ours: fault again under the previous action. */
+  sigaction(sig, &guard_prev, NULL);
+}
+
+static void guard_install(void) {
+  struct sigaction sa;
+
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_sigaction = guard_handler;
+  sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGBUS, &sa, &guard_prev);
+}
+
+/* A slot holding [lo, hi), or NULL (no memory: the mapping is unguarded
+ * and the caller refuses it). */
+static struct guard_slot *guard_add(const void *lo, size_t len) {
+  struct guard_chunk *c = &guard_first, *last = NULL;
+  struct guard_slot *g = NULL;
+
+  pthread_once(&guard_once, guard_install);
+  pthread_mutex_lock(&guard_lock);
+  for (; c && !g; last = c, c = atomic_load(&c->next))
+    for (int i = 0; i < GUARD_CHUNK && !g; i++)
+      if (!atomic_load(&c->s[i].hi))
+        g = &c->s[i];
+  if (!g && (c = calloc(1, sizeof(*c)))) {
+    atomic_store(&last->next, c);
+    g = &c->s[0];
+  }
+  if (g) {
+    atomic_store(&g->faulted, 0);
+    atomic_store(&g->lo, (uintptr_t)lo);
+    atomic_store(&g->hi, (uintptr_t)lo + len);
+  }
+  pthread_mutex_unlock(&guard_lock);
+  return g;
+}
+
+static void guard_remove(struct guard_slot *g) {
+  pthread_mutex_lock(&guard_lock);
+  atomic_store(&g->hi, 0);
+  atomic_store(&g->lo, 0);
+  pthread_mutex_unlock(&guard_lock);
+}
+
+int pst_elf_faulted(const struct pst_elf *e) {
+  return e->slot && atomic_load(&e->slot->faulted);
+}
+
+unsigned long pst_elf_faults(void) { return atomic_load(&guard_faults); }
 
 int pst_elf_open(int fd, struct pst_elf **out) {
   struct pst_elf *e;
@@ -40,9 +145,18 @@ int pst_elf_open(int fd, struct pst_elf **out) {
     goto err;
   }
   e->size = (size_t)st.st_size;
+  if (!S_ISREG(st.st_mode) || e->size == 0) {
+    err = -ENOEXEC;
+    goto err;
+  }
   e->map = mmap(NULL, e->size, PROT_READ, MAP_PRIVATE, fd, 0);
   if (e->map == MAP_FAILED) {
     err = -errno;
+    goto err;
+  }
+  e->slot = guard_add(e->map, e->size);
+  if (!e->slot) {
+    err = -ENOMEM;
     goto err;
   }
   e->elf = elf_memory(e->map, e->size);
@@ -63,6 +177,8 @@ void pst_elf_close(struct pst_elf *e) {
     return;
   if (e->elf)
     elf_end(e->elf);
+  if (e->slot)
+    guard_remove(e->slot);
   if (e->map != MAP_FAILED)
     munmap(e->map, e->size);
   close(e->fd);

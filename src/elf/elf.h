@@ -4,6 +4,13 @@
  * pst_elf_open() takes ownership of the fd and maps the file read-only;
  * pst_elf_close() unmaps and closes it. Lookups return file-relative virtual
  * addresses (add the load bias for a runtime address).
+ *
+ * The file is the target's: it may be truncated while mapped. A read of a
+ * page past its new end does not kill pystitch with SIGBUS: a process-wide
+ * handler (installed at the first open) replaces that page with zeros and
+ * marks the image faulted. Whoever read from an image (directly, or through
+ * these functions) checks pst_elf_faulted() afterwards and drops what it
+ * read: that module is an error, not a crash.
  */
 #ifndef PST_ELF_H
 #define PST_ELF_H
@@ -47,6 +54,13 @@ const void *pst_elf_section_bytes(const struct pst_elf *e, const char *name,
  * Bytes past a segment's file size (bss) read as zero. 0 or -EFAULT. */
 int pst_elf_read(const struct pst_elf *e, uint64_t vaddr, void *buf,
                  size_t len);
+
+/* 1 when a page of e's mapping was found past the end of the file (it reads
+ * as zeros from then on): what was read from e may be wrong. */
+int pst_elf_faulted(const struct pst_elf *e);
+/* How many such pages all images have had: a cheap check that nothing
+ * faulted during an operation (compare before and after). */
+unsigned long pst_elf_faults(void);
 
 /* The whole file as mapped read-only by pst_elf_open (borrowed, valid until
  * pst_elf_close); *len gets its size. */

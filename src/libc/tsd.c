@@ -313,6 +313,10 @@ int pst_tsd_analyse(pid_t pid, const struct pst_maps *maps, enum pst_arch arch,
              tsd->is_musl ? "musl" : "glibc", why);
     pst_warn("TSD layout: %s", tsd->method);
   }
+  if (e && pst_elf_faulted(e)) { /* truncated while read: zeros decoded */
+    pst_elf_close(e);
+    return PST_EBADDATA;
+  }
   pst_elf_close(e);
   return 0;
 }

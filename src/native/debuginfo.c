@@ -18,6 +18,7 @@
 
 #include "elf/elf.h"
 #include "native/debuginfo.h"
+#include "proc/rootfs.h"
 #include "pystitch.h"
 #include "util/log.h"
 
@@ -110,10 +111,12 @@ uint32_t pst_debuginfo_crc32(const void *buf, size_t len) {
   return (uint32_t)c;
 }
 
-/* Opens path when it is the debug file wanted. 0 with *out, -ENOENT when
- * it does not exist or does not match (logged), -ENOMEM. */
-static int try_file(const char *path, const struct want *wt, int by_link,
-                    struct pst_elf **out) {
+/* Opens path, inside the root rootfd (proc/rootfs.h: a regular file, no
+ * FIFO or device opened, no symlink out of that root), when it is the
+ * debug file wanted. 0 with *out, -ENOENT when it does not exist or does
+ * not match (logged), -ENOMEM. */
+static int try_file(int rootfd, const char *path, const struct want *wt,
+                    int by_link, struct pst_elf **out) {
   struct pst_elf *d = NULL;
   struct stat st;
   const uint8_t *id;
@@ -121,12 +124,14 @@ static int try_file(const char *path, const struct want *wt, int by_link,
   const void *img;
   int fd, err;
 
-  fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
+  fd = pst_root_openat(rootfd, path, &st);
+  if (fd < 0) {
+    if (fd != -ENOENT && fd != -ENOTDIR)
+      pst_debug("debuginfo: %s: %s", path, pst_strerror(fd));
     return -ENOENT;
-  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-      (wt->w->inode && st.st_ino == wt->w->inode && st.st_dev == wt->w->dev)) {
-    close(fd); /* not a file, or the image itself */
+  }
+  if (wt->w->inode && st.st_ino == wt->w->inode && st.st_dev == wt->w->dev) {
+    close(fd); /* the image itself */
     return -ENOENT;
   }
   err = pst_elf_open(fd, &d); /* owns fd now */
@@ -172,19 +177,23 @@ static int join(char *buf, size_t len, const char *fmt, ...) {
   return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
-/* The target's root prefix when it differs from ours, else "". */
-static void target_root(pid_t pid, char *buf, size_t len) {
+/* Root descriptors to search: roots[0] the target's (when it has one that
+ * differs from ours), roots[1] ours; -1 where none. */
+static void open_roots(pid_t pid, int roots[2]) {
   struct stat ours, theirs;
-  char path[64];
 
-  buf[0] = '\0';
+  roots[0] = -1;
+  roots[1] = pst_root_open(0);
   if (pid <= 0)
     return;
-  snprintf(path, sizeof(path), "/proc/%d/root/", (int)pid);
-  if (stat(path, &theirs) < 0 || stat("/", &ours) < 0)
-    return; /* gone, or not ours to see: our root only */
-  if (theirs.st_dev != ours.st_dev || theirs.st_ino != ours.st_ino)
-    snprintf(buf, len, "/proc/%d/root", (int)pid);
+  roots[0] = pst_root_open(pid);
+  if (roots[0] < 0 || roots[1] < 0)
+    return; /* gone, or not ours to see: our root's debug dirs only */
+  if (fstat(roots[0], &theirs) == 0 && fstat(roots[1], &ours) == 0 &&
+      theirs.st_dev == ours.st_dev && theirs.st_ino == ours.st_ino) {
+    close(roots[0]); /* the same root: search it once */
+    roots[0] = -1;
+  }
 }
 
 /* Splits the debug directories into dirs[] (pointers into s, with
@@ -214,18 +223,16 @@ int pst_debuginfo_open(const struct pst_elf *e,
                        enum pst_debuginfo_how *how) {
   const char *dirs_s = w->dirs ? w->dirs : getenv("PST_DEBUG_DIRS");
   const char *dirs[MAX_DIRS];
-  int lens[MAX_DIRS], ndirs;
-  char roots[2][64], hex[2 * MAX_BUILD_ID + 1], path[PATH_MAX];
+  int lens[MAX_DIRS], ndirs, roots[2];
+  char hex[2 * MAX_BUILD_ID + 1], path[PATH_MAX];
   const char *slash = w->path ? strrchr(w->path, '/') : NULL;
   int mod_len = slash ? (int)(slash - w->path) : 0;
   struct want wt = {.machine = pst_elf_machine(e), .w = w};
-  int err;
+  int err = -ENOENT, r;
 
   if (!dirs_s)
     dirs_s = DEFAULT_DIRS;
   ndirs = split_dirs(dirs_s, dirs, lens);
-  target_root(w->pid, roots[0], sizeof(roots[0]));
-  roots[1][0] = '\0';
   if (pst_debuginfo_build_id(e, &wt.id, &wt.id_len))
     wt.id = NULL;
   if (pst_debuginfo_debuglink(e, &wt.link, &wt.crc))
@@ -235,14 +242,14 @@ int pst_debuginfo_open(const struct pst_elf *e,
   if (wt.id)
     for (size_t i = 0; i < wt.id_len; i++)
       snprintf(hex + 2 * i, 3, "%02x", wt.id[i]);
+  open_roots(w->pid, roots);
   /* Roots: the target's (when it has its own), then ours. */
-  for (int r = roots[0][0] ? 0 : 1; r < 2; r++) {
-    const char *root = roots[r];
-    for (int d = 0; wt.id && d < ndirs; d++) {
-      if (join(path, sizeof(path), "%s%.*s/.build-id/%.2s/%s.debug", root,
-               lens[d], dirs[d], hex, hex + 2))
+  for (r = 0; wt.id && r < 2; r++) {
+    for (int d = 0; roots[r] >= 0 && d < ndirs; d++) {
+      if (join(path, sizeof(path), "%.*s/.build-id/%.2s/%s.debug", lens[d],
+               dirs[d], hex, hex + 2))
         continue;
-      err = try_file(path, &wt, 0, out);
+      err = try_file(roots[r], path, &wt, 0, out);
       if (err != -ENOENT) {
         if (how)
           *how = PST_DEBUGINFO_BUILD_ID;
@@ -250,23 +257,22 @@ int pst_debuginfo_open(const struct pst_elf *e,
       }
     }
   }
-  for (int r = roots[0][0] ? 0 : 1; wt.link && r < 2; r++) {
-    const char *root = roots[r];
-    for (int k = 0; k < 2 + ndirs; k++) {
-      if (!slash)
-        break;
+  /* The image's own directory (MOD) is the target's: in our root only
+   * when the target shares it; our debug directories hold MOD's copy. */
+  for (r = 0; wt.link && slash && r < 2; r++) {
+    int own = r == 0 || roots[0] < 0;
+    for (int k = own ? 0 : 2; roots[r] >= 0 && k < 2 + ndirs; k++) {
       if (k == 0)
-        err = join(path, sizeof(path), "%s%.*s/%s", root, mod_len, w->path,
-                   wt.link);
+        err = join(path, sizeof(path), "%.*s/%s", mod_len, w->path, wt.link);
       else if (k == 1)
-        err = join(path, sizeof(path), "%s%.*s/.debug/%s", root, mod_len,
-                   w->path, wt.link);
+        err = join(path, sizeof(path), "%.*s/.debug/%s", mod_len, w->path,
+                   wt.link);
       else
-        err = join(path, sizeof(path), "%s%.*s%.*s/%s", root, lens[k - 2],
+        err = join(path, sizeof(path), "%.*s%.*s/%s", lens[k - 2],
                    dirs[k - 2], mod_len, w->path, wt.link);
       if (err)
         continue;
-      err = try_file(path, &wt, 1, out);
+      err = try_file(roots[r], path, &wt, 1, out);
       if (err != -ENOENT) {
         if (how)
           *how = PST_DEBUGINFO_DEBUGLINK;
@@ -274,9 +280,16 @@ int pst_debuginfo_open(const struct pst_elf *e,
       }
     }
   }
-  return -ENOENT;
+  err = -ENOENT;
 done:
-  if (err == 0 && found)
-    snprintf(found, found_len, "%s", path);
+  if (err == 0 && found) {
+    if (r == 0 && roots[0] >= 0)
+      snprintf(found, found_len, "/proc/%d/root%s", (int)w->pid, path);
+    else
+      snprintf(found, found_len, "%s", path);
+  }
+  for (r = 0; r < 2; r++)
+    if (roots[r] >= 0)
+      close(roots[r]);
   return err;
 }

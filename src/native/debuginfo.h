@@ -14,7 +14,10 @@
  *      target sees it: ROOT MOD/N, ROOT MOD/.debug/N, ROOT DIR MOD/N.
  * ROOT is first the target's root (/proc/PID/root, when the target lives in
  * another mount namespace, a container, whose root differs from ours), then
- * ours. A candidate is taken only when it matches: its build-id equals the
+ * ours; paths are resolved inside each root (proc/rootfs.h: a symlink in a
+ * container never leads to a host file, a FIFO or a device is never
+ * opened), and the image's own directory MOD is searched in our root only
+ * when the target shares it. A candidate is taken only when it matches: its build-id equals the
  * image's when the image has one (a debug file without a build-id is then
  * refused), and a file found by name has the CRC-32 the link names (the
  * whole file is read once for that). A candidate that is the image itself

@@ -201,6 +201,10 @@ static int module_from_elf(struct pst_elf *e, const char *name,
   m->elf = e;
   m->image = pst_elf_image(e, &m->len);
   parse_eh_frame_hdr(m, name);
+  if (pst_elf_faulted(e)) { /* truncated under us: nothing read is sure */
+    pst_module_put(m);
+    return PST_EBADDATA;
+  }
   *out = m;
   return 0;
 }
@@ -321,8 +325,16 @@ void pst_module_zput(struct pst_module **mp) {
 }
 
 const void *pst_module_image(const struct pst_module *m, size_t *len) {
+  if (pst_module_faulted(m)) {
+    *len = 0;
+    return NULL; /* its pages past the file's end read as zeros */
+  }
   *len = m->len;
   return m->image;
+}
+
+int pst_module_faulted(const struct pst_module *m) {
+  return m->elf && pst_elf_faulted(m->elf);
 }
 
 struct pst_elf *pst_module_elf(const struct pst_module *m) {
@@ -330,6 +342,8 @@ struct pst_elf *pst_module_elf(const struct pst_module *m) {
 }
 
 int pst_module_eh_table(const struct pst_module *m, struct pst_eh_table *t) {
+  if (pst_module_faulted(m))
+    return PST_EBADDATA;
   if (!m->has_table)
     return PST_ENOSYM;
   *t = m->table;
@@ -370,6 +384,12 @@ const struct pst_symtab *pst_module_symtab(struct pst_module *m) {
       dimg = pst_elf_image(d, &dlen);
     m->symtab_err =
         pst_symtab_build_debug(m->image, m->len, dimg, dlen, &m->symtab);
+    if (!m->symtab_err &&
+        (pst_module_faulted(m) || (d && pst_elf_faulted(d)))) {
+      pst_symtab_free(m->symtab); /* built from a truncated file */
+      m->symtab = NULL;
+      m->symtab_err = PST_EBADDATA;
+    }
     pst_elf_close(d); /* the table copied what it keeps */
     if (m->symtab_err)
       pst_debug("no symbols: %s", pst_strerror(m->symtab_err));

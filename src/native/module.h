@@ -71,12 +71,17 @@ void pst_module_put(struct pst_module *m);
 /* pst_module_put(*mp) and *mp = NULL. */
 void pst_module_zput(struct pst_module **mp);
 
-/* The whole file, read-only (borrowed); *len gets its size. */
+/* 1 when m's file was truncated while mapped (elf.h): its image, table and
+ * symbols are not used from then on. */
+int pst_module_faulted(const struct pst_module *m);
+/* The whole file, read-only (borrowed); *len gets its size. NULL (and 0)
+ * once the module faulted. */
 const void *pst_module_image(const struct pst_module *m, size_t *len);
 /* The opened ELF for symbol lookups (borrowed). */
 struct pst_elf *pst_module_elf(const struct pst_module *m);
 /* The module's .eh_frame_hdr table. 0, or PST_ENOSYM when the file has none
- * (or one in an encoding libunwind cannot search). */
+ * (or one in an encoding libunwind cannot search), PST_EBADDATA once the
+ * module faulted. */
 int pst_module_eh_table(const struct pst_module *m, struct pst_eh_table *t);
 /* Load bias of mapping mp of this module: target address = file vaddr +
  * bias. 0 or -EINVAL. */

@@ -169,7 +169,12 @@ int pst_native_sample(struct pst_native_sampler *ns, struct pst_py *py,
     ns->stats.python_errors++;
     np = 0;
   }
-  nn = nn < 0 ? 0 : nn;
+  if (nn < 0) {
+    pst_debug("thread %d: native stack lost: %s", (int)r->tid,
+              pst_strerror(nn));
+    ns->stats.native_errors++;
+    nn = 0;
+  }
   pst_unwinder_stats(ns->unw, &us);
   if (us.maps_reloads != ns->reloads) { /* a module may have gone */
     pst_dmcache_clear(&ns->cache);

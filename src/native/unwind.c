@@ -21,11 +21,13 @@
 #include <errno.h>
 #include <link.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/user.h>
 #include <time.h>
 
+#include "elf/elf.h"
 #include "native/module.h"
 #include "native/symtab.h"
 #include "native/unwind.h"
@@ -642,6 +644,7 @@ int pst_unwind_thread(struct pst_unwinder *u, pid_t tid, uint64_t *ips,
   unw_cursor_t c;
   unw_word_t ip, sp;
   uint64_t prev_ip, prev_sp;
+  unsigned long faults = pst_elf_faults();
   int n, r;
 
   if (max < 1)
@@ -694,6 +697,15 @@ int pst_unwind_thread(struct pst_unwinder *u, pid_t tid, uint64_t *ips,
   if (n == max)
     u->stats.truncated++;
 out:
+  if (pst_elf_faults() != faults) {
+    /* A module's file was truncated under this unwind: what was read from
+     * it is zeros. Nothing of this stack is sure, nor libunwind's cache. */
+    memset(&u->hot_img, 0, sizeof(u->hot_img));
+    unw_flush_cache(u->as, 0, 0);
+    u->stats.image_faults++;
+    pst_debug("tid %d: a module was truncated while unwinding", (int)tid);
+    return PST_EBADDATA;
+  }
   if (r < 0) {
     u->stats.errors++;
     pst_debug("tid %d: unwind stopped after %d frames: %s", (int)tid, n,

@@ -65,6 +65,7 @@ struct pst_unwind_stats {
   uint64_t stack_reads;  /* process_vm_readv batches for stack pages */
   uint64_t maps_reloads; /* /proc/PID/maps reloads after the first */
   uint64_t table_misses; /* IPs outside every module with a table */
+  uint64_t image_faults; /* unwinds failed by a module truncated meanwhile */
 };
 
 /* Creates the unwinder of process pid. mem reads pid's memory (borrowed);

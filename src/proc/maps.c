@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "proc/maps.h"
+#include "proc/rootfs.h"
 
 static int parse_line(char *line, struct pst_map *mp) {
   char perms[8];
@@ -115,14 +116,12 @@ const struct pst_map *pst_maps_file_base(const struct pst_maps *m,
   return mp;
 }
 
-static int open_checked(const char *path, const struct pst_map *mp) {
-  struct stat st;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-
+/* fd (or -errno) when its file is the one mp maps, else -ESTALE. */
+static int check_inode(int fd, const struct stat *st, const struct pst_map *mp) {
   if (fd < 0)
-    return -errno;
-  if (fstat(fd, &st) < 0 || st.st_ino != mp->inode ||
-      major(st.st_dev) != mp->dev_major || minor(st.st_dev) != mp->dev_minor) {
+    return fd;
+  if (st->st_ino != mp->inode || major(st->st_dev) != mp->dev_major ||
+      minor(st->st_dev) != mp->dev_minor) {
     close(fd);
     return -ESTALE;
   }
@@ -130,20 +129,22 @@ static int open_checked(const char *path, const struct pst_map *mp) {
 }
 
 int pst_maps_open(pid_t pid, const struct pst_map *mp) {
-  char path[4200];
-  int fd;
+  char path[128];
+  struct stat st;
+  int fd, root;
 
-  /* map_files needs CAP_SYS_ADMIN in older kernels, and the mapping may be
-   * gone; the root link works across mount namespaces; the plain path is
-   * the last resort for a target in our own namespace. */
+  /* map_files names the mapped file itself, with no path lookup, but needs
+   * CAP_SYS_ADMIN (or CAP_CHECKPOINT_RESTORE), and the mapping may be gone;
+   * else the path is looked up inside the target's root, never in ours. */
   snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
            (int)pid, mp->start, mp->end);
-  fd = open_checked(path, mp);
-  if (fd >= 0)
-    return fd;
-  snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, mp->path);
-  fd = open_checked(path, mp);
-  if (fd >= 0)
-    return fd;
-  return open_checked(mp->path, mp);
+  fd = check_inode(pst_root_open_magic(path, &st), &st, mp);
+  if (fd >= 0 || fd == -EINVAL || mp->path[0] != '/')
+    return fd; /* EINVAL: not a regular file, wherever it is looked up */
+  root = pst_root_open(pid);
+  if (root < 0)
+    return root;
+  fd = check_inode(pst_root_openat(root, mp->path, &st), &st, mp);
+  close(root);
+  return fd;
 }

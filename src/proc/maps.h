@@ -46,9 +46,10 @@ const struct pst_map *pst_maps_file_base(const struct pst_maps *m,
                                          const struct pst_map *mp);
 
 /* Opens the file behind mapping mp of process pid read-only: through
- * /proc/pid/map_files/START-END, else /proc/pid/root/PATH, else PATH, and
- * checks that its device and inode match the maps line. Returns an fd the
- * caller closes, or -errno. */
+ * /proc/pid/map_files/START-END, else its path inside the target's root
+ * (proc/rootfs.h: never a host path, never a FIFO or device), and checks
+ * that its device and inode match the maps line. Returns an fd the caller
+ * closes, or -errno (-EINVAL: not a regular file; -ESTALE: another file). */
 int pst_maps_open(pid_t pid, const struct pst_map *mp);
 
 #endif

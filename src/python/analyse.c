@@ -483,6 +483,10 @@ int pst_py_analyse(struct pst_py *py, pid_t pid, const struct pst_maps *maps,
   if (!py->codes)
     err = -ENOMEM;
 out:
+  if (!err && pst_elf_faulted(e)) {
+    pst_warn("the Python ELF file was truncated while it was analysed");
+    err = PST_EBADDATA; /* what was read of it is zeros */
+  }
   pst_elf_close(e);
   return err;
 }

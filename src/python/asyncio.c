@@ -77,7 +77,10 @@ static int read_section(pid_t pid, const struct pst_map *mp,
     return PST_ENOSYM;
   }
   memcpy(w, b, sizeof(w));
+  err = pst_elf_faulted(e) ? PST_EBADDATA : 0; /* truncated: zeros read */
   pst_elf_close(e);
+  if (err)
+    return err;
   for (size_t i = 0; i < 13; i++)
     if (w[i] > (1u << 24)) {
       pst_warn("%s of %s: word %zu is 0x%llx, not an offset", SECTION, mp->path,

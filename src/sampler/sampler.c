@@ -284,6 +284,7 @@ static void harvest(struct rec *r, struct entry *e) {
   if (pst_target_native_stats(e->t, &ns) == 0) {
     r->st->native_samples += ns.samples;
     r->st->native_mismatches += ns.mismatches;
+    r->st->native_errors += ns.native_errors;
   }
 }
 

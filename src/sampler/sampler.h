@@ -82,6 +82,8 @@ struct pst_sampler_stats {
   uint64_t torn_retries;      /* walks redone (then succeeded or counted) */
   uint64_t native_samples;    /* --native: thread-samples with both */
   uint64_t native_mismatches; /* of which not merged (marker frame) */
+  uint64_t native_errors;     /* of which the native stack was lost (a
+                                 module truncated under the unwind) */
   uint64_t late_ticks;        /* ticks more than one period behind schedule */
   double max_lag_ms;          /* worst lag behind the schedule */
   double elapsed_s;

@@ -81,6 +81,277 @@ def stop(p):
 # ---- files a target names (native/debuginfo.c, proc/maps.c, elf/elf.c) ----
 
 
+LIB_SRC = r"""
+#include <pthread.h>
+#include <unistd.h>
+volatile unsigned long pst_hostile_counter;
+static __attribute__((noinline)) void *pst_hostile_thread(void *arg) {
+  (void)arg;
+  for (;;)
+    pause();
+  return 0;
+}
+int pst_hostile_start(void) {
+  pthread_t t;
+  return pthread_create(&t, 0, pst_hostile_thread, 0);
+}
+/* Calls back into Python: a return address into this library stays on
+ * the stack while the callback runs. */
+__attribute__((noinline)) int pst_hostile_call(int (*fn)(void)) {
+  int r = fn();
+  pst_hostile_counter++;
+  return r;
+}
+static void *pst_hostile_spin(void *arg) {
+  (void)arg;
+  for (;;)
+    pst_hostile_counter++;
+  return 0;
+}
+int pst_hostile_spin_start(void) {
+  pthread_t t;
+  return pthread_create(&t, 0, pst_hostile_spin, 0);
+}
+"""
+
+
+def build_lib(directory, name, debuglink=None):
+    """Builds LIB_SRC as directory/name, stripped, with a .gnu_debuglink
+    naming `debuglink` (a file beside it that is removed afterwards, so
+    that the caller can put what it likes in its place). None when no
+    compiler or binutils is here."""
+    for tool in ("gcc", "strip", "objcopy"):
+        if not shutil.which(tool):
+            return None
+    os.makedirs(directory, exist_ok=True)
+    src = os.path.join(directory, "lib.c")
+    with open(src, "w") as f:
+        f.write(LIB_SRC)
+    out = os.path.join(directory, name)
+    subprocess.check_call(["gcc", "-O1", "-g", "-fPIC", "-shared",
+                           "-Wl,--build-id", "-o", out, src, "-lpthread"])
+    if debuglink:
+        dbg = os.path.join(directory, debuglink)
+        subprocess.check_call(["objcopy", "--only-keep-debug", out, dbg])
+        subprocess.check_call(["strip", "--strip-debug",
+                               "--strip-unneeded", out])
+        subprocess.check_call(["objcopy", "--add-gnu-debuglink=" + dbg,
+                               out])
+        os.unlink(dbg)
+    return out
+
+
+NATIVE_THREAD_TARGET = r"""
+import ctypes, sys, time
+lib = ctypes.CDLL(sys.argv[1])
+lib.pst_hostile_start()
+time.sleep(0.2)
+print("ready")
+while True:
+    time.sleep(1)
+"""
+
+
+class FifoWatch(object):
+    """Tells whether anyone opened a FIFO for reading: a writer opened with
+    O_NONBLOCK succeeds only while a reader has it open."""
+
+    def __init__(self, path):
+        import threading
+        self.path, self.opened, self.done = path, False, False
+        self.t = threading.Thread(target=self.poll)
+        self.t.daemon = True
+        self.t.start()
+
+    def poll(self):
+        while not self.done:
+            try:
+                fd = os.open(self.path, os.O_WRONLY | os.O_NONBLOCK)
+                self.opened = True
+                os.close(fd)
+            except OSError:
+                pass
+            time.sleep(0.005)
+
+    def stop(self):
+        self.done = True
+        self.t.join()
+        return self.opened
+
+
+def check_fifo_debuglink():
+    """A .gnu_debuglink naming a FIFO beside the library: dump and record --all finish"""
+    interp = local_interp()
+    if not interp:
+        return skip("no local interpreter")
+    d = os.path.join(TMP, "fifo")
+    lib = build_lib(d, "libevil.so", debuglink="evil.debug")
+    if not lib:
+        return skip("gcc, strip or objcopy missing")
+    fifo = os.path.join(d, "evil.debug")
+    os.mkfifo(fifo)
+    watch = FifoWatch(fifo)
+    p = subprocess.Popen([interp.exe, "-u", "-c", NATIVE_THREAD_TARGET, lib],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    problems = []
+    try:
+        if not p.stdout.readline().startswith(b"ready"):
+            return "target did not start: %r" % p.stderr.read()[-2000:]
+        r = pystitch(["dump", "-p", str(p.pid)], timeout=20)
+        if r.returncode != 0:
+            problems.append("dump: exit %s: %s" % (
+                r.returncode, r.stderr.decode(errors="replace")[-1500:]))
+        out = os.path.join(d, "all.folded")
+        r = pystitch(["record", "--all", "--match", "libevil", "-d", "2",
+                      "-f", "folded", "-o", out], timeout=30)
+        if r.returncode != 0:
+            problems.append("record --all: exit %s: %s" % (
+                r.returncode, r.stderr.decode(errors="replace")[-1500:]))
+        elif not os.path.exists(out):
+            problems.append("record --all wrote no profile")
+    finally:
+        stop(p)
+        if watch.stop():
+            problems.append("the FIFO was opened for reading")
+    return "\n".join(problems)
+
+
+def container_rootfs():
+    root = os.path.join(pytargets.ROOTFS_DIR, "sid-rootfs")
+    exe = "/usr/bin/python3.14"
+    if os.access(root + exe, os.X_OK):
+        return root, exe
+    return None, None
+
+
+def check_container_symlink_to_host():
+    """A container's debug file linking to a host FIFO: never opened, dump finishes"""
+    root, exe = container_rootfs()
+    if not root:
+        return skip("no sid rootfs with python3.14 (tests/setup-rootfs.sh)")
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        return skip("needs root and unshare")
+    inside = "/tmp/pst-evil-%d" % os.getpid()
+    d = root + inside
+    lib = build_lib(d, "libevil.so", debuglink="evil.debug")
+    if not lib:
+        return skip("gcc, strip or objcopy missing")
+    # On the host, a FIFO at a path the container does not have; in the
+    # container, its debug file is an absolute symlink to that path.
+    host_fifo = os.path.join(TMP, "host-fifo")
+    os.mkfifo(host_fifo)
+    os.symlink(host_fifo, os.path.join(d, "evil.debug"))
+    # ... and its library's own directory (a path the host has too, with
+    # a FIFO there) must not be looked up on the host either.
+    host_twin = inside
+    made_twin = not os.path.exists(host_twin)
+    if made_twin:
+        os.makedirs(host_twin)
+        os.mkfifo(os.path.join(host_twin, "evil.debug"))
+    watches = [FifoWatch(host_fifo)]
+    if made_twin:
+        watches.append(FifoWatch(os.path.join(host_twin, "evil.debug")))
+    p = subprocess.Popen(
+        ["unshare", "--pid", "--mount", "--fork", "chroot", root, exe, "-u",
+         "-c", NATIVE_THREAD_TARGET, inside + "/libevil.so"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    problems = []
+    try:
+        if not p.stdout.readline().startswith(b"ready"):
+            return "target did not start: %r" % p.stderr.read()[-2000:]
+        kids = pytargets.children(p.pid)
+        if not kids:
+            return "no python under unshare"
+        r = pystitch(["dump", "-p", str(kids[0])], timeout=20)
+        if r.returncode != 0:
+            problems.append("dump: exit %s: %s" % (
+                r.returncode, r.stderr.decode(errors="replace")[-1500:]))
+    finally:
+        stop(p)
+        for w in watches:
+            if w.stop():
+                problems.append("host FIFO %s opened for the container" %
+                                w.path)
+        if made_twin:
+            shutil.rmtree(host_twin, ignore_errors=True)
+        shutil.rmtree(d, ignore_errors=True)
+    return "\n".join(problems)
+
+
+TRUNCATE_TARGET = r"""
+import _ctypes, ctypes, os, signal, sys
+cut_lib, new_lib, gone_lib = sys.argv[1:4]
+lib = ctypes.CDLL(cut_lib)
+gone = ctypes.CDLL(gone_lib)
+
+def cut(sig, frame):
+    os.truncate(cut_lib, 0)  # our own library, while mapped
+    # A new thread in a new library, and a library gone: pystitch reloads
+    # the maps and drops libunwind's cache, so the truncated library's
+    # tables are read again for the return address below.
+    ctypes.CDLL(new_lib).pst_hostile_spin_start()
+    _ctypes.dlclose(gone._handle)
+    print("cut")
+
+signal.signal(signal.SIGUSR1, cut)
+
+@ctypes.CFUNCTYPE(ctypes.c_int)
+def spin():
+    print("ready")
+    n = 0
+    while True:  # a return address into the library stays on our stack
+        n += 1
+    return 0
+
+lib.pst_hostile_call(spin)
+"""
+
+
+def check_truncated_library():
+    """A library truncated under record --native: no SIGBUS, a valid profile"""
+    interp = local_interp()
+    if not interp:
+        return skip("no local interpreter")
+    d = os.path.join(TMP, "trunc")
+    libs = [build_lib(d, name) for name in ("libcut.so", "libnew.so",
+                                            "libgone.so")]
+    if not all(libs):
+        return skip("gcc missing")
+    p = subprocess.Popen([interp.exe, "-u", "-c", TRUNCATE_TARGET] + libs,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out = os.path.join(d, "cut.folded")
+    problems = []
+    try:
+        if not p.stdout.readline().startswith(b"ready"):
+            return "target did not start: %r" % p.stderr.read()[-2000:]
+        rec = subprocess.Popen([PST, "record", "--native", "-p", str(p.pid),
+                                "-d", "4", "-f", "folded", "-o", out],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(1.5)  # the library's module is mapped by now
+        os.kill(p.pid, signal.SIGUSR1)
+        if not p.stdout.readline().startswith(b"cut"):
+            problems.append("the target did not truncate its library")
+        try:
+            _, err = rec.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            rec.kill()
+            _, err = rec.communicate()
+            problems.append("record did not finish")
+        if rec.returncode != 0:
+            problems.append("record: exit %s: %s" % (
+                rec.returncode, err.decode(errors="replace")[-1500:]))
+        elif not os.path.exists(out) or "spin" not in open(out).read():
+            problems.append("no profile with the target's frames")
+        elif b"truncated" not in err:
+            problems.append("the truncation was not seen (no fault, or not "
+                            "counted): %s" % err.decode(errors="replace"))
+        if p.poll() is not None:
+            problems.append("the target died (status %s)" % p.returncode)
+    finally:
+        stop(p)
+    return "\n".join(problems)
+
+
 # ---- output, secrets and privileges (output/writer.c, cli/) ----
 
 

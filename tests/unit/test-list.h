@@ -24,6 +24,9 @@
 #define PST_PY_TESTS(X)                                                        \
   X(debug_offsets_313) X(layout_check_bounds) X(target_never_left_traced) X(target_exits_hide_no_thread)
 
+#define PST_ROOTFS_TESTS(X)                                                    \
+  X(rootfs_stays_inside) X(rootfs_walk_agrees) X(elf_truncated_guard)
+
 #define PST_TSD_TESTS(X) X(tsd_glibc_threads) X(tsd_musl_threads)
 
 #define PST_ELF_REAL_TESTS(X) X(real_libc_getspecific) X(real_python_tss_key)
@@ -47,6 +50,7 @@
   PST_PY_TESTS(X)                                                              \
   PST_REPLAY_TESTS(X)                                                          \
   PST_REGISTRY_TESTS(X)                                                        \
+  PST_ROOTFS_TESTS(X)                                                          \
   PST_TSD_TESTS(X)                                                             \
   PST_ELF_REAL_TESTS(X)                                                        \
   PST_OUTPUT_TESTS(X)                                                          \
