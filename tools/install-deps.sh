@@ -13,7 +13,8 @@ apt-get install -y -qq --no-install-recommends \
   libelf-dev libcapstone-dev libunwind-dev libuv1-dev libncurses-dev tmux \
   musl-tools debootstrap python3 util-linux procps ca-certificates strace \
   protobuf-c-compiler libprotobuf-c-dev zlib1g-dev protobuf-compiler \
-  liblzma-dev libiberty-dev xz-utils libcurl4-openssl-dev \
+  liblzma-dev libiberty-dev xz-utils libcurl4-openssl-dev libcap-dev \
+  libseccomp-dev \
   chromium clang clang-tidy clang-format cppcheck \
   >/dev/null
 # Separate debug files for tests/unit/test-debuginfo.c and test-origin.c:

@@ -20,6 +20,7 @@ enum pst_exit {
   PST_EXIT_PY_VERSION = 6, /* unsupported CPython version */
   PST_EXIT_SELF = 7,       /* asked to profile pystitch itself */
   PST_EXIT_TRACED = 8,     /* another debugger (gdb, strace) traces it */
+  PST_EXIT_SANDBOX = 9,    /* the sandbox refused a system call (a bug) */
 };
 
 struct pst_opts {
@@ -50,6 +51,7 @@ enum {
   PST_OPT_ALL,
   PST_OPT_MATCH,
   PST_OPT_EXCLUDE,
+  PST_OPT_NO_SANDBOX,
   PST_OPT_OWN
 };
 #define PST_CLI_SAMPLER_LONGOPTS                                               \
@@ -64,6 +66,7 @@ enum {
       {"all", no_argument, NULL, PST_OPT_ALL},                                 \
       {"match", required_argument, NULL, PST_OPT_MATCH},                       \
       {"exclude", required_argument, NULL, PST_OPT_EXCLUDE},                   \
+      {"no-sandbox", no_argument, NULL, PST_OPT_NO_SANDBOX},                   \
       {"verbose", no_argument, NULL, 'v'}, {                                   \
     "help", no_argument, NULL, 'h'                                             \
   }
@@ -82,6 +85,11 @@ int pst_cli_parse_pids(const char *s, struct pst_sampler_opts *o);
 /* -p PID or -- COMMAND, exactly one (cmd names the command in the
  * message): 0 or PST_EXIT_USAGE, the message printed. */
 int pst_cli_check_targets(const struct pst_sampler_opts *o, const char *cmd);
+/* The engine's ready() of record and top: enters the sandbox
+ * (src/sandbox/sandbox.h) once the given targets are attached and the
+ * command started, unless --no-sandbox; the filter with --all. arg: the
+ * output path (its directory decides CAP_DAC_OVERRIDE), or NULL. */
+void pst_cli_sandbox(const struct pst_sampler_opts *o, void *arg);
 /* pst_sampler_run()'s error err as a message and an exit code. */
 int pst_cli_sampler_error(const struct pst_sampler_opts *o, int err);
 /* "9 torn, 0 gone, 3 EFAULT: ...": every error kind of st named. */

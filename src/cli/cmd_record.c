@@ -19,6 +19,8 @@
 #include "proc/proc.h"
 #include "pystitch.h"
 #include "sampler/sampler.h"
+#include "sandbox/sandbox.h"
+#include "util/log.h"
 
 #define RATE_MAX 20000.0            /* Hz: beyond, samples overlap */
 #define DURATION_MAX (30.0 * 86400) /* seconds */
@@ -130,6 +132,9 @@ int pst_cli_sampler_option(int c, const char *arg, const char *cmd,
   case PST_OPT_ALL:
     o->all = 1;
     return 1;
+  case PST_OPT_NO_SANDBOX:
+    o->no_sandbox = 1;
+    return 1;
   case PST_OPT_MATCH:
   case PST_OPT_EXCLUDE: {
     /* Static: the engine borrows them for the whole run. */
@@ -227,6 +232,34 @@ int pst_cli_check_targets(const struct pst_sampler_opts *o, const char *cmd) {
     return PST_EXIT_USAGE;
   }
   return 0;
+}
+
+void pst_cli_sandbox(const struct pst_sampler_opts *o, void *arg) {
+  const char *out = arg;
+  struct pst_sandbox_opts so = {0};
+
+  if (o->no_sandbox) {
+    pst_info("--no-sandbox: every privilege kept");
+    return;
+  }
+  so.filter = o->all;
+  /* A command started as sudo's user is signalled at the end. */
+  so.keep_kill = o->argv && !o->keep_running && geteuid() == 0 &&
+                 getenv("SUDO_UID") != NULL;
+  if (out && *out) {
+    char dir[4096];
+    const char *slash = strrchr(out, '/');
+    if (!slash)
+      snprintf(dir, sizeof(dir), ".");
+    else if (slash == out)
+      snprintf(dir, sizeof(dir), "/");
+    else
+      snprintf(dir, sizeof(dir), "%.*s", (int)(slash - out), out);
+    so.keep_dac_override = pst_sandbox_dir_needs_override(dir);
+    if (so.keep_dac_override)
+      pst_info("sandbox: CAP_DAC_OVERRIDE kept: %s is not ours to write", dir);
+  }
+  pst_sandbox_enter(&so);
 }
 
 /* The exit code of pst_sampler_run()'s error err, its message printed. */
@@ -451,6 +484,7 @@ int pst_cmd_record(int argc, char **argv) {
   struct pst_profile *prof = NULL;
   const char *output = NULL;
   char defpath[512];
+  char first[4096] = "";
   int c, verbose = 0, err, rc;
 
   memset(&always, 0, sizeof(always));
@@ -519,12 +553,10 @@ int pst_cmd_record(int argc, char **argv) {
     /* --rotate: the first window's name shows where they go. */
     time_t now = time(NULL);
     struct tm tm;
-    char first[4096];
     localtime_r(&now, &tm);
-    if (!whole && strftime(first, sizeof(first), output, &tm))
-      rc = check_output(first);
-    else
-      rc = check_output(output);
+    if (whole || !strftime(first, sizeof(first), output, &tm))
+      snprintf(first, sizeof(first), "%s", output);
+    rc = check_output(first);
     if (rc)
       return rc;
   }
@@ -547,6 +579,8 @@ int pst_cmd_record(int argc, char **argv) {
     pst_profile_free(prof);
     return rc;
   }
+  o.ready = pst_cli_sandbox;
+  o.ready_arg = first;
   err = pst_sampler_run(&o, consumers, nc, &st);
   pst_record_consumer_free(rc_consumer);
   pst_always_finish(&always, !err);
@@ -570,7 +604,7 @@ int pst_cmd_record(int argc, char **argv) {
             (unsigned long long)st.samples, st.processes,
             st.processes == 1 ? "" : "es", st.elapsed_s);
     summary(&st);
-    return PST_EXIT_OK;
+    return pst_sandbox_violations() ? PST_EXIT_SANDBOX : PST_EXIT_OK;
   }
   err = pst_writer_save(w, prof, output);
   if (err) {
@@ -582,5 +616,5 @@ int pst_cmd_record(int argc, char **argv) {
   summary_file(output, w, &st, prof);
   summary(&st);
   pst_profile_free(prof);
-  return PST_EXIT_OK;
+  return pst_sandbox_violations() ? PST_EXIT_SANDBOX : PST_EXIT_OK;
 }

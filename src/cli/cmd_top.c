@@ -454,6 +454,8 @@ int pst_cmd_top(int argc, char **argv) {
     if (p.screen)
       draw(&p);
   }
+  o.ready = pst_cli_sandbox;
+  o.ready_arg = NULL;
   err = pst_sampler_run(&o, consumers, nconsumers, &st);
   if (p.screen) {
     if (!err && !p.keys.quit && !st.interrupted)

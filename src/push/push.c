@@ -34,6 +34,8 @@ struct pst_push {
   char *app, *tenant_hdr, *bearer_hdr, *basic;
   char host[256];
   pthread_t thread;
+  int started; /* the sender thread runs (from the first profile on, so
+                  that it is made after the sandbox: sandbox.h) */
   pthread_mutex_t mu;
   pthread_cond_t cv;
   struct item **q; /* oldest first */
@@ -236,6 +238,8 @@ static void enqueue(struct pst_push *ps, struct item *it, int front) {
   }
 }
 
+static void *sender(void *arg);
+
 int pst_push_profile(void *push, const struct pst_profile *prof,
                      const struct pst_window_span *span) {
   struct pst_push *ps = push;
@@ -283,6 +287,14 @@ int pst_push_profile(void *push, const struct pst_profile *prof,
   it->len = len;
   it->samples = span->samples;
   curl_free(esc);
+  esc = NULL;
+  if (!ps->started) {
+    if (pthread_create(&ps->thread, NULL, sender, ps)) {
+      err = -EAGAIN;
+      goto fail;
+    }
+    ps->started = 1;
+  }
   pthread_mutex_lock(&ps->mu);
   enqueue(ps, it, 0);
   ps->st.made++;
@@ -293,6 +305,8 @@ int pst_push_profile(void *push, const struct pst_profile *prof,
 fail:
   ps->st.make_errors++;
   curl_free(esc);
+  if (it)
+    free(it->query);
   free(it);
   free(buf);
   return err;
@@ -625,12 +639,6 @@ int pst_push_new(const struct pst_push_opts *o, struct pst_push **out) {
     pthread_cond_init(&ps->cv, &ca);
     pthread_condattr_destroy(&ca);
   }
-  if (pthread_create(&ps->thread, NULL, sender, ps)) {
-    pthread_cond_destroy(&ps->cv);
-    pthread_mutex_destroy(&ps->mu);
-    err = -EAGAIN;
-    goto fail;
-  }
   *out = ps;
   return 0;
 fail:
@@ -647,7 +655,8 @@ void pst_push_close(struct pst_push *ps, double drain_s,
   ps->deadline = mono_s() + drain_s;
   pthread_cond_signal(&ps->cv);
   pthread_mutex_unlock(&ps->mu);
-  pthread_join(ps->thread, NULL);
+  if (ps->started)
+    pthread_join(ps->thread, NULL);
   ps->st.unsent = ps->nq;
   *st = ps->st;
   pthread_cond_destroy(&ps->cv);

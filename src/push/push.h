@@ -21,7 +21,8 @@
  * without their user-info part.
  *
  * Threading: pst_push_new(), pst_push_profile() and pst_push_close() on
- * one thread (the engine's); the sender thread is internal.
+ * one thread (the engine's); the sender thread is internal, started with
+ * the first profile.
  * Ownership: pst_push_new() copies the options' strings; pst_push_close()
  * joins the sender and frees everything.
  */

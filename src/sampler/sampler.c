@@ -1099,6 +1099,8 @@ int pst_sampler_run(const struct pst_sampler_opts *o,
     uv_timer_start(&r.progress, on_progress, PROGRESS_MS, PROGRESS_MS);
   if (o->all)
     uv_timer_start(&r.scan, on_scan, 0, SCAN_MS);
+  if (o->ready)
+    o->ready(o, o->ready_arg);
   uv_run(&r.loop, UV_RUN_DEFAULT);
   if (o->progress)
     fputs("\r\033[K", stderr);

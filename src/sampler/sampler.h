@@ -53,6 +53,13 @@ struct pst_sampler_opts {
   int async;              /* asyncio tasks too (3.8+): every task's
                              chain, under the tasks awaiting it, one
                              sample of a thread "asyncio tasks" a tick */
+  int no_sandbox;         /* --no-sandbox: the CLI's ready() leaves the
+                             system-call filter out */
+  /* Called once on the loop thread when the given pids are attached and
+   * the command started, before the first tick (the CLI enters its
+   * sandbox there: src/sandbox/sandbox.h). NULL: none. */
+  void (*ready)(const struct pst_sampler_opts *o, void *arg);
+  void *ready_arg;
 };
 
 /* Error kinds counted apart (the rest by code, see errors[]). */

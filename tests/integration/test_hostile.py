@@ -352,6 +352,111 @@ def check_truncated_library():
     return "\n".join(problems)
 
 
+
+# ---- privileges (sandbox/) ----
+
+# CAP_DAC_READ_SEARCH (2), CAP_SYS_PTRACE (19), CAP_CHECKPOINT_RESTORE (40):
+# what reading targets needs (src/sandbox/sandbox.h).
+SAMPLING_CAPS = (1 << 2) | (1 << 19) | (1 << 40)
+
+
+def status_fields(pid):
+    out = {}
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            out[k] = v.strip()
+    return out
+
+
+def check_reduced_privileges():
+    """While recording: only the sampling capabilities, NoNewPrivs 1, --all filtered"""
+    interp = local_interp()
+    if not interp:
+        return skip("no local interpreter")
+    if os.geteuid() != 0:
+        return skip("needs root")
+    p = spawn(interp, "print('ready')\nwhile True: pass")
+    problems = []
+    try:
+        for extra, filtered in (([], False), (["--native"], False),
+                                (["--all", "--match", "while True"], True)):
+            args = ["record", "-d", "3", "-f", "folded", "-o",
+                    os.path.join(TMP, "caps.folded")] + extra
+            if "--all" not in extra:
+                args += ["-p", str(p.pid)]
+            rec = subprocess.Popen([PST] + args, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE)
+            time.sleep(1.5)
+            st = status_fields(rec.pid)
+            _, err = rec.communicate(timeout=30)
+            eff = int(st.get("CapEff", "0"), 16)
+            bnd = int(st.get("CapBnd", "0"), 16)
+            what = " ".join(extra) or "-p"
+            if eff & ~SAMPLING_CAPS or bnd & ~SAMPLING_CAPS:
+                problems.append("%s: CapEff %x CapBnd %x: more than %x" % (
+                    what, eff, bnd, SAMPLING_CAPS))
+            if not eff & (1 << 19):
+                problems.append("%s: CAP_SYS_PTRACE dropped" % what)
+            if st.get("NoNewPrivs") != "1":
+                problems.append("%s: NoNewPrivs %s" % (what,
+                                                       st.get("NoNewPrivs")))
+            if (st.get("Seccomp") == "2") != filtered:
+                problems.append("%s: Seccomp %s" % (what, st.get("Seccomp")))
+            if rec.returncode != 0:
+                problems.append("%s: exit %d: %s" % (
+                    what, rec.returncode, err.decode(errors="replace")))
+    finally:
+        stop(p)
+    return "\n".join(problems)
+
+
+def check_only_cap_sys_ptrace():
+    """As nobody with only CAP_SYS_PTRACE: dump, record and record --native of root's python"""
+    exe = "/usr/bin/python3.11"
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        return skip("needs root and setpriv")
+    if not os.access(exe, os.X_OK):
+        return skip("%s absent" % exe)
+    d = os.path.join(TMP, "nobody")
+    os.makedirs(d)
+    os.chmod(TMP, 0o755)
+    os.chmod(d, 0o777)
+    p = subprocess.Popen([exe, "-u", "-c",
+                          "import threading\n"
+                          "def spin():\n    while True: pass\n"
+                          "threading.Thread(target=spin, name='spinner')"
+                          ".start()\nprint('ready')\nspin()"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    as_nobody = ["setpriv", "--reuid=65534", "--regid=65534",
+                 "--clear-groups", "--inh-caps=-all,+sys_ptrace",
+                 "--ambient-caps=+sys_ptrace",
+                 "--bounding-set=-all,+sys_ptrace", "--"]
+    problems = []
+    try:
+        if not p.stdout.readline().startswith(b"ready"):
+            return "target did not start"
+        runs = [("dump", ["dump", "-p", str(p.pid)], None),
+                ("record", ["record", "-p", str(p.pid), "-d", "2", "-f",
+                            "folded", "-o", d + "/r.folded"], d + "/r.folded"),
+                ("record --native", ["record", "--native", "-p", str(p.pid),
+                                     "-d", "2", "-f", "folded", "-o",
+                                     d + "/n.folded"], d + "/n.folded")]
+        for name, args, out in runs:
+            r = subprocess.run(as_nobody + [PST] + args, capture_output=True,
+                               timeout=60)
+            text = r.stdout.decode(errors="replace")
+            if r.returncode != 0:
+                problems.append("%s: exit %d: %s" % (
+                    name, r.returncode, r.stderr.decode(errors="replace")))
+            elif out is None and "spinner" not in text:
+                problems.append("%s: no thread 'spinner': %s" % (name, text))
+            elif out and "spin (" not in open(out).read():
+                problems.append("%s: no frame spin in the profile" % name)
+    finally:
+        stop(p)
+    return "\n".join(problems)
+
 # ---- output, secrets and privileges (output/writer.c, cli/) ----
 
 

@@ -25,7 +25,8 @@
   X(debug_offsets_313) X(layout_check_bounds) X(target_never_left_traced) X(target_exits_hide_no_thread)
 
 #define PST_ROOTFS_TESTS(X)                                                    \
-  X(rootfs_stays_inside) X(rootfs_walk_agrees) X(elf_truncated_guard)
+  X(rootfs_stays_inside) X(rootfs_walk_agrees) X(elf_truncated_guard)        \
+  X(sandbox_filter_refuses)
 
 #define PST_TSD_TESTS(X) X(tsd_glibc_threads) X(tsd_musl_threads)
 

@@ -1,16 +1,24 @@
-/* test-rootfs.c: files a target names are opened inside its root, never a
- * FIFO or a device, and an ELF image truncated while mapped is a fault
- * counted on that image, not a SIGBUS (proc/rootfs.c, elf/elf.c). */
+/* test-rootfs.c: pystitch among hostile targets: files a target names are
+ * opened inside its root, never a FIFO or a device; an ELF image truncated
+ * while mapped is a fault counted on that image, not a SIGBUS; the
+ * sandbox's filter refuses what the engine never does (proc/rootfs.c,
+ * elf/elf.c, sandbox/sandbox.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "elf/elf.h"
 #include "proc/rootfs.h"
+#include "sandbox/sandbox.h"
 #include "task.h"
 
 /* Builds a small tree under dir: what a container's root may hold. */
@@ -136,5 +144,41 @@ TEST_IMPL(elf_truncated_guard) {
   (void)sum;
   pst_elf_close(e);
   unlink(path);
+  return 0;
+}
+
+/* In a child: the filter refuses what the engine never does (exec, writes
+ * to another process) with EPERM, counts it, and the sampling calls stay
+ * allowed. */
+TEST_IMPL(sandbox_filter_refuses) {
+  struct pst_sandbox_opts so = {.filter = 1};
+  int status;
+  pid_t pid = fork();
+
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    char buf[8] = "", *argv[] = {"/bin/true", NULL};
+    struct iovec l = {buf, sizeof(buf)}, r = {buf, sizeof(buf)};
+    int code = 0;
+    signal(SIGTERM, SIG_IGN); /* a refusal stops a recording with it */
+    if (pst_sandbox_enter(&so) != 0)
+      _exit(10);
+    if (process_vm_readv(getpid(), &l, 1, &r, 1, 0) != sizeof(buf))
+      code |= 1;
+    if (syscall(SYS_process_vm_writev, getpid(), &l, 1, &r, 1, 0) != -1 ||
+        errno != EPERM)
+      code |= 2;
+    if (execv(argv[0], argv) != -1 || errno != EPERM)
+      code |= 4;
+    if (pst_sandbox_violations() != 2)
+      code |= 8;
+    if (prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1)
+      code |= 16;
+    _exit(code);
+  }
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT(WIFEXITED(status));
+  if (WEXITSTATUS(status))
+    TEST_FAIL("child's checks failed: mask %d", WEXITSTATUS(status));
   return 0;
 }

@@ -1,0 +1,254 @@
+/* sandbox.c: capabilities, no_new_privs and the seccomp filter (sandbox.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/capability.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "sandbox/sandbox.h"
+#include "util/log.h"
+
+#ifndef CAP_CHECKPOINT_RESTORE
+#define CAP_CHECKPOINT_RESTORE 40
+#endif
+
+static atomic_ulong violations;
+
+/* ---- capabilities ---- */
+
+static int drop_caps(const struct pst_sandbox_opts *o) {
+  cap_value_t keep[5];
+  int nkeep = 0, err = 0;
+  cap_t c;
+
+  keep[nkeep++] = CAP_SYS_PTRACE;
+  keep[nkeep++] = CAP_DAC_READ_SEARCH;
+  if (CAP_CHECKPOINT_RESTORE <= (int)cap_max_bits() - 1)
+    keep[nkeep++] = CAP_CHECKPOINT_RESTORE;
+  if (o->keep_dac_override)
+    keep[nkeep++] = CAP_DAC_OVERRIDE;
+  if (o->keep_kill)
+    keep[nkeep++] = CAP_KILL;
+  /* The bounding set first: dropping from it needs CAP_SETPCAP, which the
+   * sets below then lose. */
+  for (cap_value_t v = 0; v < (cap_value_t)cap_max_bits(); v++) {
+    int kept = 0;
+    for (int i = 0; i < nkeep; i++)
+      kept |= keep[i] == v;
+    if (!kept && CAP_IS_SUPPORTED(v) && cap_get_bound(v) == 1 &&
+        cap_drop_bound(v) < 0 && errno != EPERM)
+      err = -errno;
+  }
+  cap_reset_ambient(); /* fails harmlessly where the kernel has none */
+  c = cap_get_proc();
+  if (!c)
+    return -errno;
+  /* Only what we hold is kept: a capability not permitted cannot be
+   * raised. */
+  {
+    cap_t n = cap_init();
+    if (!n) {
+      cap_free(c);
+      return -errno;
+    }
+    for (int i = 0; i < nkeep; i++) {
+      cap_flag_value_t has = CAP_CLEAR;
+      if (cap_get_flag(c, keep[i], CAP_PERMITTED, &has) == 0 &&
+          has == CAP_SET) {
+        cap_set_flag(n, CAP_PERMITTED, 1, &keep[i], CAP_SET);
+        cap_set_flag(n, CAP_EFFECTIVE, 1, &keep[i], CAP_SET);
+      }
+    }
+    if (cap_set_proc(n) < 0 && !err)
+      err = -errno;
+    cap_free(n);
+  }
+  cap_free(c);
+  return err;
+}
+
+unsigned long long pst_sandbox_effective(void) {
+  char buf[4096];
+  unsigned long long v = 0;
+  const char *p;
+  ssize_t n;
+  int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+
+  if (fd < 0)
+    return 0;
+  n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (n <= 0)
+    return 0;
+  buf[n] = '\0';
+  p = strstr(buf, "\nCapEff:");
+  if (p)
+    sscanf(p + 8, "%llx", &v);
+  return v;
+}
+
+int pst_sandbox_dir_needs_override(const char *dir) {
+  struct stat st;
+
+  if (geteuid() != 0)
+    return 0; /* not root: no capability to keep anyway */
+  if (stat(dir, &st) < 0)
+    return 0;
+  if (st.st_uid == geteuid())
+    return !(st.st_mode & S_IWUSR) || !(st.st_mode & S_IXUSR);
+  if (st.st_gid == getegid())
+    return !(st.st_mode & S_IWGRP) || !(st.st_mode & S_IXGRP);
+  return !(st.st_mode & S_IWOTH) || !(st.st_mode & S_IXOTH);
+}
+
+/* ---- the filter ---- */
+
+/* Every system call the engine makes, measured with strace -f over record
+ * (--all, --native, --async, --push, --rotate, -s), top and dump, plus
+ * glibc's, libuv's and libcurl's own (threads, name resolution, TLS). */
+static const char *const allowed[] = {
+    "read", "write", "readv", "writev", "pread64", "pwrite64", "lseek",
+    "close", "close_range", "dup", "dup2", "dup3", "fcntl", "ioctl",
+    "openat", "openat2", "open", "access", "faccessat", "faccessat2",
+    "stat", "fstat", "lstat", "newfstatat", "statx", "statfs", "fstatfs",
+    "readlink", "readlinkat", "getdents64", "getcwd", "rename", "renameat",
+    "renameat2", "unlink", "unlinkat", "fsync", "fdatasync", "ftruncate",
+    "fchmod", "umask", "memfd_create", "fadvise64", "pipe", "pipe2",
+    "eventfd2", "epoll_create1", "epoll_ctl", "epoll_wait", "epoll_pwait",
+    "epoll_pwait2", "poll", "ppoll", "select", "pselect6", "timerfd_create",
+    "timerfd_settime", "timerfd_gettime", "signalfd4", "mmap", "munmap",
+    "mprotect", "mremap", "madvise", "mincore", "msync", "brk",
+    "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "sigaltstack",
+    "rt_sigtimedwait", "restart_syscall", "clock_gettime", "clock_getres",
+    "clock_nanosleep", "nanosleep", "gettimeofday", "time", "times",
+    "getrusage", "sysinfo", "uname", "getpid", "gettid", "getppid",
+    "getpgrp", "getuid", "geteuid", "getgid", "getegid", "getresuid",
+    "getresgid", "getgroups", "capget", "getrandom", "futex",
+    "set_robust_list", "get_robust_list", "rseq", "set_tid_address",
+    "clone", "clone3", "exit", "exit_group", "wait4", "waitid", "kill",
+    "tgkill", "tkill", "prctl", "arch_prctl", "sched_yield",
+    "sched_getaffinity", "sched_getparam", "sched_getscheduler",
+    "getpriority", "getrlimit", "prlimit64", "membarrier",
+    "process_vm_readv", "socket", "socketpair", "connect", "bind",
+    "getsockname", "getpeername", "getsockopt", "setsockopt", "sendto",
+    "recvfrom", "sendmsg", "recvmsg", "sendmmsg", "recvmmsg", "shutdown",
+};
+
+/* ptrace requests pystitch makes: seize, interrupt, continue and detach a
+ * thread, read its registers or a word. Never one that writes. */
+static const long ptrace_allowed[] = {
+    PTRACE_SEIZE,   PTRACE_INTERRUPT, PTRACE_CONT,     PTRACE_DETACH,
+    PTRACE_GETREGS, 0x4204 /* GETREGSET */, PTRACE_PEEKDATA,
+    0x4201 /* GETEVENTMSG */,
+#if defined(__SANITIZE_ADDRESS__)
+    /* LeakSanitizer's stop-the-world at exit, in the sanitizer build. */
+    PTRACE_ATTACH,
+#endif
+};
+
+static void on_sigsys(int sig, siginfo_t *si, void *ctx) {
+  static const char pre[] = "pystitch: error: the sandbox refused system "
+                            "call ";
+  static const char post[] =
+      " (a bug: please report it; --no-sandbox runs without the filter)\n";
+  char num[24];
+  int n = 0, v = si->si_syscall;
+  ucontext_t *uc = ctx;
+
+  (void)sig;
+#if defined(__x86_64__)
+  uc->uc_mcontext.gregs[REG_RAX] = -EPERM;
+#elif defined(__aarch64__)
+  uc->uc_mcontext.regs[0] = (unsigned long long)-EPERM;
+#else
+  (void)uc;
+#endif
+  if (atomic_fetch_add(&violations, 1) == 0) {
+    char tmp[24];
+    if (v < 0)
+      v = 0;
+    do
+      tmp[n++] = (char)('0' + v % 10);
+    while ((v /= 10) && n < (int)sizeof(tmp));
+    for (int i = 0; i < n; i++)
+      num[i] = tmp[n - 1 - i];
+    if (write(2, pre, sizeof(pre) - 1) < 0 || write(2, num, (size_t)n) < 0 ||
+        write(2, post, sizeof(post) - 1) < 0) {
+      /* nothing more to do: the exit code says it too */
+    }
+    kill(getpid(), SIGTERM); /* stop as SIGTERM does: the profile is kept */
+  }
+}
+
+static int load_filter(void) {
+  struct sigaction sa;
+  scmp_filter_ctx f;
+  int err = 0;
+
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_sigaction = on_sigsys;
+  sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+  sigemptyset(&sa.sa_mask);
+  if (sigaction(SIGSYS, &sa, NULL) < 0)
+    return -errno;
+  f = seccomp_init(SCMP_ACT_TRAP);
+  if (!f)
+    return -ENOMEM;
+  for (size_t i = 0; i < sizeof(allowed) / sizeof(*allowed); i++) {
+    int nr = seccomp_syscall_resolve_name(allowed[i]);
+    if (nr == __NR_SCMP_ERROR || nr < 0)
+      continue; /* not on this architecture */
+    err = seccomp_rule_add(f, SCMP_ACT_ALLOW, nr, 0);
+    if (err)
+      goto out;
+  }
+  for (size_t i = 0; i < sizeof(ptrace_allowed) / sizeof(*ptrace_allowed);
+       i++) {
+    err = seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(ptrace), 1,
+                           SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)ptrace_allowed[i]));
+    if (err)
+      goto out;
+  }
+  err = seccomp_load(f);
+out:
+  seccomp_release(f);
+  return err;
+}
+
+int pst_sandbox_enter(const struct pst_sandbox_opts *o) {
+  int err = 0, e;
+
+  if (geteuid() == 0 || pst_sandbox_effective()) {
+    e = drop_caps(o);
+    if (e) {
+      pst_warn("sandbox: capabilities not reduced: %s", strerror(-e));
+      err = e;
+    }
+  }
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+    e = -errno;
+    pst_warn("sandbox: no_new_privs not set: %s", strerror(-e));
+    err = err ? err : e;
+  }
+  if (o->filter) {
+    e = load_filter();
+    if (e) {
+      pst_warn("sandbox: no system-call filter: %s", strerror(-e));
+      err = err ? err : e;
+    }
+  }
+  pst_debug("sandbox: capabilities %llx, no_new_privs, %s",
+            pst_sandbox_effective(), o->filter ? "filter" : "no filter");
+  return err;
+}
+
+unsigned long pst_sandbox_violations(void) { return atomic_load(&violations); }
