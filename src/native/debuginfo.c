@@ -268,8 +268,8 @@ int pst_debuginfo_open(const struct pst_elf *e,
         err = join(path, sizeof(path), "%.*s/.debug/%s", mod_len, w->path,
                    wt.link);
       else
-        err = join(path, sizeof(path), "%.*s%.*s/%s", lens[k - 2],
-                   dirs[k - 2], mod_len, w->path, wt.link);
+        err = join(path, sizeof(path), "%.*s%.*s/%s", lens[k - 2], dirs[k - 2],
+                   mod_len, w->path, wt.link);
       if (err)
         continue;
       err = try_file(roots[r], path, &wt, 1, out);

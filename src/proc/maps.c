@@ -117,7 +117,8 @@ const struct pst_map *pst_maps_file_base(const struct pst_maps *m,
 }
 
 /* fd (or -errno) when its file is the one mp maps, else -ESTALE. */
-static int check_inode(int fd, const struct stat *st, const struct pst_map *mp) {
+static int check_inode(int fd, const struct stat *st,
+                       const struct pst_map *mp) {
   if (fd < 0)
     return fd;
   if (st->st_ino != mp->inode || major(st->st_dev) != mp->dev_major ||

@@ -115,6 +115,7 @@ int pst_sandbox_dir_needs_override(const char *dir) {
 /* Every system call the engine makes, measured with strace -f over record
  * (--all, --native, --async, --push, --rotate, -s), top and dump, plus
  * glibc's, libuv's and libcurl's own (threads, name resolution, TLS). */
+/* clang-format off */
 static const char *const allowed[] = {
     "read", "write", "readv", "writev", "pread64", "pwrite64", "lseek",
     "close", "close_range", "dup", "dup2", "dup3", "fcntl", "ioctl",
@@ -142,12 +143,18 @@ static const char *const allowed[] = {
     "getsockname", "getpeername", "getsockopt", "setsockopt", "sendto",
     "recvfrom", "sendmsg", "recvmsg", "sendmmsg", "recvmmsg", "shutdown",
 };
+/* clang-format on */
 
 /* ptrace requests pystitch makes: seize, interrupt, continue and detach a
  * thread, read its registers or a word. Never one that writes. */
 static const long ptrace_allowed[] = {
-    PTRACE_SEIZE,   PTRACE_INTERRUPT, PTRACE_CONT,     PTRACE_DETACH,
-    PTRACE_GETREGS, 0x4204 /* GETREGSET */, PTRACE_PEEKDATA,
+    PTRACE_SEIZE,
+    PTRACE_INTERRUPT,
+    PTRACE_CONT,
+    PTRACE_DETACH,
+    PTRACE_GETREGS,
+    0x4204 /* GETREGSET */,
+    PTRACE_PEEKDATA,
     0x4201 /* GETEVENTMSG */,
 #if defined(__SANITIZE_ADDRESS__)
     /* LeakSanitizer's stop-the-world at exit, in the sanitizer build. */
@@ -213,8 +220,9 @@ static int load_filter(void) {
   }
   for (size_t i = 0; i < sizeof(ptrace_allowed) / sizeof(*ptrace_allowed);
        i++) {
-    err = seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(ptrace), 1,
-                           SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)ptrace_allowed[i]));
+    err =
+        seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(ptrace), 1,
+                         SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)ptrace_allowed[i]));
     if (err)
       goto out;
   }

@@ -5,10 +5,10 @@
  * elf/elf.c, sandbox/sandbox.c). */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -41,12 +41,15 @@ static int make_tree(const char *dir) {
   if (mkfifo(p, 0600))
     return -1;
   static const char *const links[][2] = {
-      {"abs", "/etc/file"},          /* absolute: the root's /etc/file */
+      {"abs", "/etc/file"}, /* absolute: the root's /etc/file */
       {"dotdot", "../../../../../etc/file"}, /* never above the root */
-      {"sub/rel", "../etc/file"},    {"chain", "sub/rel"},
-      {"loop1", "loop2"},            {"loop2", "loop1"},
+      {"sub/rel", "../etc/file"},
+      {"chain", "sub/rel"},
+      {"loop1", "loop2"},
+      {"loop2", "loop1"},
       {"host", "/etc/hostname-pst"}, /* a host file the root has not */
-      {"tofifo", "/fifo"},           {"magic", "/proc/self/exe"},
+      {"tofifo", "/fifo"},
+      {"magic", "/proc/self/exe"},
   };
   for (size_t i = 0; i < sizeof(links) / sizeof(*links); i++) {
     snprintf(q, sizeof(q), "%s/%s", dir, links[i][0]);
@@ -68,9 +71,9 @@ static int read_word(int fd, char *buf, size_t len) {
 /* Runs the cases with open_fn (openat2, or the walk). */
 static int cases(int (*open_fn)(int, const char *, struct stat *)) {
   char dir[] = "/tmp/pst-rootfs-XXXXXX", buf[32], host[64];
-  static const char *const inside[] = {"/etc/file", "etc/file", "abs",
-                                       "/dotdot", "sub/rel", "chain",
-                                       "/sub/../etc/./file", "../etc/file"};
+  static const char *const inside[] = {
+      "/etc/file", "etc/file",           "abs",        "/dotdot", "sub/rel",
+      "chain",     "/sub/../etc/./file", "../etc/file"};
   struct stat st;
   int root, fd;
 
