@@ -252,6 +252,11 @@ PST_API const char *pst_target_role(const struct pst_target *t);
 /* Stack walks redone because the stack moved during the read. */
 PST_API uint64_t pst_target_torn_retries(const struct pst_target *t);
 
+/* Functions (code objects, at each decode) whose line table was too big to
+ * read (over 1 MiB: a generated function of some 200,000 lines and more):
+ * their frames show the function's first line. */
+PST_API uint64_t pst_target_line_tables_cut(const struct pst_target *t);
+
 #ifdef __cplusplus
 }
 #endif

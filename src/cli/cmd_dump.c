@@ -252,6 +252,12 @@ int pst_cmd_dump(const struct pst_opts *o) {
     pst_target_close(t);
     return PST_EXIT_ERROR;
   }
+  if (pst_target_line_tables_cut(t))
+    fprintf(stderr,
+            "pystitch: note: %llu functions of process %d have a line table "
+            "too big to read (over 1 MiB): their frames show the function's "
+            "first line\n",
+            (unsigned long long)pst_target_line_tables_cut(t), (int)o->pid);
   if (o->async)
     ntasks = read_tasks(t, o->pid, flags, &tasks);
   if (o->json) {

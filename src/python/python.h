@@ -391,6 +391,11 @@ void pst_code_cache_free(struct pst_code_cache *c);
  * calloc. 0 or -ENOMEM (then c is unchanged). */
 int pst_code_cache_flush(struct pst_code_cache *c);
 
+/* Code objects decoded without their line table, which was over the size
+ * read (1 MiB): their frames show the function's first line. Counted at
+ * each decode (an entry evicted and decoded again counts again). */
+uint64_t pst_py_code_tables_cut(const struct pst_py *py);
+
 /* Decodes the code object whose header (pst_py_code_header_size() bytes,
  * read by the caller so that a walk reads all its code objects in one
  * batch) is at addr: cached, validated against the header, with the line

@@ -281,6 +281,7 @@ static void harvest(struct rec *r, struct entry *e) {
   if (!e->t)
     return;
   r->st->torn_retries += pst_target_torn_retries(e->t);
+  r->st->line_tables_cut += pst_target_line_tables_cut(e->t);
   if (pst_target_native_stats(e->t, &ns) == 0) {
     r->st->native_samples += ns.samples;
     r->st->native_mismatches += ns.mismatches;

@@ -485,3 +485,7 @@ const char *pst_target_role(const struct pst_target *t) { return t->role; }
 uint64_t pst_target_torn_retries(const struct pst_target *t) {
   return t->torn_retries;
 }
+
+uint64_t pst_target_line_tables_cut(const struct pst_target *t) {
+  return pst_py_code_tables_cut(&t->py);
+}
