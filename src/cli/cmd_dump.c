@@ -213,6 +213,11 @@ static int read_tasks(struct pst_target *t, pid_t pid, int flags,
             "pystitch: note: process %d has no asyncio tasks (no event loop "
             "runs a task now)\n",
             (int)pid);
+  if (n >= 0 && pst_target_tasks_cut(t))
+    fprintf(stderr,
+            "pystitch: warning: process %d has more asyncio tasks than are "
+            "read (%d at most): only %d of them are shown\n",
+            (int)pid, PST_TASKS_MAX, n);
   for (int i = 0; i < n; i++)
     if ((*tk)[i].no_thread == PST_TASK_LOOP_UNKNOWN) {
       fprintf(stderr,

@@ -200,6 +200,8 @@ struct pst_py_aio {
   } attrs[PST_PY_AIO_ATTRS];
   int attrs_next;
   int ntypes;
+  int cut; /* the last pst_py_aio_tasks() found more tasks than it read
+              (max, or a set of more than SET_SLOTS_MAX slots) */
 };
 
 #define PST_PY_TASK_WAITERS PST_TASK_WAITERS
