@@ -45,8 +45,7 @@ static void print_text(const struct pst_target_info *info,
   printf("Process %d: %s\n", (int)info->pid, pst_esc(a, sizeof(a), info->exe));
   printf("Python %s%s%s%s\n\n", pst_esc(a, sizeof(a), info->version),
          info->free_threaded ? " (free-threaded: no GIL)" : "",
-         info->libpython[0] ? " " : "",
-         pst_esc(b, sizeof(b), info->libpython));
+         info->libpython[0] ? " " : "", pst_esc(b, sizeof(b), info->libpython));
   for (int i = 0; i < n; i++) {
     const struct pst_thread *x = &th[i];
     printf("Thread %d \"%s\" (%s%s%s%s)\n", (int)x->tid,

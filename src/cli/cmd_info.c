@@ -35,9 +35,9 @@ int pst_cmd_info(const struct pst_opts *o) {
   printf("pid:            %d (in its namespace: %d)\n", (int)i->pid,
          (int)i->nspid);
   printf("executable:     %s\n", pst_esc(e, sizeof(e), i->exe));
-  printf("libpython:      %s\n",
-         i->libpython[0] ? pst_esc(e, sizeof(e), i->libpython)
-                         : "(none: static)");
+  printf("libpython:      %s\n", i->libpython[0]
+                                     ? pst_esc(e, sizeof(e), i->libpython)
+                                     : "(none: static)");
   printf("version:        %s%s\n", pst_esc(e, sizeof(e), i->version),
          i->free_threaded ? " (free-threaded build: no GIL)" : "");
   printf("layout:         %s\n", i->layout_method);
@@ -70,9 +70,8 @@ int pst_cmd_info(const struct pst_opts *o) {
          "PyThreadState", "mapped by");
   for (int k = 0; k < n; k++)
     printf("  %-8d %-16s 0x%-16llx 0x%-14llx %s\n", (int)th[k].tid,
-           pst_esc(e, sizeof(e), th[k].name),
-           (unsigned long long)th[k].fsbase, (unsigned long long)th[k].tstate,
-           method_text(th[k].method));
+           pst_esc(e, sizeof(e), th[k].name), (unsigned long long)th[k].fsbase,
+           (unsigned long long)th[k].tstate, method_text(th[k].method));
   pst_target_close(t);
   return PST_EXIT_OK;
 }

@@ -139,12 +139,11 @@ static void make_header(struct printer *p, uint64_t t_ns,
       snprintf(rank, sizeof(rank), " rank %d/%d local %d", pr[i].rank,
                pr[i].world_size, pr[i].local_rank);
     if (off < sizeof(p->procs))
-      off +=
-          (size_t)snprintf(p->procs + off, sizeof(p->procs) - off,
-                           "%spid %d CPython %s%s: %s", off ? "; " : "",
-                           (int)pr[i].pid,
-                           pst_esc(ver, sizeof(ver), pr[i].version), rank,
-                           pst_esc(cmd, sizeof(cmd), pr[i].cmdline));
+      off += (size_t)snprintf(p->procs + off, sizeof(p->procs) - off,
+                              "%spid %d CPython %s%s: %s", off ? "; " : "",
+                              (int)pr[i].pid,
+                              pst_esc(ver, sizeof(ver), pr[i].version), rank,
+                              pst_esc(cmd, sizeof(cmd), pr[i].cmdline));
   }
   /* A process has at most one GIL holder a tick. */
   if (!live) { /* the last table, after the end: they were all there */

@@ -177,15 +177,14 @@ void pst_top_screen_draw(const char *header, const char *procs,
     for (size_t i = first; i < nth && y < LINES; i++) {
       const struct pst_top_thread *x = &th[i];
       int sel = i == v->selected;
-      snprintf(buf, sizeof(buf), "%c%6d %7d %-5c %-4s %-24s %s",
-               sel ? '>' : ' ', (int)x->pid, (int)x->tid,
-               x->state ? x->state : '?',
-               x->holds_gil == 1   ? "yes"
-               : x->holds_gil == 0 ? "no"
-                                   : "?",
-               pst_esc(a, sizeof(a), x->name),
-               x->active_p && x->top ? pst_esc(b, sizeof(b), x->top)
-                                     : "(idle)");
+      snprintf(
+          buf, sizeof(buf), "%c%6d %7d %-5c %-4s %-24s %s", sel ? '>' : ' ',
+          (int)x->pid, (int)x->tid, x->state ? x->state : '?',
+          x->holds_gil == 1   ? "yes"
+          : x->holds_gil == 0 ? "no"
+                              : "?",
+          pst_esc(a, sizeof(a), x->name),
+          x->active_p && x->top ? pst_esc(b, sizeof(b), x->top) : "(idle)");
       line_at(y++, sel ? A_REVERSE : 0, buf);
     }
   }
@@ -221,10 +220,11 @@ void pst_top_screen_draw_stack(const char *header,
   for (size_t i = 0; i < n && y < LINES; i++) {
     if (f[i].line)
       snprintf(buf, sizeof(buf), "    %s (%s:%d)",
-               pst_esc(a, sizeof(a), f[i].name), pst_esc(b, sizeof(b), f[i].file),
-               f[i].line);
+               pst_esc(a, sizeof(a), f[i].name),
+               pst_esc(b, sizeof(b), f[i].file), f[i].line);
     else
-      snprintf(buf, sizeof(buf), "    %s (%s)", pst_esc(a, sizeof(a), f[i].name),
+      snprintf(buf, sizeof(buf), "    %s (%s)",
+               pst_esc(a, sizeof(a), f[i].name),
                pst_esc(b, sizeof(b), f[i].file));
     line_at(y++, 0, buf);
   }

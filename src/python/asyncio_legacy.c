@@ -47,8 +47,8 @@
 /* A set of more slots is real (10^6 tasks make a set of 2^21) and is read
  * in part; one past this one is no set of a real process. */
 #define SET_SLOTS_CORRUPT (1 << 30)
-#define CHILDREN_MAX 4096       /* of one gather */
-#define TYPES_MAX 256           /* type names remembered */
+#define CHILDREN_MAX 4096 /* of one gather */
+#define TYPES_MAX 256     /* type names remembered */
 
 /* TaskObj: FutureObj_HEAD (loop, callback0, ...) then the task's fields;
  * the coroutine's embedded frame (gi_iframe, with gi_frame_state 5 bytes

@@ -18,8 +18,8 @@
 #include "util/log.h"
 #include "util/strtab.h"
 
-#define CACHE_BITS 12           /* 4096 slots, direct-mapped by address */
-#define STR_MAX 4096            /* longer names are cut */
+#define CACHE_BITS 12 /* 4096 slots, direct-mapped by address */
+#define STR_MAX 4096  /* longer names are cut */
 /* Line tables up to LINETABLE_MAX bytes are read (one allocation of that
  * size per cached code object at most). A bigger one is legitimate (a
  * generated function of 300,000 lines has a 1.5 MB table on 3.11+) but

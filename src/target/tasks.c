@@ -11,7 +11,7 @@
 #include "util/log.h"
 
 #define TASKS_MAX PST_TASKS_MAX /* tasks read at most */
-#define FRAMES_MAX 65536 /* coroutine frames of them all */
+#define FRAMES_MAX 65536        /* coroutine frames of them all */
 
 static int alloc_once(struct pst_target *t) {
   if (t->tasks)

@@ -77,7 +77,8 @@ static size_t piece(const char *s, char p[8], size_t *plen) {
     return 1;
   }
   if (n <= 1) { /* other C0, DEL, or a byte of ill-formed UTF-8 */
-    memcpy(p, "\\x", 2);
+    p[0] = '\\';
+    p[1] = 'x';
     p[2] = hex[c >> 4];
     p[3] = hex[c & 0xf];
     *plen = 4;
@@ -85,7 +86,8 @@ static size_t piece(const char *s, char p[8], size_t *plen) {
   }
   cp = n < 4 ? code_point((const unsigned char *)s, n) : 0;
   if (hidden(cp)) {
-    memcpy(p, "\\u", 2);
+    p[0] = '\\';
+    p[1] = 'u';
     for (int i = 0; i < 4; i++)
       p[2 + i] = hex[(cp >> (12 - 4 * i)) & 0xf];
     *plen = 6;

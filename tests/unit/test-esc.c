@@ -36,10 +36,17 @@ TEST_IMPL(esc_controls) {
       {"x\xc2\x9by", "x\\u009by"},
       {"\xc2\x80\xc2\x9f", "\\u0080\\u009f"},
       /* Bidirectional override and line separator. */
-      {"a\xe2\x80\xae" "b\xe2\x80\xa8", "a\\u202eb\\u2028"},
+      {"a\xe2\x80\xae"
+       "b\xe2\x80\xa8",
+       "a\\u202eb\\u2028"},
       {"\xe2\x81\xa6x\xe2\x81\xa9", "\\u2066x\\u2069"},
       /* Readable non-ASCII stays as is. */
-      {"\xc3\xbc" "n\xc3\xaf" "code", "\xc3\xbc" "n\xc3\xaf" "code"},
+      {"\xc3\xbc"
+       "n\xc3\xaf"
+       "code",
+       "\xc3\xbc"
+       "n\xc3\xaf"
+       "code"},
       {"\xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x90\x8d", "\xe6\x97\xa5\xe6\x9c\xac "
                                                     "\xf0\x9f\x90\x8d"},
       {"\xc2\xa0nbsp", "\xc2\xa0nbsp"},
