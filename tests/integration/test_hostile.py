@@ -147,61 +147,48 @@ def raw_controls(out):
     return ""
 
 
-def check_names_escaped_dump():
-    """dump and info: a thread, function and file named with terminal escapes print escaped"""
+def names_shown(cmds):
+    """Runs each (args, times) of cmds against NAMES_TARGET on every
+    names_interps() one: no raw control in the output, the escaped name
+    at least `times` times and its C1 character escaped. Returns an error
+    text, or "" (None when no interpreter)."""
     interps = names_interps()
     if not interps:
         return skip("no local interpreter")
     for interp in interps:
+        c1 = b"\\x9b" if "2.7" in interp.label else b"\\u009b"
         p = spawn(interp, NAMES_TARGET)
         try:
-            for cmd in (["dump"], ["info"]):
-                r = pystitch(cmd + ["-p", str(p.pid)], timeout=20)
+            for args, times in cmds:
+                r = pystitch(args + ["-p", str(p.pid)], timeout=20)
+                what = "%s %s" % (interp.label, args[0])
                 if r.returncode != 0:
-                    return "%s %s: exit %s: %s" % (
-                        interp.label, cmd[0], r.returncode, r.stderr[-300:])
+                    return "%s: exit %s: %s" % (what, r.returncode,
+                                                r.stderr[-300:])
                 bad = raw_controls(r.stdout) or raw_controls(r.stderr)
                 if bad:
-                    return "%s %s: %s" % (interp.label, cmd[0], bad)
-                # dump: thread, function, file; info: the thread
-                want = 3 if cmd[0] == "dump" else 1
-                if r.stdout.count(BAD_SEEN) < want:
-                    return "%s %s: %r shown %d times, not %d: %r" % (
-                        interp.label, cmd[0], BAD_SEEN,
-                        r.stdout.count(BAD_SEEN), want, r.stdout[-600:])
-                c1 = b"\\x9b" if "2.7" in interp.label else b"\\u009b"
-                if c1 not in r.stdout:
-                    return "%s %s: no %r in %r" % (interp.label, cmd[0], c1,
-                                                   r.stdout[-600:])
+                    return "%s: %s" % (what, bad)
+                if r.stdout.count(BAD_SEEN) < times or c1 not in r.stdout:
+                    return "%s: %r shown %d times (not %d), %r %s: %r" % (
+                        what, BAD_SEEN, r.stdout.count(BAD_SEEN), times, c1,
+                        "shown" if c1 in r.stdout else "not shown",
+                        r.stdout[-600:])
         finally:
             stop(p)
     return ""
+
+
+def check_names_escaped_dump():
+    """dump and info: a thread, function and file named with terminal escapes print escaped"""
+    # dump: the thread, the function, its file; info: the thread
+    return names_shown([(["dump"], 3), (["info"], 1)])
 
 
 def check_names_escaped_top():
     """top's plain table: thread, function and file names with terminal escapes print escaped"""
-    interps = names_interps()
-    if not interps:
-        return skip("no local interpreter")
-    for interp in interps:
-        p = spawn(interp, NAMES_TARGET)
-        try:
-            r = pystitch(["top", "--once", "--delay", "1", "-p", str(p.pid)],
-                         timeout=20)
-        finally:
-            stop(p)
-        if r.returncode != 0:
-            return "%s: exit %s: %s" % (interp.label, r.returncode,
-                                        r.stderr[-300:])
-        bad = raw_controls(r.stdout) or raw_controls(r.stderr)
-        if bad:
-            return "%s: %s" % (interp.label, bad)
-        # the function, its file, the thread in the pane (and its top)
-        if r.stdout.count(BAD_SEEN) < 3:
-            return "%s: %r shown %d times, not 3: %r" % (
-                interp.label, BAD_SEEN, r.stdout.count(BAD_SEEN),
-                r.stdout[-800:])
-    return ""
+    # the function and its file in the table, the thread and its top in
+    # the pane
+    return names_shown([(["top", "--once", "--delay", "1"], 3)])
 
 
 DEEP_TARGET = r"""
