@@ -183,6 +183,14 @@ struct pst_task {
 PST_API int pst_target_tasks(struct pst_target *t, int flags,
                              const struct pst_task **tasks);
 
+/* Tasks one pst_target_tasks() reads at most. */
+#define PST_TASKS_MAX 10000
+
+/* 1 when the last pst_target_tasks() found more tasks than it reads
+ * (PST_TASKS_MAX, or on 3.8-3.13 a task set too big to read whole, past
+ * some 600,000 tasks): it returned only part of them; else 0. */
+PST_API int pst_target_tasks_cut(const struct pst_target *t);
+
 /* Why a task has no thread (its no_thread), in a few words: "thread
  * ended", "loop not running", "loop's thread not known", "loop not
  * readable"; "" for 0. */
@@ -253,6 +261,11 @@ PST_API const char *pst_target_role(const struct pst_target *t);
 
 /* Stack walks redone because the stack moved during the read. */
 PST_API uint64_t pst_target_torn_retries(const struct pst_target *t);
+
+/* Functions (code objects, at each decode) whose line table was too big to
+ * read (over 1 MiB: a generated function of some 200,000 lines and more):
+ * their frames show the function's first line. */
+PST_API uint64_t pst_target_line_tables_cut(const struct pst_target *t);
 
 #ifdef __cplusplus
 }

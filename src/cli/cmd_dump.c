@@ -5,6 +5,7 @@
 #include "output/json.h"
 #include "pystitch.h"
 #include "util/clock.h"
+#include "util/esc.h"
 
 static const char *method_name(enum pst_map_method m) {
   switch (m) {
@@ -21,17 +22,36 @@ static const char *method_name(enum pst_map_method m) {
   }
 }
 
+/* One frame's line: every name in it escaped (the target chose them). */
+static void print_frame_text(const struct pst_frame *f) {
+  fputs("    ", stdout);
+  pst_esc_put(stdout, f->name);
+  if (f->kind == PST_FRAME_MARKER) {
+    putchar('\n');
+    return;
+  }
+  fputs(" (", stdout);
+  pst_esc_put(stdout, f->filename);
+  if (f->kind == PST_FRAME_NATIVE)
+    printf(")\n");
+  else
+    printf(":%d)\n", f->line);
+}
+
 static void print_text(const struct pst_target_info *info,
                        const struct pst_thread *th, int n) {
-  printf("Process %d: %s\n", (int)info->pid, info->exe);
-  printf("Python %s%s%s%s\n\n", info->version,
+  char a[PST_ESC_SIZE], b[PST_ESC_SIZE];
+
+  printf("Process %d: %s\n", (int)info->pid, pst_esc(a, sizeof(a), info->exe));
+  printf("Python %s%s%s%s\n\n", pst_esc(a, sizeof(a), info->version),
          info->free_threaded ? " (free-threaded: no GIL)" : "",
-         info->libpython[0] ? " " : "", info->libpython);
+         info->libpython[0] ? " " : "", pst_esc(b, sizeof(b), info->libpython));
   for (int i = 0; i < n; i++) {
     const struct pst_thread *x = &th[i];
-    printf("Thread %d \"%s\" (%s%s%s%s)\n", (int)x->tid, x->name,
-           x->idle ? "idle" : "active", x->holds_gil == 1 ? ", holds GIL" : "",
-           x->origin[0] ? ", native, " : "", x->origin);
+    printf("Thread %d \"%s\" (%s%s%s%s)\n", (int)x->tid,
+           pst_esc(a, sizeof(a), x->name), x->idle ? "idle" : "active",
+           x->holds_gil == 1 ? ", holds GIL" : "",
+           x->origin[0] ? ", native, " : "", pst_esc(b, sizeof(b), x->origin));
     if (!x->tstate && !x->nframes) {
       if (x->error && x->error != PST_ENOTHREADSTATE)
         printf("    (no Python thread state: %s)\n", pst_strerror(x->error));
@@ -41,17 +61,8 @@ static void print_text(const struct pst_target_info *info,
     }
     if (x->error)
       printf("    (stack unreadable: %s)\n", pst_strerror(x->error));
-    for (size_t k = 0; k < x->nframes; k++) {
-      const struct pst_frame *f = &x->frames[k];
-      if (f->kind == PST_FRAME_NATIVE)
-        printf("    %s (%s)\n", f->name, f->filename);
-      else if (f->kind == PST_FRAME_MARKER)
-        printf("    %s\n", f->name);
-      else
-        printf("    %s (%s:%d)\n", f->name, f->filename, f->line);
-    }
-    if (x->truncated)
-      printf("    ... (truncated)\n");
+    for (size_t k = 0; k < x->nframes; k++)
+      print_frame_text(&x->frames[k]);
   }
 }
 
@@ -106,8 +117,9 @@ static void print_json(const struct pst_target_info *info,
   printf("\n]%s", open ? "" : "}\n");
 }
 
-static const char *task_label(const struct pst_task *k) {
-  return k->name[0] ? k->name : "?";
+/* A task's name for text, escaped into buf (PST_ESC_SIZE bytes). */
+static const char *task_label(const struct pst_task *k, char *buf) {
+  return k->name[0] ? pst_esc(buf, PST_ESC_SIZE, k->name) : "?";
 }
 
 /* Text: each task as a stack, innermost first: its coroutines, then a
@@ -115,15 +127,17 @@ static const char *task_label(const struct pst_task *k) {
  * and root, outwards (its first waiter each time; others are named). */
 static void print_tasks_text(const struct pst_task *tk, int n) {
   int chain[PST_TASK_CHAIN_MAX] = {0};
+  char a[PST_ESC_SIZE];
 
   printf("\nasyncio tasks: %d\n", n);
   for (int i = 0; i < n; i++) {
     int len = pst_task_chain(tk, i, chain, PST_TASK_CHAIN_MAX);
-    printf("\nTask \"%s\" (", task_label(&tk[i]));
+    printf("\nTask \"%s\" (", task_label(&tk[i], a));
     if (tk[i].tid)
       printf("thread %d", (int)tk[i].tid);
     else if (tk[i].no_thread == PST_TASK_LOOP_UNKNOWN)
-      printf("thread not known: its loop is a %s", tk[i].loop_type);
+      printf("thread not known: its loop is a %s",
+             pst_esc(a, sizeof(a), tk[i].loop_type));
     else
       printf("no thread: %s", pst_task_no_thread_str(tk[i].no_thread));
     printf(", %s", tk[i].running ? "running" : "waiting");
@@ -131,14 +145,13 @@ static void print_tasks_text(const struct pst_task *tk, int n) {
       printf(", changed while read");
     for (int w = 1; w < tk[i].nwaiters; w++)
       printf("%s\"%s\"", w == 1 ? ", also awaited by " : ", ",
-             task_label(&tk[tk[i].waiters[w]]));
+             task_label(&tk[tk[i].waiters[w]], a));
     printf(")\n");
     for (int c = 0; c < len; c++) {
       const struct pst_task *k = &tk[chain[c]];
       for (int f = 0; f < k->nframes; f++)
-        printf("    %s (%s:%d)\n", k->frames[f].name, k->frames[f].filename,
-               k->frames[f].line);
-      printf("    task %s\n", task_label(k));
+        print_frame_text(&k->frames[f]);
+      printf("    task %s\n", task_label(k, a));
     }
   }
 }
@@ -178,13 +191,14 @@ static int read_tasks(struct pst_target *t, pid_t pid, int flags,
                       const struct pst_task **tk) {
   const struct pst_target_info *info = pst_target_info(t);
   int n = pst_target_tasks(t, flags, tk);
+  char type[PST_ESC_SIZE];
 
   if (n == PST_EPYVERSION)
     fprintf(stderr,
             "pystitch: note: asyncio tasks are read on CPython 3.8+ only "
             "(process %d runs %s); the thread stacks show the running "
             "tasks\n",
-            (int)pid, info->version);
+            (int)pid, pst_esc(type, sizeof(type), info->version));
   else if (n == PST_ENOSYM)
     fprintf(stderr,
             "pystitch: note: process %d has no asyncio tasks to show: it has "
@@ -198,6 +212,11 @@ static int read_tasks(struct pst_target *t, pid_t pid, int flags,
             "pystitch: note: process %d has no asyncio tasks (no event loop "
             "runs a task now)\n",
             (int)pid);
+  if (n >= 0 && pst_target_tasks_cut(t))
+    fprintf(stderr,
+            "pystitch: warning: process %d has more asyncio tasks than are "
+            "read (%d at most): only %d of them are shown\n",
+            (int)pid, PST_TASKS_MAX, n);
   for (int i = 0; i < n; i++)
     if ((*tk)[i].no_thread == PST_TASK_LOOP_UNKNOWN) {
       fprintf(stderr,
@@ -205,7 +224,7 @@ static int read_tasks(struct pst_target *t, pid_t pid, int flags,
               "loop of type %s, which does not say which thread runs it "
               "(uvloop's does not): they are shown without their thread "
               "(CPython 3.14+ knows it)\n",
-              (int)pid, (*tk)[i].loop_type);
+              (int)pid, pst_esc(type, sizeof(type), (*tk)[i].loop_type));
       break;
     }
   return n < 0 ? 0 : n;
@@ -237,6 +256,12 @@ int pst_cmd_dump(const struct pst_opts *o) {
     pst_target_close(t);
     return PST_EXIT_ERROR;
   }
+  if (pst_target_line_tables_cut(t))
+    fprintf(stderr,
+            "pystitch: note: %llu functions of process %d have a line table "
+            "too big to read (over 1 MiB): their frames show the function's "
+            "first line\n",
+            (unsigned long long)pst_target_line_tables_cut(t), (int)o->pid);
   if (o->async)
     ntasks = read_tasks(t, o->pid, flags, &tasks);
   if (o->json) {

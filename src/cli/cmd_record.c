@@ -423,6 +423,11 @@ static void summary(const struct pst_sampler_stats *st) {
             tasks ? 100.0 * (double)st->task_torn / (double)tasks : 0.0,
             (unsigned long long)st->task_errors);
   }
+  if (st->line_tables_cut)
+    fprintf(stderr,
+            "pystitch: %llu functions have a line table too big to read "
+            "(over 1 MiB): their frames show the function's first line\n",
+            (unsigned long long)st->line_tables_cut);
   if (st->torn_retries)
     fprintf(stderr,
             "pystitch: %llu walks redone because the stack moved "

@@ -15,6 +15,7 @@
 #include "consumer/top.h"
 #include "pystitch.h"
 #include "sampler/sampler.h"
+#include "util/esc.h"
 
 #define DELAY_MAX 3600.0
 #define ROWS_MAX 1000
@@ -122,7 +123,7 @@ static void make_header(struct printer *p, uint64_t t_ns,
   uint64_t ticks = st->ticks - p->ticks_at;
   size_t np, live = 0, nogil = 0, off = 0;
   const struct pst_top_proc *pr = pst_top_procs(p->top, &np);
-  char gil[32] = "", kinds[160];
+  char gil[32] = "", kinds[160], ver[32], cmd[61];
 
   pst_top_table(p->top, PST_TOP_INTERVAL, p->sort, p->buf, 0, &samples);
   for (size_t i = 0; i < nth; i++) {
@@ -138,10 +139,11 @@ static void make_header(struct printer *p, uint64_t t_ns,
       snprintf(rank, sizeof(rank), " rank %d/%d local %d", pr[i].rank,
                pr[i].world_size, pr[i].local_rank);
     if (off < sizeof(p->procs))
-      off +=
-          (size_t)snprintf(p->procs + off, sizeof(p->procs) - off,
-                           "%spid %d CPython %s%s: %.60s", off ? "; " : "",
-                           (int)pr[i].pid, pr[i].version, rank, pr[i].cmdline);
+      off += (size_t)snprintf(p->procs + off, sizeof(p->procs) - off,
+                              "%spid %d CPython %s%s: %s", off ? "; " : "",
+                              (int)pr[i].pid,
+                              pst_esc(ver, sizeof(ver), pr[i].version), rank,
+                              pst_esc(cmd, sizeof(cmd), pr[i].cmdline));
   }
   /* A process has at most one GIL holder a tick. */
   if (!live) { /* the last table, after the end: they were all there */
@@ -180,6 +182,7 @@ static size_t select_keys(struct printer *p, const struct pst_top_thread *th,
                           size_t nth) {
   size_t i = 0;
   pid_t pid, tid;
+  char name[64];
 
   while (i < nth && (th[i].pid != p->sel_pid || th[i].tid != p->sel_tid))
     i++;
@@ -206,7 +209,7 @@ static size_t select_keys(struct printer *p, const struct pst_top_thread *th,
     p->filter_tid = tid;
     if (tid)
       snprintf(p->filter, sizeof(p->filter), "thread %d %s", (int)tid,
-               th[i].name);
+               pst_esc(name, sizeof(name), th[i].name));
     else if (pid)
       snprintf(p->filter, sizeof(p->filter), "process %d", (int)pid);
     pst_top_set_filter(p->top, pid, tid);
@@ -254,6 +257,7 @@ static void print_table(struct printer *p, uint64_t t_ns,
   size_t n, nth, shown;
   const struct pst_top_thread *th = pst_top_threads(p->top, &nth);
   uint64_t samples;
+  char a[PST_ESC_SIZE], b[PST_ESC_SIZE]; /* the target's names, escaped */
 
   make_header(p, t_ns, st);
   n = pst_top_table(p->top, p->since_start ? PST_TOP_ALL : PST_TOP_INTERVAL,
@@ -268,11 +272,13 @@ static void print_table(struct printer *p, uint64_t t_ns,
     if (r->line)
       printf("%6.1f%% %6.1f%% %8.2fs %8.2fs  %s (%s:%d)\n", d * (double)r->own,
              d * (double)r->total, (double)r->own_ns / 1e9,
-             (double)r->total_ns / 1e9, r->name, r->file, r->line);
+             (double)r->total_ns / 1e9, pst_esc(a, sizeof(a), r->name),
+             pst_esc(b, sizeof(b), r->file), r->line);
     else
       printf("%6.1f%% %6.1f%% %8.2fs %8.2fs  %s (%s)\n", d * (double)r->own,
              d * (double)r->total, (double)r->own_ns / 1e9,
-             (double)r->total_ns / 1e9, r->name, r->file);
+             (double)r->total_ns / 1e9, pst_esc(a, sizeof(a), r->name),
+             pst_esc(b, sizeof(b), r->file));
   }
   printf("%7s %7s %-5s %-4s %-24s %s\n", "PID", "TID", "STATE", "GIL", "THREAD",
          "TOP");
@@ -282,7 +288,9 @@ static void print_table(struct printer *p, uint64_t t_ns,
            th[i].holds_gil == 1   ? "yes"
            : th[i].holds_gil == 0 ? "no"
                                   : "?",
-           th[i].name, th[i].active && th[i].top ? th[i].top : "(idle)");
+           pst_esc(a, sizeof(a), th[i].name),
+           th[i].active && th[i].top ? pst_esc(b, sizeof(b), th[i].top)
+                                     : "(idle)");
   printf("\n");
   fflush(stdout);
   pst_top_roll(p->top);

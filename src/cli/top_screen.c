@@ -9,6 +9,7 @@
 #include <curses.h>
 
 #include "cli/top_screen.h"
+#include "util/esc.h"
 
 static int opened;
 
@@ -124,7 +125,7 @@ void pst_top_screen_draw(const char *header, const char *procs,
                          const struct pst_top_view *v, double interval_s) {
   static const char *sorts[] = {"own", "total", "own time", "total time"};
   int pane = k->threads ? (int)nth + 2 : 0, y = 0, body;
-  char buf[1024];
+  char buf[1024], a[256], b[256]; /* a, b: the target's names, escaped */
   double d = samples ? 100.0 / (double)samples : 0;
 
   if (pane > LINES / 2)
@@ -155,11 +156,13 @@ void pst_top_screen_draw(const char *header, const char *procs,
     if (r->line)
       snprintf(buf, sizeof(buf), "%6.1f%% %6.1f%% %8.2fs %8.2fs  %s (%s:%d)",
                own, d * (double)r->total, (double)r->own_ns / 1e9,
-               (double)r->total_ns / 1e9, r->name, file, r->line);
+               (double)r->total_ns / 1e9, pst_esc(a, sizeof(a), r->name),
+               pst_esc(b, sizeof(b), file), r->line);
     else
       snprintf(buf, sizeof(buf), "%6.1f%% %6.1f%% %8.2fs %8.2fs  %s (%s)", own,
                d * (double)r->total, (double)r->own_ns / 1e9,
-               (double)r->total_ns / 1e9, r->name, file);
+               (double)r->total_ns / 1e9, pst_esc(a, sizeof(a), r->name),
+               pst_esc(b, sizeof(b), file));
     line_at(y++, own >= 20 && has_colors() ? COLOR_PAIR(2) : 0, buf);
   }
   if (pane) {
@@ -174,13 +177,14 @@ void pst_top_screen_draw(const char *header, const char *procs,
     for (size_t i = first; i < nth && y < LINES; i++) {
       const struct pst_top_thread *x = &th[i];
       int sel = i == v->selected;
-      snprintf(buf, sizeof(buf), "%c%6d %7d %-5c %-4s %-24s %s",
-               sel ? '>' : ' ', (int)x->pid, (int)x->tid,
-               x->state ? x->state : '?',
-               x->holds_gil == 1   ? "yes"
-               : x->holds_gil == 0 ? "no"
-                                   : "?",
-               x->name, x->active_p && x->top ? x->top : "(idle)");
+      snprintf(
+          buf, sizeof(buf), "%c%6d %7d %-5c %-4s %-24s %s", sel ? '>' : ' ',
+          (int)x->pid, (int)x->tid, x->state ? x->state : '?',
+          x->holds_gil == 1   ? "yes"
+          : x->holds_gil == 0 ? "no"
+                              : "?",
+          pst_esc(a, sizeof(a), x->name),
+          x->active_p && x->top ? pst_esc(b, sizeof(b), x->top) : "(idle)");
       line_at(y++, sel ? A_REVERSE : 0, buf);
     }
   }
@@ -191,13 +195,14 @@ void pst_top_screen_draw_stack(const char *header,
                                const struct pst_top_thread *x,
                                const struct pst_top_frame *f, size_t n,
                                size_t nall, double age_s) {
-  char buf[1024];
+  char buf[1024], a[256], b[256]; /* a, b: the target's names, escaped */
   int y = 0;
 
   erase();
   line_at(y++, has_colors() ? COLOR_PAIR(1) : A_REVERSE, header);
   snprintf(buf, sizeof(buf), "Thread %d \"%s\" of process %d: state %c, %s",
-           (int)x->tid, x->name, (int)x->pid, x->state ? x->state : '?',
+           (int)x->tid, pst_esc(a, sizeof(a), x->name), (int)x->pid,
+           x->state ? x->state : '?',
            x->holds_gil == 1   ? "holds the GIL"
            : x->holds_gil == 0 ? "does not hold the GIL"
                                : "GIL unknown");
@@ -214,10 +219,13 @@ void pst_top_screen_draw_stack(const char *header,
   }
   for (size_t i = 0; i < n && y < LINES; i++) {
     if (f[i].line)
-      snprintf(buf, sizeof(buf), "    %s (%s:%d)", f[i].name, f[i].file,
-               f[i].line);
+      snprintf(buf, sizeof(buf), "    %s (%s:%d)",
+               pst_esc(a, sizeof(a), f[i].name),
+               pst_esc(b, sizeof(b), f[i].file), f[i].line);
     else
-      snprintf(buf, sizeof(buf), "    %s (%s)", f[i].name, f[i].file);
+      snprintf(buf, sizeof(buf), "    %s (%s)",
+               pst_esc(a, sizeof(a), f[i].name),
+               pst_esc(b, sizeof(b), f[i].file));
     line_at(y++, 0, buf);
   }
   refresh();

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "output/writer.h"
+#include "util/esc.h"
 #include "util/hash.h"
 
 #define NONE UINT32_MAX
@@ -214,7 +215,7 @@ out:
  * U+FFFE and U+FFFF, which XML does not allow, become U+FFFD. */
 static void put_xml(FILE *f, const char *s, size_t max) {
   for (size_t n = 0; *s && n < max; n++) {
-    size_t len = pst_writer_utf8_len(s);
+    size_t len = pst_utf8_len(s);
 
     switch (*s) {
     case '&':

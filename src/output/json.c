@@ -5,6 +5,7 @@
 
 #include "output/json.h"
 #include "output/writer.h"
+#include "util/esc.h"
 
 void pst_json_init(struct pst_json *j, FILE *f) {
   memset(j, 0, sizeof(*j));
@@ -83,7 +84,7 @@ void pst_json_put_string(FILE *f, const char *s) {
   putc('"', f);
   while (*s) {
     unsigned char c = (unsigned char)*s;
-    size_t n = pst_writer_utf8_len(s);
+    size_t n = pst_utf8_len(s);
     const char *esc = NULL;
     char u[7];
 

@@ -9,6 +9,7 @@
 
 #include "output/writer.h"
 #include "util/clock.h"
+#include "util/esc.h"
 
 static const struct pst_writer_ops *const writers[] = {
     &pst_writer_folded,     &pst_writer_speedscope, &pst_writer_chrome,
@@ -178,41 +179,6 @@ out:
 
 /* ---- helpers ---- */
 
-size_t pst_writer_utf8_len(const char *str) {
-  const unsigned char *s = (const unsigned char *)str;
-  unsigned char lo = 0x80, hi = 0xbf;
-  size_t n;
-
-  if (s[0] < 0x80)
-    return 1;
-  if (s[0] < 0xc2)
-    return 0; /* continuation byte, or overlong 2-byte lead */
-  if (s[0] < 0xe0)
-    n = 2;
-  else if (s[0] < 0xf0) {
-    n = 3;
-    if (s[0] == 0xe0)
-      lo = 0xa0; /* overlong */
-    else if (s[0] == 0xed)
-      hi = 0x9f; /* UTF-16 surrogates */
-  } else if (s[0] < 0xf5) {
-    n = 4;
-    if (s[0] == 0xf0)
-      lo = 0x90; /* overlong */
-    else if (s[0] == 0xf4)
-      hi = 0x8f; /* above U+10FFFF */
-  } else
-    return 0;
-  /* Only the second byte has the narrower range. A NUL fails the test, so
-   * the check never reads past the end of the string. */
-  if (s[1] < lo || s[1] > hi)
-    return 0;
-  for (size_t i = 2; i < n; i++)
-    if (s[i] < 0x80 || s[i] > 0xbf)
-      return 0;
-  return n;
-}
-
 size_t pst_writer_utf8_chars(const char *s) {
   size_t n = 0;
 
@@ -226,7 +192,7 @@ size_t pst_writer_utf8_chars(const char *s) {
 static char *clean_into(char *out, const char *s, unsigned flags) {
   while (*s) {
     unsigned char c = (unsigned char)*s;
-    size_t n = pst_writer_utf8_len(s);
+    size_t n = pst_utf8_len(s);
 
     if (n == 0) {
       /* U+FFFD REPLACEMENT CHARACTER (out is terminated by the caller). */

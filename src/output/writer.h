@@ -69,11 +69,6 @@ int pst_writer_save(const struct pst_writer_ops *w, const struct pst_profile *p,
 
 /* ---- helpers for the writers ---- */
 
-/* Length in bytes (1 to 4) of the well-formed UTF-8 sequence at s, or 0 when
- * the bytes at s are not one (overlong, surrogate, truncated, > U+10FFFF).
- * s must not point at its terminating NUL. */
-size_t pst_writer_utf8_len(const char *s);
-
 /* Flags of pst_writer_clean() and pst_writer_label(). Ill-formed UTF-8 is
  * always replaced by U+FFFD, so the result is valid UTF-8. */
 #define PST_CLEAN_CTRL 0x1 /* control characters (C0 and DEL) become ' ' */

@@ -331,9 +331,14 @@ static int read_list(struct pst_py *py, struct pst_mem *mem, uint64_t head,
   err = pst_mem_read_u64(mem, head, &node);
   if (err)
     return err;
-  while (node && node != head && *n < max) {
-    struct pst_py_task *t = &tasks[*n];
+  while (node && node != head) {
+    struct pst_py_task *t;
     uint64_t addr = node - a->task_node;
+    if (*n == max) { /* more in the list than read */
+      py->aio.cut = 1;
+      break;
+    }
+    t = &tasks[*n];
     err = pst_mem_read(mem, addr, buf, a->task_size);
     /* Each node's prev is the node before: a list that changed under
      * the walk (or a cycle) is dropped whole. */
@@ -754,6 +759,7 @@ int pst_py_aio_tasks(struct pst_py *py, struct pst_mem *mem,
   size_t hsize = pst_py_code_header_size(py), glen, stride;
   int n = 0, nf = 0, err = 0;
 
+  py->aio.cut = 0;
   if (!a->found)
     return PST_ENOSYM;
   /* The coroutine's bytes read: up to its gi_frame before 3.11, through

@@ -43,9 +43,12 @@
 #include "python/python.h"
 #include "util/log.h"
 
-#define SET_SLOTS_MAX (1 << 20) /* tasks in a set read at most */
-#define CHILDREN_MAX 4096       /* of one gather */
-#define TYPES_MAX 256           /* type names remembered */
+#define SET_SLOTS_MAX (1 << 20) /* slots of a set read at most (16 MiB) */
+/* A set of more slots is real (10^6 tasks make a set of 2^21) and is read
+ * in part; one past this one is no set of a real process. */
+#define SET_SLOTS_CORRUPT (1 << 30)
+#define CHILDREN_MAX 4096 /* of one gather */
+#define TYPES_MAX 256     /* type names remembered */
 
 /* TaskObj: FutureObj_HEAD (loop, callback0, ...) then the task's fields;
  * the coroutine's embedded frame (gi_iframe, with gi_frame_state 5 bytes
@@ -110,7 +113,8 @@ static int set_head(const struct pst_py *py, const uint8_t *buf,
     return PST_EBADDATA;
   memcpy(mask, buf + l->set_mask, 8);
   *table = u64_at(buf, (size_t)l->set_table);
-  if (*mask < 0 || *mask >= SET_SLOTS_MAX || ((*mask + 1) & *mask) || !*table)
+  if (*mask < 0 || *mask >= SET_SLOTS_CORRUPT || ((*mask + 1) & *mask) ||
+      !*table)
     return PST_EBADDATA;
   return 0;
 }
@@ -267,7 +271,8 @@ static int kind_of(struct pst_py *py, struct pst_mem *mem, uint64_t type) {
   return kind;
 }
 
-/* Keys of the set whose head is at set (0: none) appended to *out. */
+/* Keys of the set whose head is at set (0: none) appended to *out: of
+ * its first SET_SLOTS_MAX slots (more: py->aio.cut set). */
 static int set_keys(struct pst_py *py, struct pst_mem *mem, uint64_t set,
                     uint64_t **out, int *n) {
   uint8_t head[128];
@@ -282,6 +287,10 @@ static int set_keys(struct pst_py *py, struct pst_mem *mem, uint64_t set,
     err = set_head(py, head, &table, &mask);
   if (err)
     return err;
+  if (mask >= SET_SLOTS_MAX) {
+    mask = SET_SLOTS_MAX - 1;
+    py->aio.cut = 1;
+  }
   ents = malloc((size_t)(mask + 1) * 16);
   o = realloc(*out, ((size_t)*n + (size_t)mask + 1) * 8);
   if (!ents || !o) {
@@ -606,8 +615,10 @@ int pst_py_aio_legacy_list(struct pst_py *py, struct pst_mem *mem,
         cand[u++] = cand[i];
     ncand = u;
   }
-  if (ncand > max - *n)
+  if (ncand > max - *n) {
     ncand = max - *n;
+    a->cut = 1;
+  }
   /* The task objects, in one batch. */
   free(iov);
   free(ok);

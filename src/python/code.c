@@ -18,9 +18,16 @@
 #include "util/log.h"
 #include "util/strtab.h"
 
-#define CACHE_BITS 12           /* 4096 slots, direct-mapped by address */
-#define STR_MAX 4096            /* longer names are cut */
-#define LINETABLE_MAX (1 << 20) /* bigger tables are treated as corrupt */
+#define CACHE_BITS 12 /* 4096 slots, direct-mapped by address */
+#define STR_MAX 4096  /* longer names are cut */
+/* Line tables up to LINETABLE_MAX bytes are read (one allocation of that
+ * size per cached code object at most). A bigger one is legitimate (a
+ * generated function of 300,000 lines has a 1.5 MB table on 3.11+) but
+ * is not read: its frames get the function's first line, and the code
+ * object is counted (pst_py_code_tables_cut()). A size past
+ * LINETABLE_CORRUPT is no bytes object of a real process. */
+#define LINETABLE_MAX (1 << 20)
+#define LINETABLE_CORRUPT ((int64_t)1 << 40)
 
 /* The immutable header fields an entry was decoded from: a code object at
  * the same address with other values is another object. */
@@ -35,6 +42,7 @@ struct code_entry {
   const char *name, *filename; /* interned in the cache's strtab */
   uint8_t *table;
   size_t table_len;
+  int table_cut; /* 1: the table was over LINETABLE_MAX, not read */
   int firstlineno;
   int64_t memo_lasti; /* the last offset looked up, or INT64_MIN */
   int memo_line;      /* and its line */
@@ -43,6 +51,7 @@ struct code_entry {
 struct pst_code_cache {
   struct pst_strtab *strings;
   struct pst_dmcache slots; /* struct code_entry */
+  uint64_t tables_cut;      /* decodes whose line table was not read */
 };
 
 struct pst_code_cache *pst_code_cache_new(void) {
@@ -304,7 +313,7 @@ static int table_line(const struct pst_py *py, const struct code_entry *e,
                       int64_t lasti) {
   int hex = py->version_hex;
 
-  if (lasti < 0)
+  if (lasti < 0 || e->table_cut)
     return e->firstlineno;
   if (lasti > INT32_MAX / 2) /* garbage: no code object is this long */
     return -1;
@@ -317,6 +326,8 @@ static int table_line(const struct pst_py *py, const struct code_entry *e,
                             hex >= 0x0306);
 }
 
+/* Reads the line table (a bytes object at obj) into e. Over
+ * LINETABLE_MAX bytes: not read, e->table_cut set and counted. */
 static int read_table(struct pst_py *py, struct pst_mem *mem, uint64_t obj,
                       struct code_entry *e) {
   const struct pst_py_layout *l = &py->lay;
@@ -328,8 +339,16 @@ static int read_table(struct pst_py *py, struct pst_mem *mem, uint64_t obj,
   err = pst_mem_read(mem, obj + (uint64_t)l->bytes_size, &size, 8);
   if (err)
     return err;
-  if (size < 0 || size > LINETABLE_MAX)
+  if (size < 0 || size > LINETABLE_CORRUPT)
     return PST_EBADDATA;
+  if (size > LINETABLE_MAX) {
+    e->table_cut = 1;
+    py->codes->tables_cut++;
+    pst_debug("line table of %lld bytes at 0x%llx, over the %d bytes read: "
+              "its function's frames show its first line",
+              (long long)size, (unsigned long long)obj, LINETABLE_MAX);
+    return 0;
+  }
   e->table = malloc((size_t)size + 1);
   if (!e->table)
     return -ENOMEM;
@@ -388,6 +407,10 @@ static int decode(struct pst_py *py, struct pst_mem *mem, uint64_t addr,
   e->memo_lasti = INT64_MIN;
   e->sig = *sig;
   return 0;
+}
+
+uint64_t pst_py_code_tables_cut(const struct pst_py *py) {
+  return py->codes ? py->codes->tables_cut : 0;
 }
 
 size_t pst_py_code_header_size(const struct pst_py *py) {

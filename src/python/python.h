@@ -200,6 +200,8 @@ struct pst_py_aio {
   } attrs[PST_PY_AIO_ATTRS];
   int attrs_next;
   int ntypes;
+  int cut; /* the last pst_py_aio_tasks() found more tasks than it read
+              (max, or a set of more than SET_SLOTS_MAX slots) */
 };
 
 #define PST_PY_TASK_WAITERS PST_TASK_WAITERS
@@ -390,6 +392,11 @@ void pst_code_cache_free(struct pst_code_cache *c);
  * reuses one cache between inputs, for a fresh one costs a 400 KiB
  * calloc. 0 or -ENOMEM (then c is unchanged). */
 int pst_code_cache_flush(struct pst_code_cache *c);
+
+/* Code objects decoded without their line table, which was over the size
+ * read (1 MiB): their frames show the function's first line. Counted at
+ * each decode (an entry evicted and decoded again counts again). */
+uint64_t pst_py_code_tables_cut(const struct pst_py *py);
 
 /* Decodes the code object whose header (pst_py_code_header_size() bytes,
  * read by the caller so that a walk reads all its code objects in one

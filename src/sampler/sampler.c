@@ -88,6 +88,7 @@ struct entry {
   struct pst_strtab *task_names;
   int async_said;
   int loop_said; /* --async: said that a loop's thread is not known */
+  int cut_said;  /* --async: said that it has more tasks than are read */
 };
 
 struct rec {
@@ -281,6 +282,7 @@ static void harvest(struct rec *r, struct entry *e) {
   if (!e->t)
     return;
   r->st->torn_retries += pst_target_torn_retries(e->t);
+  r->st->line_tables_cut += pst_target_line_tables_cut(e->t);
   if (pst_target_native_stats(e->t, &ns) == 0) {
     r->st->native_samples += ns.samples;
     r->st->native_mismatches += ns.mismatches;
@@ -301,6 +303,7 @@ static void end_consumers(struct rec *r, struct entry *e) {
   e->task_names = NULL;
   e->async_said = 0; /* an exec'd program may have tasks */
   e->loop_said = 0;
+  e->cut_said = 0;
 }
 
 static void end_entry(struct rec *r, struct entry *e) {
@@ -447,6 +450,12 @@ static void sample_tasks(struct rec *r, struct entry *e, uint64_t t_ns,
     if (n == PST_EPYVERSION)
       e->async_said = 2;
     return;
+  }
+  if (pst_target_tasks_cut(e->t) && !e->cut_said) {
+    e->cut_said = 1;
+    pst_warn("process %d has more asyncio tasks than are read (%d at most): "
+             "only %d of them are recorded",
+             (int)e->pid, PST_TASKS_MAX, n);
   }
   for (int i = 0; i < n && !e->loop_said; i++)
     if (tk[i].no_thread == PST_TASK_LOOP_UNKNOWN) {

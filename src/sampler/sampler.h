@@ -87,6 +87,8 @@ struct pst_sampler_stats {
                                    "[native thread]" frame) */
   uint64_t consumer_errors;   /* samples a consumer could not take (ENOMEM) */
   uint64_t torn_retries;      /* walks redone (then succeeded or counted) */
+  uint64_t line_tables_cut;   /* functions whose line table was too big to
+                                 read: their frames show the first line */
   uint64_t native_samples;    /* --native: thread-samples with both */
   uint64_t native_mismatches; /* of which not merged (marker frame) */
   uint64_t native_errors;     /* of which the native stack was lost (a

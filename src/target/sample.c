@@ -141,9 +141,29 @@ struct pst_tpending {
 };
 
 /* Ends thread i's sample with walk result n (frames or error). */
+/* A truncated stack's outermost frame: the marker saying so, so that the
+ * innermost frame kept is not taken for the root in a flame graph. The walk
+ * stops at PST_TARGET_FRAMES_MAX frames with more to go, so the stack is
+ * deeper than that; how much deeper is not read (it would cost a read a
+ * frame). Its last frame gives way to the marker when the array is full. */
+#define STR_(x) #x
+#define STR(x) STR_(x)
+static char truncated_name[] =
+    "[truncated: more than " STR(PST_TARGET_FRAMES_MAX) " frames deep]";
+
+static int truncated_marker(struct pst_thread *th, int n) {
+  if (n >= PST_TARGET_FRAMES_MAX)
+    n = PST_TARGET_FRAMES_MAX - 1;
+  th->frames[n] =
+      (struct pst_frame){truncated_name, "", 0, PST_FRAME_MARKER, 0, 0};
+  return n + 1;
+}
+
 static void settle(struct pst_target *t, size_t i, int n, uint64_t thread_obj) {
   struct pst_tthread *x = &t->threads[i];
 
+  if (n >= 0 && x->th.truncated)
+    n = truncated_marker(&x->th, n);
   if (n < 0) {
     x->th.error = n;
     x->th.error_addr = t->py.err_addr;
@@ -464,4 +484,8 @@ const char *pst_target_role(const struct pst_target *t) { return t->role; }
 
 uint64_t pst_target_torn_retries(const struct pst_target *t) {
   return t->torn_retries;
+}
+
+uint64_t pst_target_line_tables_cut(const struct pst_target *t) {
+  return pst_py_code_tables_cut(&t->py);
 }

@@ -10,8 +10,8 @@
 #include "util/clock.h"
 #include "util/log.h"
 
-#define TASKS_MAX 10000  /* tasks read at most */
-#define FRAMES_MAX 65536 /* coroutine frames of them all */
+#define TASKS_MAX PST_TASKS_MAX /* tasks read at most */
+#define FRAMES_MAX 65536        /* coroutine frames of them all */
 
 static int alloc_once(struct pst_target *t) {
   if (t->tasks)
@@ -211,3 +211,5 @@ int pst_target_tasks(struct pst_target *t, int flags,
     pst_ptrace_resume(tids[j]);
   return n;
 }
+
+int pst_target_tasks_cut(const struct pst_target *t) { return t->py.aio.cut; }

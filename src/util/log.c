@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "pystitch.h"
+#include "util/esc.h"
 #include "util/log.h"
 
 int pst_log_level = PST_LOG_WARN;
@@ -11,13 +12,17 @@ void pst_log_set_level(int level) { pst_log_level = level; }
 
 void pst_log(int level, const char *fmt, ...) {
   static const char *const prefix[] = {"error", "warning", "info", "debug"};
+  char msg[2 * PST_ESC_SIZE];
   va_list ap;
 
   if (level > pst_log_level)
     return;
-  fprintf(stderr, "pystitch: %s: ", prefix[level + 1]);
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
   va_end(ap);
+  /* Messages name threads, files and modules of the target: one line on
+   * stderr, its control characters escaped (a longer one is cut). */
+  fprintf(stderr, "pystitch: %s: ", prefix[level + 1]);
+  pst_esc_put(stderr, msg);
   fputc('\n', stderr);
 }
