@@ -52,6 +52,7 @@ static const char top_usage[] =
     "      --gil              only the thread holding the GIL\n"
     "      --native           native (C/C++) frames too\n"
     "      --nonblocking      never stop a thread\n"
+    "      --no-sandbox       keep every privilege\n"
     "  -v, --verbose          more diagnostics on stderr\n"
     "\n"
     "Examples:\n"

@@ -210,6 +210,10 @@ static int load_filter(void) {
   f = seccomp_init(SCMP_ACT_TRAP);
   if (!f)
     return -ENOMEM;
+  /* Every thread, not only this one (the push sender, libuv's pool). */
+  err = seccomp_attr_set(f, SCMP_FLTATR_CTL_TSYNC, 1);
+  if (err)
+    goto out;
   for (size_t i = 0; i < sizeof(allowed) / sizeof(*allowed); i++) {
     int nr = seccomp_syscall_resolve_name(allowed[i]);
     if (nr == __NR_SCMP_ERROR || nr < 0)
