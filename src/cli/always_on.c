@@ -197,7 +197,7 @@ static int rotate_emit(void *arg, const struct pst_profile *prof,
     err = pst_writer_save(a->w, prof, path);
   if (err) {
     a->file_errors++;
-    pst_warn("rotate: cannot write %s: %s", path, pst_strerror(err));
+    pst_warn("rotate: cannot write %s: %s", path, pst_cli_output_why(err));
     return err;
   }
   a->files++;
