@@ -529,6 +529,9 @@ int pst_cmd_record(int argc, char **argv) {
   }
   if (optind < argc)
     o.argv = argv + optind;
+  rc = pst_always_take_env(&always);
+  if (rc)
+    return rc;
   rc = pst_cli_check_targets(&o, "record");
   if (rc)
     return rc;
