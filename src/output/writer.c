@@ -70,19 +70,24 @@ static int open_temp(const char *path, char **tmp, int *fd) {
   return 0;
 }
 
+/* The directory holding path ("." or "/" when that is all), malloc()ed,
+ * or NULL when out of memory. */
+static char *dir_of(const char *path) {
+  const char *slash = strrchr(path, '/');
+
+  if (!slash)
+    return strdup(".");
+  if (slash == path)
+    return strdup("/");
+  return strndup(path, (size_t)(slash - path));
+}
+
 /* fsync() of the directory holding path, so that the rename is durable.
  * Best effort: the file is already in place when this runs. */
 static void sync_dir(const char *path) {
-  const char *slash = strrchr(path, '/');
-  char *dir;
+  char *dir = dir_of(path);
   int fd;
 
-  if (!slash)
-    dir = strdup(".");
-  else if (slash == path)
-    dir = strdup("/");
-  else
-    dir = strndup(path, (size_t)(slash - path));
   if (!dir)
     return;
   fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -150,12 +155,7 @@ static int look(const char *path, int *dfd, const char **base,
       return -errno;
     return S_ISDIR(st->st_mode) ? -EISDIR : -ENOTDIR;
   }
-  if (!slash)
-    dir = strdup(".");
-  else if (slash == path)
-    dir = strdup("/");
-  else
-    dir = strndup(path, (size_t)(slash - path));
+  dir = dir_of(path);
   if (!dir)
     return -ENOMEM;
   *base = slash ? slash + 1 : path;
