@@ -141,13 +141,15 @@ static int planted(const struct stat *dir, uid_t uid) {
  * directory's and the entry's stat (st->st_mode 0 when there is none).
  * Returns 0 or -errno: -EISDIR for a directory (or a path ending in '/'
  * that names one), -ENOENT when the directory is missing. */
-static int look(const char *path, int *dfd, const char **base,
-                struct stat *dst, struct stat *st) {
+static int look(const char *path, int *dfd, const char **base, struct stat *dst,
+                struct stat *st) {
   const char *slash = strrchr(path, '/');
   char *dir = NULL;
   int err = 0;
 
   *dfd = -1;
+  *base = slash ? slash + 1 : path;
+  memset(dst, 0, sizeof(*dst));
   memset(st, 0, sizeof(*st));
   if (slash && !slash[1]) {
     /* "dir/": a directory or nothing, never a file. */
@@ -158,7 +160,6 @@ static int look(const char *path, int *dfd, const char **base,
   dir = dir_of(path);
   if (!dir)
     return -ENOMEM;
-  *base = slash ? slash + 1 : path;
   *dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (*dfd < 0 || fstat(*dfd, dst)) {
     err = -errno;
@@ -211,8 +212,8 @@ int pst_writer_where(const char *path) {
 
 /* Writes p with w to fd (closed here) as it is: no temporary, no
  * rename, no fsync (a pipe or terminal has none). */
-static int write_fd(const struct pst_writer_ops *w,
-                    const struct pst_profile *p, int fd) {
+static int write_fd(const struct pst_writer_ops *w, const struct pst_profile *p,
+                    int fd) {
   FILE *f = fdopen(fd, "wb");
   int err;
 
@@ -329,7 +330,6 @@ out:
   free(tmp);
   return err;
 }
-
 
 int pst_writer_save(const struct pst_writer_ops *w, const struct pst_profile *p,
                     const char *path) {

@@ -33,8 +33,8 @@ char *pst_secret_alloc(size_t len) {
   size = (sizeof(*h) + len + 1 + (size_t)page - 1) & ~((size_t)page - 1);
   /* Before the secret exists: no dump, no same-user ptrace from now on. */
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-  h = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-           -1, 0);
+  h = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+           0);
   if (h == MAP_FAILED) {
     errno = ENOMEM;
     return NULL;

@@ -1269,8 +1269,7 @@ TEST_IMPL(output_save_special) {
     ASSERT_EQ(chmod(tmpdir, 01777), 0);
     ASSERT_EQ(lchown(tmp_path("fifo"), 65534, 65534), 0);
     ASSERT_EQ(pst_writer_where(tmp_path("fifo")), -EPERM);
-    ASSERT_EQ(pst_writer_save(&pst_writer_folded, p, tmp_path("fifo")),
-              -EPERM);
+    ASSERT_EQ(pst_writer_save(&pst_writer_folded, p, tmp_path("fifo")), -EPERM);
     ASSERT_STR_EQ(drain(rfd), "");
     /* A link to it is a link: replaced by the profile. */
     ASSERT_EQ(symlink(tmp_path("fifo"), tmp_path("link")), 0);
