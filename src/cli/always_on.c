@@ -13,6 +13,7 @@
 #include "cli/cli.h"
 #include "pystitch.h"
 #include "util/log.h"
+#include "util/secret.h"
 
 #define INTERVAL_MAX 3600.0
 #define QUEUE_MAX 100000
@@ -122,31 +123,44 @@ static char *read_secret(const char *path, const char *opt) {
     fprintf(stderr, "pystitch: error: %s: %s is empty\n", opt, path);
     return NULL;
   }
-  s = strdup(buf);
+  s = pst_secret_dup(buf);
   explicit_bzero(buf, sizeof(buf));
   if (!s)
     fprintf(stderr, "pystitch: error: out of memory\n");
   return s;
 }
 
-/* The secrets: files named on the command line first, else the
- * environment (PYSTITCH_PUSH_TOKEN, PYSTITCH_PUSH_BASIC_AUTH). */
-static int secrets(struct pst_always *a) {
-  const char *env;
+int pst_always_take_env(struct pst_always *a) {
+  int keep = a && a->url, e1, e2;
 
+  e1 = pst_secret_take_env("PYSTITCH_PUSH_TOKEN",
+                           keep && !a->token_file ? &a->env_token : NULL);
+  e2 = pst_secret_take_env("PYSTITCH_PUSH_BASIC_AUTH",
+                           keep && !a->auth_file ? &a->env_basic : NULL);
+  if (e1 || e2) {
+    fprintf(stderr, "pystitch: error: out of memory\n");
+    return PST_EXIT_ERROR;
+  }
+  return 0;
+}
+
+/* The secrets: files named on the command line first, else what
+ * pst_always_take_env() took from the environment (PYSTITCH_PUSH_TOKEN,
+ * PYSTITCH_PUSH_BASIC_AUTH). */
+static int secrets(struct pst_always *a) {
   if (a->token_file) {
     if (!(a->secret_token = read_secret(a->token_file, "--push-token-file")))
       return PST_EXIT_USAGE;
-  } else if ((env = getenv("PYSTITCH_PUSH_TOKEN")) && *env) {
-    if (!(a->secret_token = strdup(env)))
-      return PST_EXIT_ERROR;
+  } else {
+    a->secret_token = a->env_token;
+    a->env_token = NULL;
   }
   if (a->auth_file) {
     if (!(a->secret_basic = read_secret(a->auth_file, "--push-auth-file")))
       return PST_EXIT_USAGE;
-  } else if ((env = getenv("PYSTITCH_PUSH_BASIC_AUTH")) && *env) {
-    if (!(a->secret_basic = strdup(env)))
-      return PST_EXIT_ERROR;
+  } else {
+    a->secret_basic = a->env_basic;
+    a->env_basic = NULL;
   }
   if (a->secret_basic && !strchr(a->secret_basic, ':')) {
     fprintf(stderr, "pystitch: error: basic auth wants USER:PASSWORD "
@@ -197,7 +211,7 @@ static int rotate_emit(void *arg, const struct pst_profile *prof,
     err = pst_writer_save(a->w, prof, path);
   if (err) {
     a->file_errors++;
-    pst_warn("rotate: cannot write %s: %s", path, pst_strerror(err));
+    pst_warn("rotate: cannot write %s: %s", path, pst_cli_output_why(err));
     return err;
   }
   a->files++;
@@ -278,12 +292,6 @@ int pst_always_start(struct pst_always *a, const struct pst_sampler_opts *o,
   return 0;
 }
 
-static void wipe(char *s) {
-  if (s)
-    explicit_bzero(s, strlen(s));
-  free(s);
-}
-
 void pst_always_finish(struct pst_always *a, int report) {
   struct pst_window_stats ws;
 
@@ -324,7 +332,9 @@ void pst_always_finish(struct pst_always *a, int report) {
   }
   pst_window_consumer_free(a->push_wc);
   a->push_wc = NULL;
-  wipe(a->secret_token);
-  wipe(a->secret_basic);
-  a->secret_token = a->secret_basic = NULL;
+  pst_secret_free(a->secret_token);
+  pst_secret_free(a->secret_basic);
+  pst_secret_free(a->env_token);
+  pst_secret_free(a->env_basic);
+  a->secret_token = a->secret_basic = a->env_token = a->env_basic = NULL;
 }

@@ -4,8 +4,9 @@
  * and their lines of the summary.
  *
  * Ownership: the struct is the caller's (zeroed, then filled by the
- * option parser); pst_always_start() creates the consumers and the
- * pusher, pst_always_finish() ends and frees them.
+ * option parser and pst_always_take_env()); pst_always_start() creates
+ * the consumers and the pusher, pst_always_finish() ends and frees them
+ * and wipes the secrets.
  */
 #ifndef PST_CLI_ALWAYS_ON_H
 #define PST_CLI_ALWAYS_ON_H
@@ -52,6 +53,7 @@ struct pst_always {
   struct pst_push_opts po;
   const char *token_file, *auth_file;
   char *secret_token, *secret_basic; /* read at start, wiped at the end */
+  char *env_token, *env_basic; /* taken from the environment, until used */
   struct pst_push *push;
   struct pst_window_consumer *push_wc;
   /* --rotate */
@@ -67,6 +69,16 @@ struct pst_always {
 /* Takes record's option c when it is one of these: 1 when it was, 0 when
  * not, PST_EXIT_USAGE on a bad value (the message printed). */
 int pst_always_option(int c, const char *arg, struct pst_always *a);
+
+/* Takes the push secrets out of the environment (PYSTITCH_PUSH_TOKEN,
+ * PYSTITCH_PUSH_BASIC_AUTH), their bytes wiped in place, so that no
+ * -- COMMAND and no reader of /proc/PID/environ sees them. Kept (as
+ * secrets, util/secret.h: the process becomes non-dumpable) only when a
+ * has --push and no file for that secret; a NULL a (commands without
+ * --push) only wipes them. Call it once, after the options are parsed and
+ * before any thread or child starts. 0, or PST_EXIT_ERROR with the
+ * message printed. */
+int pst_always_take_env(struct pst_always *a);
 
 /* Whether a file is written at the end as usual (not with --rotate, nor
  * with --push unless -o was given). */

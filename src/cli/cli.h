@@ -80,6 +80,10 @@ int pst_cli_sampler_option(int c, const char *arg, const char *cmd,
 /* "pystitch: error: WHAT 'ARG' (see 'pystitch CMD --help')": returns
  * PST_EXIT_USAGE. */
 int pst_cli_usage_error(const char *cmd, const char *what, const char *arg);
+/* Why the output could not be written, for pst_writer_where() or
+ * pst_writer_save()'s err, with the fix when there is one (static text,
+ * for "cannot write PATH: %s"). */
+const char *pst_cli_output_why(int err);
 int pst_cli_parse_double(const char *s, double lo, double hi, double *out);
 int pst_cli_parse_pids(const char *s, struct pst_sampler_opts *o);
 /* -p PID or -- COMMAND, exactly one (cmd names the command in the

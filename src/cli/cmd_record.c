@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -274,14 +273,38 @@ int pst_cli_sampler_error(const struct pst_sampler_opts *o, int err) {
   return pst_cli_explain(o->npids ? o->pids[0] : 0, err);
 }
 
+const char *pst_cli_output_why(int err) {
+  switch (err) {
+  case -EPERM:
+    return "a FIFO, device or socket owned by another user in a directory "
+           "others can write to (it may have been planted): not written; "
+           "remove it or choose another -o";
+  case -ENXIO:
+    return "nothing reads it (start the FIFO's reader first; a socket "
+           "cannot be written) or choose another -o";
+  case -ESTALE:
+    return "it was replaced while being opened (someone else writes that "
+           "directory); choose another -o";
+  case -EBADF:
+    return "that descriptor is not open for writing; redirect it "
+           "(3>FILE) or choose another -o";
+  case -ELOOP:
+    return "it became a symlink while being opened; choose another -o";
+  default:
+    return pst_strerror(err);
+  }
+}
+
 /* The output must be creatable before we spend time recording: its
- * directory exists and is writable, and the path is not a directory. */
+ * directory exists and is writable, the path is not a directory, a
+ * descriptor it names is open, a special file at it is not planted
+ * (see output/writer.h for the rule). */
 static int check_output(const char *path) {
   char dir[4096];
-  struct stat st;
   const char *slash = strrchr(path, '/');
+  int kind = pst_writer_where(path);
 
-  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+  if (kind == -EISDIR) {
     fprintf(stderr,
             "pystitch: error: output path %s is a directory; give "
             "a file name\n",
@@ -293,14 +316,19 @@ static int check_output(const char *path) {
   else
     snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path + (slash == path)),
              path);
-  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+  if (kind == -ENOENT || kind == -ENOTDIR) {
     fprintf(stderr,
             "pystitch: error: directory %s of the output does not "
             "exist; create it or choose another -o\n",
             dir);
     return PST_EXIT_USAGE;
   }
-  if (access(dir, W_OK) != 0) {
+  if (kind < 0) {
+    fprintf(stderr, "pystitch: error: output %s: %s\n", path,
+            pst_cli_output_why(kind));
+    return PST_EXIT_USAGE;
+  }
+  if (kind == PST_WRITER_FILE && access(dir, W_OK) != 0) {
     fprintf(stderr,
             "pystitch: error: directory %s of the output is not "
             "writable (%s); choose another -o\n",
@@ -548,6 +576,9 @@ int pst_cmd_record(int argc, char **argv) {
   }
   if (optind < argc)
     o.argv = argv + optind;
+  rc = pst_always_take_env(&always);
+  if (rc)
+    return rc;
   rc = pst_cli_check_targets(&o, "record");
   if (rc)
     return rc;
@@ -617,7 +648,7 @@ int pst_cmd_record(int argc, char **argv) {
   err = pst_writer_save(w, prof, output);
   if (err) {
     fprintf(stderr, "pystitch: error: cannot write %s: %s\n", output,
-            pst_strerror(err));
+            pst_cli_output_why(err));
     pst_profile_free(prof);
     return PST_EXIT_ERROR;
   }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/always_on.h"
 #include "cli/cli.h"
 #include "pystitch.h"
 
@@ -93,6 +94,9 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(cmd, "record"))
     return pst_cmd_record(argc, argv);
+  /* Secrets are record's: never passed on to top's -- COMMAND. */
+  if (pst_always_take_env(NULL))
+    return PST_EXIT_ERROR;
   if (!strcmp(cmd, "top"))
     return pst_cmd_top(argc, argv);
   if (strcmp(cmd, "dump") && strcmp(cmd, "info"))

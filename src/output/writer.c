@@ -2,6 +2,7 @@
  * and UTF-8 helpers the writers share. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -70,19 +71,24 @@ static int open_temp(const char *path, char **tmp, int *fd) {
   return 0;
 }
 
+/* The directory holding path ("." or "/" when that is all), malloc()ed,
+ * or NULL when out of memory. */
+static char *dir_of(const char *path) {
+  const char *slash = strrchr(path, '/');
+
+  if (!slash)
+    return strdup(".");
+  if (slash == path)
+    return strdup("/");
+  return strndup(path, (size_t)(slash - path));
+}
+
 /* fsync() of the directory holding path, so that the rename is durable.
  * Best effort: the file is already in place when this runs. */
 static void sync_dir(const char *path) {
-  const char *slash = strrchr(path, '/');
-  char *dir;
+  char *dir = dir_of(path);
   int fd;
 
-  if (!slash)
-    dir = strdup(".");
-  else if (slash == path)
-    dir = strdup("/");
-  else
-    dir = strndup(path, (size_t)(slash - path));
   if (!dir)
     return;
   fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -93,14 +99,130 @@ static void sync_dir(const char *path) {
   free(dir);
 }
 
-/* pst_writer_save() into something that is not a regular file. */
-static int write_special(const struct pst_writer_ops *w,
-                         const struct pst_profile *p, const char *path) {
-  FILE *f = fopen(path, "wb");
+/* ---- where the output goes ---- */
+
+int pst_writer_own_fd(const char *path) {
+  const char *num = NULL;
+  char *end;
+  long v;
+
+  if (!path)
+    return -1;
+  if (!strcmp(path, "-") || !strcmp(path, "/dev/stdout"))
+    return 1;
+  if (!strcmp(path, "/dev/stderr"))
+    return 2;
+  if (!strncmp(path, "/dev/fd/", 8))
+    num = path + 8;
+  else if (!strncmp(path, "/proc/self/fd/", 14))
+    num = path + 14;
+  if (!num || *num < '0' || *num > '9')
+    return -1;
+  errno = 0;
+  v = strtol(num, &end, 10);
+  if (errno || *end || v > INT_MAX)
+    return -1;
+  return (int)v;
+}
+
+/* Whether a special file owned by uid, in the directory described by dir,
+ * could have been planted there by another user: the directory lets
+ * others (group or world) create entries, and the file belongs neither to
+ * us nor to the directory's owner. The kernel's protected_fifos=2 rule,
+ * for every kind of special file and without the sticky bit required. */
+static int planted(const struct stat *dir, uid_t uid) {
+  if (!(dir->st_mode & (S_IWGRP | S_IWOTH)))
+    return 0;
+  return uid != geteuid() && uid != dir->st_uid;
+}
+
+/* Opens the directory of path (following links, like any path lookup)
+ * and looks at its last component without following it. On success *dfd
+ * is the directory (O_PATH), *base points into path, dst and st hold the
+ * directory's and the entry's stat (st->st_mode 0 when there is none).
+ * Returns 0 or -errno: -EISDIR for a directory (or a path ending in '/'
+ * that names one), -ENOENT when the directory is missing. */
+static int look(const char *path, int *dfd, const char **base, struct stat *dst,
+                struct stat *st) {
+  const char *slash = strrchr(path, '/');
+  char *dir = NULL;
+  int err = 0;
+
+  *dfd = -1;
+  *base = slash ? slash + 1 : path;
+  memset(dst, 0, sizeof(*dst));
+  memset(st, 0, sizeof(*st));
+  if (slash && !slash[1]) {
+    /* "dir/": a directory or nothing, never a file. */
+    if (stat(path, st))
+      return -errno;
+    return S_ISDIR(st->st_mode) ? -EISDIR : -ENOTDIR;
+  }
+  dir = dir_of(path);
+  if (!dir)
+    return -ENOMEM;
+  *dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (*dfd < 0 || fstat(*dfd, dst)) {
+    err = -errno;
+    goto out;
+  }
+  if (fstatat(*dfd, *base, st, AT_SYMLINK_NOFOLLOW)) {
+    if (errno != ENOENT)
+      err = -errno;
+    memset(st, 0, sizeof(*st));
+  } else if (S_ISDIR(st->st_mode)) {
+    err = -EISDIR;
+  }
+out:
+  if (err && *dfd >= 0) {
+    close(*dfd);
+    *dfd = -1;
+  }
+  free(dir);
+  return err;
+}
+
+/* A FIFO, device or socket at path itself (lstat), not planted. */
+static int is_special(const struct stat *st) {
+  return S_ISFIFO(st->st_mode) || S_ISCHR(st->st_mode) ||
+         S_ISBLK(st->st_mode) || S_ISSOCK(st->st_mode);
+}
+
+int pst_writer_where(const char *path) {
+  struct stat dst, st;
+  const char *base;
+  int fd, dfd, err, flags;
+
+  if (!path || !*path)
+    return -EINVAL;
+  fd = pst_writer_own_fd(path);
+  if (fd >= 0) {
+    flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || (flags & O_ACCMODE) == O_RDONLY)
+      return -EBADF;
+    return PST_WRITER_OWN_FD;
+  }
+  err = look(path, &dfd, &base, &dst, &st);
+  if (err)
+    return err;
+  close(dfd);
+  if (!is_special(&st))
+    return PST_WRITER_FILE;
+  return planted(&dst, st.st_uid) ? -EPERM : PST_WRITER_SPECIAL;
+}
+
+/* Writes p with w to fd (closed here) as it is: no temporary, no
+ * rename, no fsync (a pipe or terminal has none). */
+static int write_fd(const struct pst_writer_ops *w, const struct pst_profile *p,
+                    int fd) {
+  FILE *f = fdopen(fd, "wb");
   int err;
 
-  if (!f)
-    return -errno;
+  if (!f) {
+    err = -errno;
+    close(fd);
+    return err;
+  }
   err = w->write(p, f);
   if (fflush(f) && !err)
     err = -errno;
@@ -111,22 +233,55 @@ static int write_special(const struct pst_writer_ops *w,
   return err;
 }
 
-int pst_writer_save(const struct pst_writer_ops *w, const struct pst_profile *p,
-                    const char *path) {
-  struct stat st;
+/* Opens the special file base of dfd that look() saw as st, for writing:
+ * never through a link (O_NOFOLLOW), never a controlling terminal, never
+ * waiting for a FIFO's reader (O_NONBLOCK: -ENXIO when there is none),
+ * and only when it is still the same file. Returns the descriptor (in
+ * blocking mode) or -errno. */
+static int open_special(int dfd, const char *base, const struct stat *dst,
+                        const struct stat *st) {
+  struct stat now;
+  int fd, flags, err;
+
+  if (planted(dst, st->st_uid))
+    return -EPERM;
+  do
+    fd = openat(dfd, base,
+                O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  while (fd < 0 && errno == EINTR);
+  if (fd < 0)
+    return -errno;
+  if (fstat(fd, &now)) {
+    err = -errno;
+    goto fail;
+  }
+  /* Swapped since the look (a race with whoever can write the
+   * directory): not what was checked. */
+  if (now.st_dev != st->st_dev || now.st_ino != st->st_ino ||
+      (now.st_mode & S_IFMT) != (st->st_mode & S_IFMT)) {
+    err = -ESTALE;
+    goto fail;
+  }
+  flags = fcntl(fd, F_GETFL);
+  if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0) {
+    err = -errno;
+    goto fail;
+  }
+  return fd;
+fail:
+  close(fd);
+  return err;
+}
+
+/* The profile into a new temporary file renamed over path: whatever was
+ * at path (a file, a symlink to anything) is replaced, never written
+ * through. */
+static int save_file(const struct pst_writer_ops *w,
+                     const struct pst_profile *p, const char *path) {
   char *tmp = NULL;
   FILE *f = NULL;
   int fd = -1, err, rc;
 
-  if (!w || !w->write || !p || !path || !*path)
-    return -EINVAL;
-  /* rename() would say EISDIR too, but only after the writer's work. */
-  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-    return -EISDIR;
-  /* Not a regular file (/dev/null, /dev/stdout, a FIFO): written into as
-   * it is. A rename over it would replace the device node with a file. */
-  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
-    return write_special(w, p, path);
   err = open_temp(path, &tmp, &fd);
   if (err)
     return err;
@@ -175,6 +330,35 @@ out:
   unlink(tmp);
   free(tmp);
   return err;
+}
+
+int pst_writer_save(const struct pst_writer_ops *w, const struct pst_profile *p,
+                    const char *path) {
+  struct stat dst, st;
+  const char *base = NULL;
+  int dfd, fd, err;
+
+  if (!w || !w->write || !p || !path || !*path)
+    return -EINVAL;
+  fd = pst_writer_own_fd(path);
+  if (fd >= 0) {
+    /* Our own descriptor, by name: no path lookup at all. */
+    fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    return fd < 0 ? -errno : write_fd(w, p, fd);
+  }
+  /* A directory is refused now: rename() would say EISDIR too, but only
+   * after the writer's work. */
+  err = look(path, &dfd, &base, &dst, &st);
+  if (err)
+    return err;
+  if (is_special(&st)) {
+    /* Written into as it is: a rename would replace the node. */
+    fd = open_special(dfd, base, &dst, &st);
+    close(dfd);
+    return fd < 0 ? fd : write_fd(w, p, fd);
+  }
+  close(dfd);
+  return save_file(w, p, path);
 }
 
 /* ---- helpers ---- */

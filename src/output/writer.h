@@ -56,14 +56,48 @@ const struct pst_writer_ops *pst_writer_find(const char *name);
  */
 const struct pst_writer_ops *const *pst_writer_list(void);
 
-/* Writes p with w to path, atomically: the output goes to a new temporary
- * file beside path (created O_EXCL|O_NOFOLLOW, mode 0644 less the umask),
- * which is flushed, fsync()ed and renamed over path. Returns 0, or -errno
- * with path untouched and no temporary file left behind: -EISDIR when path
- * is a directory, -ENOENT when its directory does not exist, -EINVAL for a
- * NULL or empty argument, or whatever the writer, write(2), fsync(2) or
- * rename(2) failed with. An existing file at path is replaced (a symlink at
- * path is replaced by the file, not followed), and its mode is not kept. */
+/* Where a profile goes: the rule of -o.
+ *
+ *   "-", /dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N
+ *       pystitch's own descriptor 1, 2 or N (duplicated: no path lookup).
+ *   a FIFO, character or block device or socket at the path itself (seen
+ *   with lstat, not through a link)
+ *       written into as it is: opened O_WRONLY|O_NOFOLLOW|O_NOCTTY and
+ *       O_NONBLOCK (a FIFO without a reader fails with -ENXIO at once,
+ *       never hangs), checked to be the very file looked at; refused with
+ *       -EPERM when the directory lets others create entries (group or
+ *       world writable, like /tmp) and the file is owned by neither us nor
+ *       the directory's owner: another user may have planted it.
+ *   anything else (nothing, a regular file, a symlink to anything)
+ *       replaced: the output goes to a new temporary file beside path
+ *       (created O_CREAT|O_EXCL|O_NOFOLLOW, mode 0644 less the umask),
+ *       which is flushed, fsync()ed and renamed over path. A link is
+ *       replaced, never followed; the old file's mode is not kept.
+ */
+enum pst_writer_kind {
+  PST_WRITER_FILE = 0,    /* temporary file renamed over the path */
+  PST_WRITER_OWN_FD = 1,  /* one of our descriptors, named */
+  PST_WRITER_SPECIAL = 2, /* a FIFO, device or socket at the path */
+};
+
+/* The descriptor path names by the rule above ("-" and /dev/stdout give
+ * 1), or -1 when it names none. Pure: nothing is looked up. */
+int pst_writer_own_fd(const char *path);
+
+/* Which way pst_writer_save() would write path, checked without writing
+ * or creating anything: a pst_writer_kind, or -errno: -EISDIR (path is a
+ * directory), -ENOENT or -ENOTDIR (its directory is missing), -EBADF (a
+ * descriptor named that is not open for writing), -EPERM (a special file
+ * that may have been planted, see above), -EINVAL (empty path). Whether
+ * the directory is writable is not checked. */
+int pst_writer_where(const char *path);
+
+/* Writes p with w to path by the rule above; a file is written whole or
+ * not at all. Returns 0, or -errno with path untouched and no temporary
+ * file left behind: those of pst_writer_where(), -ENXIO (a FIFO nobody
+ * reads, or a socket), -ESTALE (the special file was swapped while it
+ * was opened), or whatever the writer, write(2), fsync(2) or rename(2)
+ * failed with. */
 int pst_writer_save(const struct pst_writer_ops *w, const struct pst_profile *p,
                     const char *path);
 

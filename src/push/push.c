@@ -12,6 +12,7 @@
 #include "output/writer.h"
 #include "push/push.h"
 #include "util/log.h"
+#include "util/secret.h"
 
 #define BACKOFF_MIN_S 0.5
 #define BACKOFF_MAX_S 30.0
@@ -575,6 +576,17 @@ out:
   return err;
 }
 
+/* The Authorization header of token, as a secret (util/secret.h). */
+static char *bearer(const char *token) {
+  static const char prefix[] = "Authorization: Bearer ";
+  size_t len = sizeof(prefix) - 1 + strlen(token);
+  char *h = pst_secret_alloc(len);
+
+  if (h)
+    snprintf(h, len + 1, "%s%s", prefix, token);
+  return h;
+}
+
 static void push_free(struct pst_push *ps) {
   for (int i = 0; i < PST_PUSH_LABELS_MAX; i++) {
     free(ps->keys[i]);
@@ -587,12 +599,8 @@ static void push_free(struct pst_push *ps) {
   free(ps->where);
   free(ps->app);
   free(ps->tenant_hdr);
-  if (ps->bearer_hdr) /* a secret: not left in freed memory */
-    explicit_bzero(ps->bearer_hdr, strlen(ps->bearer_hdr));
-  free(ps->bearer_hdr);
-  if (ps->basic)
-    explicit_bzero(ps->basic, strlen(ps->basic));
-  free(ps->basic);
+  pst_secret_free(ps->bearer_hdr); /* secrets: wiped */
+  pst_secret_free(ps->basic);
   free(ps);
 }
 
@@ -619,9 +627,8 @@ int pst_push_new(const struct pst_push_opts *o, struct pst_push **out) {
   if ((o->app && !(ps->app = strdup(o->app))) ||
       (o->tenant &&
        asprintf(&ps->tenant_hdr, "X-Scope-OrgID: %s", o->tenant) < 0) ||
-      (o->bearer &&
-       asprintf(&ps->bearer_hdr, "Authorization: Bearer %s", o->bearer) < 0) ||
-      (o->basic && !(ps->basic = strdup(o->basic))))
+      (o->bearer && !(ps->bearer_hdr = bearer(o->bearer))) ||
+      (o->basic && !(ps->basic = pst_secret_dup(o->basic))))
     goto fail;
   ps->o.app = ps->o.tenant = ps->o.bearer = ps->o.basic = ps->o.url = NULL;
   if ((err = endpoint(ps, o->url)))

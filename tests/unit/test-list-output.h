@@ -12,7 +12,8 @@
           X(output_flamegraph_chromium) X(output_flamegraph_script)            \
               X(output_pprof) X(output_empty_profile) X(output_large_profile)  \
                   X(output_save_missing_dir) X(output_save_over_dir)           \
-                      X(output_save_writer_fails) X(output_save_replaces)
+                      X(output_save_writer_fails) X(output_save_replaces)      \
+                          X(output_save_special)
 
 /* clang-format on */
 #endif

@@ -1213,3 +1213,74 @@ TEST_IMPL(output_save_replaces) {
   rm_tmpdir();
   return 0;
 }
+
+/* Reads what is waiting in the non-blocking descriptor fd. */
+static char *drain(int fd) {
+  static char buf[1 << 16];
+  ssize_t n = read(fd, buf, sizeof(buf) - 1);
+
+  buf[n > 0 ? n : 0] = '\0';
+  return buf;
+}
+
+/* The rule of -o (writer.h): our own descriptors by name, special files
+ * written into as they are (never a FIFO without its reader, never one
+ * another user may have planted), everything else replaced. */
+TEST_IMPL(output_save_special) {
+  struct pst_profile *p = make_profile();
+  char name[64];
+  struct stat st;
+  int pfd[2], rfd;
+
+  make_tmpdir();
+  ASSERT_EQ(pst_writer_own_fd("-"), 1);
+  ASSERT_EQ(pst_writer_own_fd("/dev/stdout"), 1);
+  ASSERT_EQ(pst_writer_own_fd("/dev/stderr"), 2);
+  ASSERT_EQ(pst_writer_own_fd("/proc/self/fd/7"), 7);
+  ASSERT_EQ(pst_writer_own_fd("/dev/fd/"), -1);
+  ASSERT_EQ(pst_writer_own_fd("/dev/fd/3x"), -1);
+  ASSERT_EQ(pst_writer_own_fd("./-"), -1);
+
+  /* A descriptor of ours, by name: written into, no lookup. */
+  ASSERT_EQ(pipe2(pfd, O_NONBLOCK | O_CLOEXEC), 0);
+  snprintf(name, sizeof(name), "/dev/fd/%d", pfd[1]);
+  ASSERT_EQ(pst_writer_where(name), PST_WRITER_OWN_FD);
+  ASSERT_EQ(pst_writer_save(&pst_writer_folded, p, name), 0);
+  ASSERT(!strncmp(drain(pfd[0]), "process 1000 python train.py;", 29));
+  snprintf(name, sizeof(name), "/dev/fd/%d", pfd[0]);
+  ASSERT_EQ(pst_writer_where(name), -EBADF);
+  close(pfd[0]);
+  close(pfd[1]);
+
+  /* A FIFO: nobody reads it, then someone does. */
+  ASSERT_EQ(mkfifo(tmp_path("fifo"), 0600), 0);
+  ASSERT_EQ(pst_writer_where(tmp_path("fifo")), PST_WRITER_SPECIAL);
+  ASSERT_EQ(pst_writer_save(&pst_writer_folded, p, tmp_path("fifo")), -ENXIO);
+  rfd = open(tmp_path("fifo"), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  ASSERT_GE(rfd, 0);
+  ASSERT_EQ(pst_writer_save(&pst_writer_folded, p, tmp_path("fifo")), 0);
+  ASSERT(!strncmp(drain(rfd), "process 1000 python train.py;", 29));
+  ASSERT_EQ(lstat(tmp_path("fifo"), &st), 0);
+  ASSERT(S_ISFIFO(st.st_mode));
+
+  /* Another user's FIFO in a directory everyone writes to (as /tmp):
+   * refused, even with its reader there. */
+  if (geteuid() == 0) {
+    ASSERT_EQ(chmod(tmpdir, 01777), 0);
+    ASSERT_EQ(lchown(tmp_path("fifo"), 65534, 65534), 0);
+    ASSERT_EQ(pst_writer_where(tmp_path("fifo")), -EPERM);
+    ASSERT_EQ(pst_writer_save(&pst_writer_folded, p, tmp_path("fifo")), -EPERM);
+    ASSERT_STR_EQ(drain(rfd), "");
+    /* A link to it is a link: replaced by the profile. */
+    ASSERT_EQ(symlink(tmp_path("fifo"), tmp_path("link")), 0);
+    ASSERT_EQ(pst_writer_where(tmp_path("link")), PST_WRITER_FILE);
+    ASSERT_EQ(pst_writer_save(&pst_writer_folded, p, tmp_path("link")), 0);
+    ASSERT_STR_EQ(drain(rfd), "");
+    ASSERT_EQ(lstat(tmp_path("link"), &st), 0);
+    ASSERT(S_ISREG(st.st_mode));
+  }
+  close(rfd);
+  pst_profile_free(p);
+  rm_tmpdir();
+  return 0;
+}
