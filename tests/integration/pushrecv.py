@@ -51,9 +51,13 @@ class Receiver:
                 status = {"ok": 200, "500": 500, "429": 429,
                           "hang": "hung", "400": 400}[mode]
                 r["status"] = status
+                # Recorded before the answer goes out: a client that
+                # exits as soon as it has its answer must find its request
+                # here (recorded after, a loaded machine let the test read
+                # the list first).
+                with recv.lock:
+                    recv.requests.append(r)
                 if mode == "hang":
-                    with recv.lock:
-                        recv.requests.append(r)
                     time.sleep(recv.hang_s)
                     status = 200
                 msg = b"ok" if status == 200 else b"no"
@@ -64,10 +68,9 @@ class Receiver:
                     self.wfile.write(msg)
                     self.wfile.flush()
                 except OSError:
-                    return  # the client saw no answer: not taken
-                if mode != "hang":
-                    with recv.lock:
-                        recv.requests.append(r)
+                    if mode != "hang":  # the client saw no answer: not taken
+                        with recv.lock:
+                            recv.requests.remove(r)
 
             def setup(self):
                 http.server.BaseHTTPRequestHandler.setup(self)
