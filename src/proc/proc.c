@@ -334,9 +334,15 @@ void pst_proc_args_join(char *buf, size_t len) {
 }
 
 void pst_proc_cgroup_name(char *buf, char *out, size_t len) {
-  char *line, *last;
+  char *line = buf, *last;
 
-  line = strstr(buf, "0::");
+  /* The v2 line starts a line: a "0::" inside a v1 line's path (which a
+   * container may name) is not it. */
+  while (line && strncmp(line, "0::", 3)) {
+    line = strchr(line, '\n');
+    if (line)
+      line++;
+  }
   if (!line)
     line = buf;
   line[strcspn(line, "\n")] = '\0';
