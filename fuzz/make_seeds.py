@@ -7,6 +7,10 @@
 #   elf/           small real ELF files: /usr/bin/true and a tiny shared
 #                  object with the symbols the analysis looks up
 #   writers/       a few hand-made profiles
+#   proc/          /proc files (maps, status, stat, schedstat, environ,
+#                  cmdline, cgroup, children) of a real Python process with
+#                  a thread, a child and a file name with spaces, plus
+#                  hostile variants; the first byte names the file
 # The frame walker's seeds are written by gen-frame-seeds (fuzz/build.sh
 # --seeds). Run from anywhere; needs gcc for the ELF seed.
 import glob
@@ -147,8 +151,84 @@ def writers():
     print("writers: 6 seeds")
 
 
+# fuzz_proc.c's first byte: which file the rest is.
+PROC_KINDS = ["maps", "status", "stat", "schedstat", "environ", "cmdline",
+              "cgroup", "children"]
+
+PROC_TARGET = r"""
+import os, sys, threading, time
+d = sys.argv[1]
+with open(os.path.join(d, "odd name (deleted)\nx"), "w") as f:
+    f.write("x" * 8192)
+f = open(os.path.join(d, "odd name (deleted)\nx"), "rb")
+import mmap
+m = mmap.mmap(f.fileno(), 8192, prot=mmap.PROT_READ)
+os.unlink(os.path.join(d, "odd name (deleted)\nx"))
+t = threading.Thread(target=time.sleep, args=(60,), name="worker")
+t.start()
+pid = os.fork()
+if pid == 0:
+    time.sleep(60)
+    os._exit(0)
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+def proc():
+    d = fresh("proc")
+    n = 0
+
+    def put(kind, name, data):
+        nonlocal n
+        n += 1
+        with open(os.path.join(d, "%s-%s" % (kind, name)), "wb") as f:
+            f.write(bytes([PROC_KINDS.index(kind)]) + data)
+
+    py = ([p for p in pythons() if "3.12" in p] or [sys.executable])[0]
+    tmp = tempfile.mkdtemp()
+    # A made-up environment: ours is not to be written into the corpus.
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/home/app", "LANG": "C.UTF-8",
+           "RANK": "3", "LOCAL_RANK": "1", "WORLD_SIZE": "8"}
+    child = subprocess.Popen([py, "-W", "ignore", "-c", PROC_TARGET, tmp, "arg with spaces"],
+                             stdout=subprocess.PIPE, env=env)
+    try:
+        child.stdout.readline()
+        base = "/proc/%d" % child.pid
+        for kind in ["maps", "status", "stat", "environ", "cmdline",
+                     "cgroup"]:
+            with open(os.path.join(base, kind), "rb") as f:
+                put(kind, "real", f.read())
+        for i, tid in enumerate(sorted(os.listdir(base + "/task"))):
+            for kind in ["stat", "schedstat", "children"]:
+                with open("%s/task/%s/%s" % (base, tid, kind), "rb") as f:
+                    put(kind, "task%d" % i, f.read())
+    finally:
+        child.kill()
+        child.wait()
+        shutil.rmtree(tmp)
+    # What a target can make of its own names, and what the kernel never
+    # writes but a parser must still refuse.
+    put("maps", "deleted", b"7f0000000000-7f0000001000 r-xp 00001000 08:01 "
+        b"1234 /usr/lib/libpython3.12.so.1.0 (deleted)\n"
+        b"7f0000001000-7f0000002000 rw-p 00000000 00:00 0 \n"
+        b"7f0000002000-7f0000003000 r--p 00000000 08:01 99 "
+        b"/tmp/a b\\012c  d\n")
+    put("maps", "unsorted", b"2000-3000 r--p 0 0:0 0\n1000-2000 r--p 0 0:0 0")
+    put("maps", "short-perms", b"1000-2000 r 0 0:0 0 /x")
+    put("status", "evil", b"Name:\t" + b"A" * 100 + b"\nTgid:\t-5\n"
+        b"PPid:\t99999999999999999999\nNSpid:\t12\t1\nTracerPid:\t0\n")
+    put("stat", "parens", b"42 (a) b) (c) S " + b"1 " * 60)
+    put("environ", "cut", b"A=1\0RANK=\0RANK=7\0WORLD_SIZE=99999999999")
+    put("cgroup", "fake-v2", b"3:cpu:/evil0::/fake\n0::/system.slice/"
+        b"docker-abc.scope\n")
+    put("children", "odd", b"1 -2 0 99999999999 17 ")
+    print("proc: %d seeds" % n)
+
+
 if __name__ == "__main__":
     lines()
     disasm()
     elf()
     writers()
+    proc()
