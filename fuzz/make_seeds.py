@@ -11,6 +11,10 @@
 #                  cmdline, cgroup, children) of a real Python process with
 #                  a thread, a child and a file name with spaces, plus
 #                  hostile variants; the first byte names the file
+#   symtab/        small real ELF files after a 4-byte split point: a C and
+#                  a C++ program, a MiniDebugInfo one (xz with a 64 KiB and
+#                  with the default dictionary), a stripped one followed by
+#                  its separate debug file, the vDSO
 # The frame walker's seeds are written by gen-frame-seeds (fuzz/build.sh
 # --seeds). Run from anywhere; needs gcc for the ELF seed.
 import glob
@@ -226,9 +230,62 @@ def proc():
     print("proc: %d seeds" % n)
 
 
+def vdso():
+    """The vDSO of this process, read from /proc/self/mem."""
+    for line in open("/proc/self/maps"):
+        if line.rstrip().endswith("[vdso]"):
+            lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
+            with open("/proc/self/mem", "rb") as f:
+                f.seek(lo)
+                return f.read(hi - lo)
+    return None
+
+
+def symtab():
+    d = fresh("symtab")
+    helpers = os.path.join(top, "tests", "helpers")
+    tmp = tempfile.mkdtemp()
+
+    def put(name, data, debug=b""):
+        split = len(data) if debug else 0
+        with open(os.path.join(d, name), "wb") as f:
+            f.write(struct.pack("<I", split) + data + debug)
+
+    def read(path):
+        with open(path, "rb") as f:
+            return f.read()
+
+    try:
+        t = lambda name: os.path.join(tmp, name)
+        subprocess.check_call(["gcc", "-O1", "-o", t("mini"),
+                               os.path.join(helpers, "symtab-mini.c")])
+        subprocess.check_call(["g++", "-O1", "-o", t("cxx"),
+                               os.path.join(helpers, "symtab-cxx.cc")])
+        put("c", read(t("mini")))
+        put("cxx", read(t("cxx")))
+        for tag, opt in [("small-dict", "--lzma2=dict=64KiB"), ("xz", "")]:
+            subprocess.check_call(
+                ["sh", os.path.join(helpers, "make-minidebuginfo.sh"),
+                 t("mini"), t("dd-" + tag)],
+                env=dict(os.environ, XZ_OPT=opt))
+            put("minidebuginfo-" + tag, read(t("dd-" + tag)))
+        subprocess.check_call(["objcopy", "--only-keep-debug", t("cxx"),
+                               t("cxx.debug")])
+        subprocess.check_call(["strip", "--strip-all", "-o",
+                               t("cxx.stripped"), t("cxx")])
+        put("cxx-split", read(t("cxx.stripped")), read(t("cxx.debug")))
+    finally:
+        shutil.rmtree(tmp)
+    v = vdso()
+    if v:
+        put("vdso", v)
+    print("symtab: %s" % " ".join(sorted(os.listdir(d))))
+
+
 if __name__ == "__main__":
     lines()
     disasm()
     elf()
     writers()
     proc()
+    symtab()
