@@ -12,7 +12,7 @@ CPPFLAGS := -include config.h -I$(TOP)/include -I$(TOP)/src -I. \
 LIBS := $(shell pkg-config --libs $(PKGS)) -liberty
 
 HARNESSES := fuzz_elf fuzz_lines fuzz_disasm_x86_64 fuzz_disasm_aarch64 \
-	fuzz_frame fuzz_writers fuzz_proc fuzz_symtab
+	fuzz_frame fuzz_writers fuzz_proc fuzz_symtab fuzz_pyimage
 
 # Modules under test (the CLI, sampler and target layers are not needed).
 SRCS := $(wildcard $(addprefix $(TOP)/src/,util/*.c proc/*.c elf/*.c \

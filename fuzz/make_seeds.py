@@ -15,6 +15,9 @@
 #                  a C++ program, a MiniDebugInfo one (xz with a 64 KiB and
 #                  with the default dictionary), a stripped one followed by
 #                  its separate debug file, the vDSO
+#   pyimage/       the thread-registry images captured from pyenv's CPythons
+#                  (tests/fixtures/registry-*.txt) in fuzz_pyimage.c's
+#                  binary form
 # The frame walker's seeds are written by gen-frame-seeds (fuzz/build.sh
 # --seeds). Run from anywhere; needs gcc for the ELF seed.
 import glob
@@ -282,6 +285,54 @@ def symtab():
     print("symtab: %s" % " ".join(sorted(os.listdir(d))))
 
 
+# fuzz_pyimage.c's struct header, after version_hex and long_shift.
+PYIMAGE_FIELDS = ["runtime", "interp_head", "interp", "tstate_current",
+                  "code_type", "none", "dict_type", "long_type", "int_type",
+                  "str_type", "module_type", "coro_type", "gen_type",
+                  "method_type", "set_type"]
+
+
+def fixture_to_pyimage(path):
+    """A replay fixture (tests/helpers/frame-fixture.h) as a fuzz_pyimage
+    input: the header, then each region as {u64 addr, u32 len, bytes}."""
+    head, regions, cur = {}, [], None
+    for line in open(path, encoding="utf-8"):
+        w = line.split()
+        if not w or w[0].startswith("#"):
+            continue
+        if w[0] == "region":
+            cur = [int(w[1], 16), bytearray()]
+            regions.append(cur)
+        elif w[0] == "zero":
+            cur[1] += bytes(int(w[1]))
+        elif w[0] == "end":
+            cur = None
+        elif cur is not None:
+            cur[1] += bytes.fromhex(w[0])
+        elif len(w) == 2 and w[1].startswith("0x"):
+            head[w[0]] = int(w[1], 16)
+    out = struct.pack("<II", head["version"], head.get("long_shift", 30))
+    out += b"".join(struct.pack("<Q", head.get(f, 0)) for f in PYIMAGE_FIELDS)
+    for addr, data in regions:
+        out += struct.pack("<QI", addr, len(data)) + bytes(data)
+    return out
+
+
+def pyimage():
+    d = os.path.join(corpus, "pyimage")
+    os.makedirs(d, exist_ok=True)
+    for f in os.listdir(d):
+        if f.startswith("registry-"):
+            os.unlink(os.path.join(d, f))
+    paths = sorted(glob.glob(os.path.join(top, "tests", "fixtures",
+                                          "registry-*.txt")))
+    for p in paths:
+        name = os.path.basename(p)[:-4]
+        with open(os.path.join(d, name), "wb") as f:
+            f.write(fixture_to_pyimage(p))
+    print("pyimage: %d registry seeds" % len(paths))
+
+
 if __name__ == "__main__":
     lines()
     disasm()
@@ -289,3 +340,4 @@ if __name__ == "__main__":
     writers()
     proc()
     symtab()
+    pyimage()
