@@ -334,17 +334,20 @@ void pst_proc_args_join(char *buf, size_t len) {
 }
 
 void pst_proc_cgroup_name(char *buf, char *out, size_t len) {
-  char *line = buf, *last;
+  char *line = buf, *p = buf, *last;
 
   /* The v2 line starts a line: a "0::" inside a v1 line's path (which a
    * container may name) is not it. */
-  while (line && strncmp(line, "0::", 3)) {
-    line = strchr(line, '\n');
-    if (line)
-      line++;
+  for (;;) {
+    if (!strncmp(p, "0::", 3)) {
+      line = p;
+      break;
+    }
+    p = strchr(p, '\n');
+    if (!p)
+      break;
+    p++;
   }
-  if (!line)
-    line = buf;
   line[strcspn(line, "\n")] = '\0';
   last = strrchr(line, '/');
   snprintf(out, len, "%s", last && last[1] ? last + 1 : "pidns");
