@@ -6,18 +6,18 @@ CC ?= clang
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
 CFLAGS := -g -O1 -fno-omit-frame-pointer $(SAN) -std=gnu11 -Wall -Wextra \
 	-Werror
-PKGS := libelf capstone libprotobuf-c zlib
+PKGS := libelf capstone libprotobuf-c zlib liblzma
 CPPFLAGS := -include config.h -I$(TOP)/include -I$(TOP)/src -I. \
 	$(shell pkg-config --cflags $(PKGS))
-LIBS := $(shell pkg-config --libs $(PKGS))
+LIBS := $(shell pkg-config --libs $(PKGS)) -liberty
 
 HARNESSES := fuzz_elf fuzz_lines fuzz_disasm_x86_64 fuzz_disasm_aarch64 \
-	fuzz_frame fuzz_writers
+	fuzz_frame fuzz_writers fuzz_proc fuzz_symtab fuzz_pyimage
 
 # Modules under test (the CLI, sampler and target layers are not needed).
 SRCS := $(wildcard $(addprefix $(TOP)/src/,util/*.c proc/*.c elf/*.c \
 	disasm/*.c libc/*.c python/*.c profile/*.c output/*.c \
-	native/debuginfo.c))
+	native/debuginfo.c native/symtab.c native/module.c))
 OBJS := $(patsubst $(TOP)/%.c,obj/%.o,$(SRCS)) obj/proto/profile.pb-c.o
 
 all: $(HARNESSES) gen-frame-seeds

@@ -18,6 +18,7 @@
 #include "output/writer.h"
 #include "profile/profile.h"
 #include "proto/profile.pb-c.h"
+#include "util/esc.h"
 
 struct in {
   const uint8_t *p;
@@ -147,7 +148,7 @@ static int jstring(struct js *j) {
         return 0;
       }
     } else if (c >= 0x80) {
-      size_t k = pst_writer_utf8_len(j->p - 1);
+      size_t k = pst_utf8_len(j->p - 1);
       if (!k || (size_t)(j->end - j->p + 1) < k)
         return 0;
       j->p += k - 1;

@@ -11,7 +11,8 @@
 #   -t SECONDS  time per harness (default 60; $PST_FUZZ_SECONDS)
 #   -r RUNS     a number of inputs per harness instead (-runs=)
 #   HARNESS     fuzz_elf fuzz_lines fuzz_disasm_x86_64 fuzz_disasm_aarch64
-#               fuzz_frame fuzz_writers (default: all)
+#               fuzz_frame fuzz_writers fuzz_proc fuzz_symtab fuzz_pyimage
+#               (default: all)
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 out=${PST_FUZZ_BUILDDIR:-$top/fuzz/build}
@@ -27,7 +28,7 @@ while getopts t:r: opt; do
 done
 shift $((OPTIND - 1))
 harnesses=${*:-fuzz_elf fuzz_lines fuzz_disasm_x86_64 fuzz_disasm_aarch64 \
-fuzz_frame fuzz_writers}
+fuzz_frame fuzz_writers fuzz_proc fuzz_symtab fuzz_pyimage}
 pass=0 fail=0 skip=0 n=0
 
 "$top/fuzz/build.sh" >"$out.build.log" 2>&1

@@ -12,13 +12,22 @@
 #include "proc/maps.h"
 #include "proc/rootfs.h"
 
+/* One line of a maps file (its newline removed) into *mp: 0, -EINVAL, or
+ * -ENOMEM. The path is everything after the inode, spaces included: the
+ * kernel writes a newline in a file name as "\012" and may end it with
+ * " (deleted)", both kept as they are (the file is opened by its mapping,
+ * and by path only with its device and inode checked). */
 static int parse_line(char *line, struct pst_map *mp) {
-  char perms[8];
+  char perms[8] = "";
   int pathpos = 0;
   unsigned long long start, end, off, ino;
 
   if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms,
              &off, &mp->dev_major, &mp->dev_minor, &ino, &pathpos) < 7)
+    return -EINVAL;
+  /* Perms are four letters, e.g. "r-xp"; a shorter word would leave the
+   * rest of perms[] unread. */
+  if (strlen(perms) != 4 || start >= end)
     return -EINVAL;
   mp->start = start;
   mp->end = end;
@@ -31,19 +40,14 @@ static int parse_line(char *line, struct pst_map *mp) {
   return mp->path ? 0 : -ENOMEM;
 }
 
-int pst_maps_load(pid_t pid, struct pst_maps *m) {
-  char path[64], *line = NULL;
+int pst_maps_read(FILE *f, struct pst_maps *m) {
+  char *line = NULL;
   size_t cap = 0, lcap = 0;
   ssize_t len;
-  FILE *f;
   int err = 0;
 
   m->v = NULL;
   m->n = 0;
-  snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-  f = fopen(path, "re");
-  if (!f)
-    return errno == ENOENT ? -ESRCH : -errno;
   while ((len = getline(&line, &lcap, f)) > 0) {
     if (line[len - 1] == '\n')
       line[len - 1] = '\0';
@@ -61,12 +65,33 @@ int pst_maps_load(pid_t pid, struct pst_maps *m) {
     if (err)
       goto out;
     m->n++;
+    /* pst_maps_find() bsearches: the mappings must be sorted and apart,
+     * as the kernel lists them. */
+    if (m->n > 1 && m->v[m->n - 1].start < m->v[m->n - 2].end) {
+      err = -EINVAL;
+      goto out;
+    }
   }
 out:
   free(line);
-  fclose(f);
   if (err)
     pst_maps_exit(m);
+  return err;
+}
+
+int pst_maps_load(pid_t pid, struct pst_maps *m) {
+  char path[64];
+  FILE *f;
+  int err;
+
+  m->v = NULL;
+  m->n = 0;
+  snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+  f = fopen(path, "re");
+  if (!f)
+    return errno == ENOENT ? -ESRCH : -errno;
+  err = pst_maps_read(f, m);
+  fclose(f);
   return err;
 }
 

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #define PST_MAP_R 1
@@ -31,6 +32,11 @@ struct pst_maps {
 
 /* Reads /proc/pid/maps into *m (initialised here). 0 or -errno. */
 int pst_maps_load(pid_t pid, struct pst_maps *m);
+/* The same from an open maps file (or any stream of its text): 0, -ENOMEM,
+ * or -EINVAL for a line that is not a mapping (start >= end included) or
+ * one that does not follow the previous one (unsorted, overlapping). On
+ * failure *m is empty. */
+int pst_maps_read(FILE *f, struct pst_maps *m);
 void pst_maps_exit(struct pst_maps *m);
 
 /* The mapping containing addr, or NULL. Borrowed. */

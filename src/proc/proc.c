@@ -1,7 +1,9 @@
-/* proc.c: parsers for /proc/PID/{status,stat,comm,exe,task}. */
+/* proc.c: parsers for /proc/PID/{status,stat,comm,exe,task,environ,cmdline,
+ * cgroup,children}. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,14 +36,22 @@ ssize_t pst_proc_read(const char *path, char *buf, size_t len) {
   return total;
 }
 
-int pst_proc_status(pid_t pid, struct pst_proc_status *st) {
-  char path[64], buf[4096], *line, *save = NULL;
-  ssize_t n;
+/* A pid field of a /proc file: a decimal number in [0, INT_MAX] up to the
+ * end of the line, else 0 (never a negative or wrapped pid). */
+static pid_t pid_field(const char *s) {
+  char *end;
+  long v;
 
-  snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-  n = pst_proc_read(path, buf, sizeof(buf));
-  if (n < 0)
-    return (int)n;
+  errno = 0;
+  v = strtol(s, &end, 10);
+  if (end == s || errno || v < 0 || v > INT_MAX)
+    return 0;
+  return (pid_t)v;
+}
+
+int pst_proc_parse_status(char *buf, pid_t pid, struct pst_proc_status *st) {
+  char *line, *save = NULL;
+
   memset(st, 0, sizeof(*st));
   st->nspid = pid;
   for (line = strtok_r(buf, "\n", &save); line;
@@ -51,20 +61,31 @@ int pst_proc_status(pid_t pid, struct pst_proc_status *st) {
     } else if (!strncmp(line, "State:\t", 7)) {
       st->state = line[7];
     } else if (!strncmp(line, "Tgid:\t", 6)) {
-      st->tgid = (pid_t)atoi(line + 6);
+      st->tgid = pid_field(line + 6);
     } else if (!strncmp(line, "PPid:\t", 6)) {
-      st->ppid = (pid_t)atoi(line + 6);
+      st->ppid = pid_field(line + 6);
     } else if (!strncmp(line, "TracerPid:\t", 11)) {
-      st->tracer = (pid_t)atoi(line + 11);
+      st->tracer = pid_field(line + 11);
     } else if (!strncmp(line, "Uid:\t", 5)) {
       st->uid = (uid_t)strtoul(line + 5, NULL, 10);
     } else if (!strncmp(line, "NSpid:\t", 7)) {
       /* The last field is the pid in the innermost namespace. */
       char *last = strrchr(line, '\t');
-      st->nspid = (pid_t)atoi(last + 1);
+      st->nspid = pid_field(last + 1);
     }
   }
   return 0;
+}
+
+int pst_proc_status(pid_t pid, struct pst_proc_status *st) {
+  char path[64], buf[4096];
+  ssize_t n;
+
+  snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+  n = pst_proc_read(path, buf, sizeof(buf));
+  if (n < 0)
+    return (int)n;
+  return pst_proc_parse_status(buf, pid, st);
 }
 
 int pst_proc_tasks(pid_t pid, pid_t **tids) {
@@ -168,17 +189,20 @@ static ssize_t pread_fd(int fd, char *buf, size_t len) {
   return n;
 }
 
-int pst_proc_schedstat_fd(int fd, uint64_t *ran_ns) {
+int pst_proc_parse_schedstat(const char *buf, uint64_t *ran_ns) {
   unsigned long long run, wait;
-  char buf[128];
-  ssize_t n = pread_fd(fd, buf, sizeof(buf));
 
-  if (n < 0)
-    return (int)n;
   if (sscanf(buf, "%llu %llu", &run, &wait) != 2)
     return -EINVAL;
   *ran_ns = run + wait;
   return 0;
+}
+
+int pst_proc_schedstat_fd(int fd, uint64_t *ran_ns) {
+  char buf[128];
+  ssize_t n = pread_fd(fd, buf, sizeof(buf));
+
+  return n < 0 ? (int)n : pst_proc_parse_schedstat(buf, ran_ns);
 }
 
 int pst_proc_stat_fd(int fd, char *state, uint64_t *starttime) {
@@ -199,17 +223,13 @@ int pst_proc_task_stat(pid_t pid, pid_t tid, char *state, uint64_t *starttime) {
   return pst_proc_parse_stat(buf, state, starttime);
 }
 
-int pst_proc_image(pid_t pid, struct pst_proc_image *im) {
+int pst_proc_parse_image(const char *buf, struct pst_proc_image *im) {
   /* Fields of /proc/pid/stat (proc(5)), in increasing order. */
   static const int want[] = {22, 23, 26, 28, 47, 48, 50};
-  char path[64], buf[1024], *p, *end;
-  ssize_t n;
+  const char *p;
+  char *end;
   int field;
 
-  snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-  n = pst_proc_read(path, buf, sizeof(buf));
-  if (n < 0)
-    return (int)n;
   /* comm may contain spaces and parentheses: field 3 (the state) starts
    * after the last ')'. */
   p = strrchr(buf, ')');
@@ -241,6 +261,17 @@ int pst_proc_image(pid_t pid, struct pst_proc_image *im) {
   return 0;
 }
 
+int pst_proc_image(pid_t pid, struct pst_proc_image *im) {
+  char path[64], buf[1024];
+  ssize_t n;
+
+  snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+  n = pst_proc_read(path, buf, sizeof(buf));
+  if (n < 0)
+    return (int)n;
+  return pst_proc_parse_image(buf, im);
+}
+
 int pst_proc_task_comm(pid_t pid, pid_t tid, char *buf, size_t len) {
   char path[80];
   ssize_t n;
@@ -264,4 +295,76 @@ int pst_proc_exe(pid_t pid, char *buf, size_t len) {
     return errno == ENOENT ? -ESRCH : -errno;
   buf[n] = '\0';
   return 0;
+}
+
+int pst_proc_env_int(const char *buf, size_t len, const char *key, int *out) {
+  size_t klen = strlen(key), i = 0;
+
+  /* NAME=VALUE strings, each ended by a NUL; the last may be cut short
+   * (a buffer too small, an environment rewritten meanwhile). */
+  while (i < len) {
+    const char *s = buf + i;
+    size_t slen = strnlen(s, len - i);
+    if (slen > klen && !memcmp(s, key, klen) && s[klen] == '=') {
+      char tmp[24], *end;
+      size_t vlen = slen - klen - 1;
+      long v;
+      if (vlen >= sizeof(tmp))
+        return -EINVAL;
+      memcpy(tmp, s + klen + 1, vlen);
+      tmp[vlen] = '\0';
+      errno = 0;
+      v = strtol(tmp, &end, 10);
+      if (end == tmp || *end || errno || v < INT_MIN || v > INT_MAX)
+        return -EINVAL;
+      *out = (int)v;
+      return 0;
+    }
+    i += slen + 1;
+  }
+  return -ENOENT;
+}
+
+void pst_proc_args_join(char *buf, size_t len) {
+  if (!len)
+    return;
+  for (size_t i = 0; i + 1 < len; i++)
+    if (buf[i] == '\0')
+      buf[i] = ' ';
+}
+
+void pst_proc_cgroup_name(char *buf, char *out, size_t len) {
+  char *line = buf, *p = buf, *last;
+
+  /* The v2 line starts a line: a "0::" inside a v1 line's path (which a
+   * container may name) is not it. */
+  for (;;) {
+    if (!strncmp(p, "0::", 3)) {
+      line = p;
+      break;
+    }
+    p = strchr(p, '\n');
+    if (!p)
+      break;
+    p++;
+  }
+  line[strcspn(line, "\n")] = '\0';
+  last = strrchr(line, '/');
+  snprintf(out, len, "%s", last && last[1] ? last + 1 : "pidns");
+}
+
+int pst_proc_next_pid(const char **p, pid_t *pid) {
+  for (;;) {
+    char *end;
+    long v;
+    errno = 0;
+    v = strtol(*p, &end, 10);
+    if (end == *p)
+      return 0;
+    *p = end;
+    if (!errno && v > 0 && v <= INT_MAX) {
+      *pid = (pid_t)v;
+      return 1;
+    }
+  }
 }

@@ -26,6 +26,10 @@ ssize_t pst_proc_read(const char *path, char *buf, size_t len);
 
 /* Parses /proc/pid/status into *st. 0, -ESRCH, or -errno. */
 int pst_proc_status(pid_t pid, struct pst_proc_status *st);
+/* The same from the text of a status file (NUL-terminated; split into
+ * lines in place); nspid is pid unless an NSpid line says otherwise, and a
+ * pid field that is not a number in [0, INT_MAX] reads as 0. Returns 0. */
+int pst_proc_parse_status(char *buf, pid_t pid, struct pst_proc_status *st);
 
 /* Lists /proc/pid/task. *tids is malloc'ed, the caller frees it. Returns the
  * count or -errno. */
@@ -51,6 +55,8 @@ int pst_proc_task_schedstat_open(pid_t pid, pid_t tid);
  * pread: it changes whenever the thread has run. 0, -ESRCH (gone),
  * -EBADF, -EINVAL, or -errno. */
 int pst_proc_schedstat_fd(int fd, uint64_t *ran_ns);
+/* The same from the text of a schedstat file. 0 or -EINVAL. */
+int pst_proc_parse_schedstat(const char *buf, uint64_t *ran_ns);
 
 /* State and start time through such an fd: one pread. 0, -ESRCH (the
  * thread is gone), -EBADF (fd < 0), -EINVAL, or -errno. */
@@ -75,11 +81,34 @@ struct pst_proc_image {
 
 /* Reads pid's image from /proc/pid/stat. 0, -ESRCH, or -errno. */
 int pst_proc_image(pid_t pid, struct pst_proc_image *im);
+/* The same from the text of a stat file (NUL-terminated). 0 or -EINVAL. */
+int pst_proc_parse_image(const char *buf, struct pst_proc_image *im);
 
 /* Thread name from /proc/pid/task/tid/comm, without the newline. */
 int pst_proc_task_comm(pid_t pid, pid_t tid, char *buf, size_t len);
 
 /* Target of /proc/pid/exe, as a path in the target's mount namespace. */
 int pst_proc_exe(pid_t pid, char *buf, size_t len);
+
+/* The integer value of KEY in the text of an environ file (len bytes of
+ * NUL-ended NAME=VALUE strings, the last possibly cut short): 0 with *out
+ * set, -ENOENT when KEY is not there, -EINVAL when its value is not a
+ * decimal int (the target's environment is its own to write). */
+int pst_proc_env_int(const char *buf, size_t len, const char *key, int *out);
+
+/* A cmdline file's text (len bytes read, buf[len] its NUL) made one line:
+ * the NULs between arguments become spaces, in place. */
+void pst_proc_args_join(char *buf, size_t len);
+
+/* The name of a container from the text of a cgroup file (NUL-terminated,
+ * modified): the last part of the v2 line ("0::/system.slice/docker-ID.scope"
+ * gives "docker-ID.scope"), else of the first line, else "pidns"; written
+ * into out (size len, truncated, always NUL-terminated). */
+void pst_proc_cgroup_name(char *buf, char *out, size_t len);
+
+/* The next pid in a list of decimal pids separated by spaces (a children
+ * file, NUL-terminated): 1 with *pid set and *p moved past it, 0 at the end.
+ * Numbers that are not a pid (0, negative, beyond INT_MAX) are skipped. */
+int pst_proc_next_pid(const char **p, pid_t *pid);
 
 #endif

@@ -126,17 +126,13 @@ struct rec {
 
 static int read_env_int(pid_t pid, const char *key, int *out) {
   char path[64], buf[65536];
-  size_t klen = strlen(key);
   ssize_t n;
 
   snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
   n = pst_proc_read(path, buf, sizeof(buf));
-  for (ssize_t i = 0; n > 0 && i < n; i += (ssize_t)strlen(buf + i) + 1)
-    if (!strncmp(buf + i, key, klen) && buf[i + klen] == '=') {
-      *out = atoi(buf + i + klen + 1);
-      return 0;
-    }
-  return -ENOENT;
+  if (n < 0)
+    return (int)n;
+  return pst_proc_env_int(buf, (size_t)n, key, out);
 }
 
 static void read_cmdline(pid_t pid, char *buf, size_t len) {
@@ -145,11 +141,10 @@ static void read_cmdline(pid_t pid, char *buf, size_t len) {
 
   snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
   n = pst_proc_read(path, buf, len);
-  for (ssize_t i = 0; i + 1 < n; i++)
-    if (buf[i] == '\0')
-      buf[i] = ' ';
   if (n <= 0)
     buf[0] = '\0';
+  else
+    pst_proc_args_join(buf, (size_t)n);
 }
 
 static struct entry *add_entry(struct rec *r, pid_t pid) {
@@ -183,7 +178,7 @@ static uint64_t pidns_of(const char *pid) {
 /* A process in another pid namespace than ours: the last part of its
  * cgroup (v2: "0::/system.slice/docker-ID.scope"), else "". */
 static void container_of(struct rec *r, pid_t pid, char *out, size_t len) {
-  char path[64], buf[4096], *line, *last;
+  char path[64], buf[4096];
   uint64_t ns;
 
   out[0] = '\0';
@@ -194,12 +189,7 @@ static void container_of(struct rec *r, pid_t pid, char *out, size_t len) {
   snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
   if (pst_proc_read(path, buf, sizeof(buf)) <= 0)
     return;
-  line = strstr(buf, "0::");
-  if (!line)
-    line = buf;
-  line[strcspn(line, "\n")] = '\0';
-  last = strrchr(line, '/');
-  snprintf(out, len, "%s", last && last[1] ? last + 1 : "pidns");
+  pst_proc_cgroup_name(buf, out, len);
 }
 
 /* Tries to attach e. Returns 0 when attached, 1 to retry later, or a
@@ -670,17 +660,15 @@ static void find_children(struct rec *r, pid_t pid) {
   int n = pst_proc_tasks(pid, &tids);
 
   for (int i = 0; i < n; i++) {
-    char path[80], buf[4096], *p, *end;
+    char path[80], buf[4096];
+    const char *p = buf;
+    pid_t c;
     snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid,
              (int)tids[i]);
     if (pst_proc_read(path, buf, sizeof(buf)) <= 0)
       continue;
-    for (p = buf;; p = end) {
-      long c = strtol(p, &end, 10);
-      if (end == p)
-        break;
-      add_entry(r, (pid_t)c);
-    }
+    while (pst_proc_next_pid(&p, &c))
+      add_entry(r, c);
   }
   if (n > 0)
     free(tids);

@@ -20,7 +20,8 @@
   X(strtab_intern)                                                             \
   X(profile_runs_and_dedup) X(hash_functions) X(hash_table) X(dmcache_slots)  \
   X(top_filter_and_stack) X(window_per_process) X(window_shared)          \
-  X(esc_controls) X(esc_bounds) X(esc_no_raw_controls)
+  X(esc_controls) X(esc_bounds) X(esc_no_raw_controls)                         \
+  X(proc_cgroup_name) X(proc_maps_refused) X(proc_env_and_children)
 
 #define PST_PY_TESTS(X)                                                        \
   X(debug_offsets_313) X(layout_check_bounds) X(target_never_left_traced) X(target_exits_hide_no_thread)
