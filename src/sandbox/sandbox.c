@@ -23,6 +23,16 @@
 
 static atomic_ulong violations;
 
+/* LeakSanitizer stops the world at exit from a clone() of its own with
+ * every signal blocked: a call the filter refuses there kills that clone
+ * silently and leaves pystitch waiting for it forever. The sanitizer build
+ * keeps the capabilities and no_new_privs, not the filter. */
+#if defined(__SANITIZE_ADDRESS__)
+static const int sanitizer_build = 1;
+#else
+static const int sanitizer_build = 0;
+#endif
+
 /* ---- capabilities ---- */
 
 static int drop_caps(const struct pst_sandbox_opts *o) {
@@ -148,18 +158,9 @@ static const char *const allowed[] = {
 /* ptrace requests pystitch makes: seize, interrupt, continue and detach a
  * thread, read its registers or a word. Never one that writes. */
 static const long ptrace_allowed[] = {
-    PTRACE_SEIZE,
-    PTRACE_INTERRUPT,
-    PTRACE_CONT,
-    PTRACE_DETACH,
-    PTRACE_GETREGS,
-    0x4204 /* GETREGSET */,
-    PTRACE_PEEKDATA,
-    0x4201 /* GETEVENTMSG */,
-#if defined(__SANITIZE_ADDRESS__)
-    /* LeakSanitizer's stop-the-world at exit, in the sanitizer build. */
-    PTRACE_ATTACH,
-#endif
+    PTRACE_SEIZE,    PTRACE_INTERRUPT,         PTRACE_CONT,
+    PTRACE_DETACH,   PTRACE_GETREGS,           0x4204 /* GETREGSET */,
+    PTRACE_PEEKDATA, 0x4201 /* GETEVENTMSG */,
 };
 
 static void on_sigsys(int sig, siginfo_t *si, void *ctx) {
@@ -251,7 +252,9 @@ int pst_sandbox_enter(const struct pst_sandbox_opts *o) {
     pst_warn("sandbox: no_new_privs not set: %s", strerror(-e));
     err = err ? err : e;
   }
-  if (o->filter) {
+  if (o->filter && sanitizer_build) {
+    pst_info("sandbox: no system-call filter in a sanitizer build");
+  } else if (o->filter) {
     e = load_filter();
     if (e) {
       pst_warn("sandbox: no system-call filter: %s", strerror(-e));

@@ -28,6 +28,8 @@ class Receiver:
         self.requests = []  # every request, as a dict
         self.conns = set()  # open connections, closed by stop()
         self.lock = threading.Lock()
+        self.idle = threading.Condition(self.lock)
+        self.answering = 0  # requests between recorded and answered
         recv = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -57,6 +59,8 @@ class Receiver:
                 # the list first).
                 with recv.lock:
                     recv.requests.append(r)
+                    if mode != "hang":
+                        recv.answering += 1
                 if mode == "hang":
                     time.sleep(recv.hang_s)
                     status = 200
@@ -71,6 +75,11 @@ class Receiver:
                     if mode != "hang":  # the client saw no answer: not taken
                         with recv.lock:
                             recv.requests.remove(r)
+                finally:
+                    if mode != "hang":
+                        with recv.lock:
+                            recv.answering -= 1
+                            recv.idle.notify_all()
 
             def setup(self):
                 http.server.BaseHTTPRequestHandler.setup(self)
@@ -107,6 +116,11 @@ class Receiver:
                 except OSError:
                     pass
             self.conns.clear()
+            # What was being answered is taken or not by now: the list is
+            # final when stop() returns.
+            deadline = time.time() + 5
+            while self.answering and time.time() < deadline:
+                self.idle.wait(0.05)
 
 
 def profile_part(r):
