@@ -124,18 +124,18 @@ static int start_layout(const struct thread_db *db, enum pst_arch arch,
  * separate debug file's symbols (a libc whose .symtab was stripped and
  * whose descriptors are not dynamic: glibc < 2.34's libpthread). Fills the
  * start_* fields of tsd, logging a layout that stays unknown. */
-static void find_start_layout(const struct pst_elf *e, pid_t pid,
-                              const char *path, enum pst_arch arch,
-                              struct pst_tsd *tsd) {
+static void find_start_layout(const struct pst_elf *e,
+                              const struct pst_debuginfo_where *w,
+                              enum pst_arch arch, struct pst_tsd *tsd) {
   struct thread_db db = {.bytes = e, .syms = e};
-  struct pst_debuginfo_where w = {.path = path, .pid = pid};
+  const char *path = tsd->libc_path;
   struct pst_elf *d = NULL;
   char found[512];
   int err;
 
   err = start_layout(&db, arch, &tsd->start_offset);
   if (err == PST_ENOSYM &&
-      pst_debuginfo_open(e, &w, &d, found, sizeof(found), NULL) == 0) {
+      pst_debuginfo_open(e, w, &d, found, sizeof(found), NULL) == 0) {
     db.syms = d;
     err = start_layout(&db, arch, &tsd->start_offset);
     if (err == 0)
@@ -216,13 +216,66 @@ int pst_tsd_loading(const struct pst_maps *maps) {
   return loader;
 }
 
+int pst_tsd_analyse_elf(const struct pst_elf *e,
+                        const struct pst_debuginfo_where *w,
+                        enum pst_arch arch, struct pst_tsd *tsd) {
+  struct pst_tsd_layout db;
+  char why[128] = "";
+  int err, have_db;
+
+  have_db = thread_db_layout(&(struct thread_db){e, e}, arch, &db) == 0;
+  if (tsd->is_musl)
+    snprintf(tsd->start_method, sizeof(tsd->start_method),
+             "unknown for musl: its struct pthread keeps no start routine "
+             "(musl 1.2 passes it in struct start_args on the new thread's "
+             "stack)");
+  else
+    find_start_layout(e, w, arch, tsd);
+  err = decode_getspecific(e, arch, &tsd->layout, why, sizeof(why));
+  if (err == 0) {
+    if (have_db && !tsd->layout.has_l2) {
+      /* The decoder saw only the fast path: take the second level from the
+       * descriptors. */
+      tsd->layout.has_l2 = 1;
+      tsd->layout.l2_offset = db.l2_offset;
+      tsd->layout.l2_data = db.l2_data;
+    }
+    if (have_db && (db.multiplier != tsd->layout.multiplier ||
+                    db.l2_offset != tsd->layout.l2_offset)) {
+      snprintf(tsd->method, sizeof(tsd->method),
+               "disassembly (disagrees with _thread_db: l2 0x%llx x%lld)",
+               (unsigned long long)db.l2_offset, (long long)db.multiplier);
+      pst_warn("TSD layout: %s", tsd->method);
+    } else {
+      snprintf(tsd->method, sizeof(tsd->method), "disassembly%s",
+               have_db ? ", matches _thread_db descriptors" : "");
+    }
+  } else if (have_db) {
+    tsd->layout = db;
+    /* With only the descriptors, use the double lookup for every key:
+     * specific[0] points at specific_1stblock. */
+    tsd->l2_only = 1;
+    snprintf(tsd->method, sizeof(tsd->method),
+             "_thread_db descriptors (disassembly failed: %s)", why);
+    pst_info("TSD layout: %s", tsd->method);
+  } else {
+    set_default(tsd, arch);
+    snprintf(tsd->method, sizeof(tsd->method),
+             "default for %s (disassembly failed: %s)",
+             tsd->is_musl ? "musl" : "glibc", why);
+    pst_warn("TSD layout: %s", tsd->method);
+  }
+  if (pst_elf_faulted(e)) /* truncated while read: zeros decoded */
+    return PST_EBADDATA;
+  return 0;
+}
+
 int pst_tsd_analyse(pid_t pid, const struct pst_maps *maps, enum pst_arch arch,
                     struct pst_tsd *tsd) {
   const struct pst_map *mp;
+  struct pst_debuginfo_where w = {0};
   struct pst_elf *e = NULL;
-  struct pst_tsd_layout db;
-  char why[128] = "";
-  int fd, err, have_db = 0;
+  int fd, err;
 
   memset(tsd, 0, sizeof(*tsd));
   mp = pst_maps_find_file(maps, is_libc);
@@ -271,54 +324,11 @@ int pst_tsd_analyse(pid_t pid, const struct pst_maps *maps, enum pst_arch arch,
     pst_warn("%s", tsd->method);
     return 0;
   }
-  have_db = thread_db_layout(&(struct thread_db){e, e}, arch, &db) == 0;
-  if (tsd->is_musl)
-    snprintf(tsd->start_method, sizeof(tsd->start_method),
-             "unknown for musl: its struct pthread keeps no start routine "
-             "(musl 1.2 passes it in struct start_args on the new thread's "
-             "stack)");
-  else
-    find_start_layout(e, pid, mp->path, arch, tsd);
-  err = decode_getspecific(e, arch, &tsd->layout, why, sizeof(why));
-  if (err == 0) {
-    if (have_db && !tsd->layout.has_l2) {
-      /* The decoder saw only the fast path: take the second level from the
-       * descriptors. */
-      tsd->layout.has_l2 = 1;
-      tsd->layout.l2_offset = db.l2_offset;
-      tsd->layout.l2_data = db.l2_data;
-    }
-    if (have_db && (db.multiplier != tsd->layout.multiplier ||
-                    db.l2_offset != tsd->layout.l2_offset)) {
-      snprintf(tsd->method, sizeof(tsd->method),
-               "disassembly (disagrees with _thread_db: l2 0x%llx x%lld)",
-               (unsigned long long)db.l2_offset, (long long)db.multiplier);
-      pst_warn("TSD layout: %s", tsd->method);
-    } else {
-      snprintf(tsd->method, sizeof(tsd->method), "disassembly%s",
-               have_db ? ", matches _thread_db descriptors" : "");
-    }
-  } else if (have_db) {
-    tsd->layout = db;
-    /* With only the descriptors, use the double lookup for every key:
-     * specific[0] points at specific_1stblock. */
-    tsd->l2_only = 1;
-    snprintf(tsd->method, sizeof(tsd->method),
-             "_thread_db descriptors (disassembly failed: %s)", why);
-    pst_info("TSD layout: %s", tsd->method);
-  } else {
-    set_default(tsd, arch);
-    snprintf(tsd->method, sizeof(tsd->method),
-             "default for %s (disassembly failed: %s)",
-             tsd->is_musl ? "musl" : "glibc", why);
-    pst_warn("TSD layout: %s", tsd->method);
-  }
-  if (e && pst_elf_faulted(e)) { /* truncated while read: zeros decoded */
-    pst_elf_close(e);
-    return PST_EBADDATA;
-  }
+  w.path = mp->path;
+  w.pid = pid;
+  err = pst_tsd_analyse_elf(e, &w, arch, tsd);
   pst_elf_close(e);
-  return 0;
+  return err;
 }
 
 int pst_tsd_start_routine(const struct pst_tsd *tsd, struct pst_mem *mem,

@@ -19,6 +19,9 @@
 #include "proc/maps.h"
 #include "proc/mem.h"
 
+struct pst_debuginfo_where;
+struct pst_elf;
+
 struct pst_tsd {
   struct pst_tsd_layout layout;
   char libc_path[512]; /* as the target sees it */
@@ -44,6 +47,17 @@ int pst_tsd_loading(const struct pst_maps *maps);
  * never guesses silently: a fallback is logged and named in tsd->method. */
 int pst_tsd_analyse(pid_t pid, const struct pst_maps *maps, enum pst_arch arch,
                     struct pst_tsd *tsd);
+
+/* The part of pst_tsd_analyse() that reads no /proc: the layout and the
+ * start routine's from e, the target's libc (or libpthread.so.0), already
+ * open. The caller has zeroed *tsd and set libc_path and is_musl; w says
+ * where e's separate debug file is looked for (its path, the target whose
+ * root is searched, the debug directories). Fills the rest of *tsd. 0, or
+ * PST_EBADDATA when e's file was truncated while read (what was decoded
+ * from it is not to be used). e stays the caller's. */
+int pst_tsd_analyse_elf(const struct pst_elf *e,
+                        const struct pst_debuginfo_where *w,
+                        enum pst_arch arch, struct pst_tsd *tsd);
 
 /* The start routine of the thread whose thread pointer is tp (fsbase on
  * x86_64, tpidr_el0 on aarch64): the function its pthread_create() was
