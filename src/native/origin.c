@@ -226,8 +226,9 @@ static int rtti_name(struct pst_mem *mem, uint64_t vptr, char *buf,
  * std::thread::_State *): the name of its dynamic type (RTTI), else of the
  * vtable's _M_run (symbols). Fills o->func, o->label and o->detail; leaves
  * them when anything does not fit. */
-static void std_thread(struct pst_resolver *r, struct pst_mem *mem,
-                       uint64_t arg, struct pst_origin *o) {
+static void std_thread(pst_origin_lookup_cb lookup, void *opaque,
+                       struct pst_mem *mem, uint64_t arg,
+                       struct pst_origin *o) {
   struct pst_resolved run = {0};
   uint64_t vptr, m_run;
   char type[1024], callable[256], shortname[PST_ORIGIN_LABEL_MAX];
@@ -236,7 +237,7 @@ static void std_thread(struct pst_resolver *r, struct pst_mem *mem,
   if (!mem || !arg || pst_mem_read_u64(mem, arg, &vptr))
     return;
   if (pst_mem_read_u64(mem, vptr + 8 * STATE_M_RUN_SLOT, &m_run) == 0 &&
-      pst_resolver_lookup(r, m_run, &run) == 0 && run.path)
+      lookup(opaque, m_run, &run) == 0 && run.path)
     where = base_name(run.path);
   if (!(rtti_name(mem, vptr, type, sizeof(type)) == 0 &&
         strstr(type, "std::thread::_State_impl<") &&
@@ -269,8 +270,19 @@ static void std_thread(struct pst_resolver *r, struct pst_mem *mem,
     snprintf(o->label, sizeof(o->label), "%s", shortname);
 }
 
+static int resolver_lookup(void *opaque, uint64_t addr,
+                           struct pst_resolved *out) {
+  return pst_resolver_lookup(opaque, addr, out);
+}
+
 void pst_origin_describe(struct pst_resolver *r, struct pst_mem *mem,
                          uint64_t fn, uint64_t arg, struct pst_origin *o) {
+  pst_origin_describe_with(resolver_lookup, r, mem, fn, arg, o);
+}
+
+void pst_origin_describe_with(pst_origin_lookup_cb lookup, void *opaque,
+                              struct pst_mem *mem, uint64_t fn, uint64_t arg,
+                              struct pst_origin *o) {
   struct pst_resolved at;
   char mod[64], shortname[PST_ORIGIN_LABEL_MAX];
   const char *f, *base;
@@ -282,7 +294,7 @@ void pst_origin_describe(struct pst_resolver *r, struct pst_mem *mem,
     snprintf(o->detail, sizeof(o->detail), "no start routine: the main thread");
     return;
   }
-  if (pst_resolver_lookup(r, fn, &at) || !at.path) {
+  if (lookup(opaque, fn, &at) || !at.path) {
     snprintf(o->detail, sizeof(o->detail), "started at 0x%llx, in no file",
              (unsigned long long)fn);
     return;
@@ -320,7 +332,7 @@ void pst_origin_describe(struct pst_resolver *r, struct pst_mem *mem,
      * libstdc++.so.6. */
     o->kind = PST_ORIGIN_STD_THREAD;
     snprintf(o->label, sizeof(o->label), "std::thread");
-    std_thread(r, mem, arg, o);
+    std_thread(lookup, opaque, mem, arg, o);
   } else if (f) {
     pst_origin_shorten(f, shortname, sizeof(shortname));
     snprintf(o->label, sizeof(o->label), "%s", shortname[0] ? shortname : f);

@@ -52,7 +52,13 @@
 #include <sys/types.h>
 
 struct pst_mem;
+struct pst_resolved;
 struct pst_resolver;
+
+/* Names target address addr as pst_resolver_lookup() does (opaque is the
+ * caller's): 0 with *out filled, else an error code. */
+typedef int (*pst_origin_lookup_cb)(void *opaque, uint64_t addr,
+                                    struct pst_resolved *out);
 
 enum pst_origin_kind {
   PST_ORIGIN_UNKNOWN = 0, /* no start routine known, or it is in no file */
@@ -90,6 +96,14 @@ struct pst_origin {
  * UNKNOWN, label ""). out is overwritten. */
 void pst_origin_describe(struct pst_resolver *r, struct pst_mem *mem,
                          uint64_t fn, uint64_t arg, struct pst_origin *out);
+
+/* pst_origin_describe() with the names from lookup(opaque, ...) instead
+ * of a resolver: for replaying names and memory captured elsewhere (and
+ * the fuzz harness). The strings lookup returns need only live until
+ * this returns. */
+void pst_origin_describe_with(pst_origin_lookup_cb lookup, void *opaque,
+                              struct pst_mem *mem, uint64_t fn, uint64_t arg,
+                              struct pst_origin *out);
 
 /* The origin of a start-routine layout that is unknown (pst_tsd's
  * -ENOSYS) or a read that failed: kind UNKNOWN, detail "start routine
