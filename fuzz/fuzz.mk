@@ -12,12 +12,14 @@ CPPFLAGS := -include config.h -I$(TOP)/include -I$(TOP)/src -I. \
 LIBS := $(shell pkg-config --libs $(PKGS)) -liberty
 
 HARNESSES := fuzz_elf fuzz_lines fuzz_disasm_x86_64 fuzz_disasm_aarch64 \
-	fuzz_frame fuzz_writers fuzz_proc fuzz_symtab fuzz_pyimage
+	fuzz_frame fuzz_writers fuzz_proc fuzz_symtab fuzz_pyimage fuzz_tsd \
+	fuzz_origin
 
 # Modules under test (the CLI, sampler and target layers are not needed).
 SRCS := $(wildcard $(addprefix $(TOP)/src/,util/*.c proc/*.c elf/*.c \
 	disasm/*.c libc/*.c python/*.c profile/*.c output/*.c \
-	native/debuginfo.c native/symtab.c native/module.c))
+	native/debuginfo.c native/symtab.c native/module.c native/origin.c \
+	native/resolve.c))
 OBJS := $(patsubst $(TOP)/%.c,obj/%.o,$(SRCS)) obj/proto/profile.pb-c.o
 
 all: $(HARNESSES) gen-frame-seeds

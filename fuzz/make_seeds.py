@@ -15,6 +15,17 @@
 #                  a C++ program, a MiniDebugInfo one (xz with a 64 KiB and
 #                  with the default dictionary), a stripped one followed by
 #                  its separate debug file, the vDSO
+#   tsd/           tiny shared objects carrying glibc's _thread_db_*
+#                  descriptors and pthread_getspecific bytes copied from
+#                  this machine's libc.so.6 (and musl's, from its
+#                  libc.so), then the thread descriptor and key block of a
+#                  live Python thread that set 40 keys (fuzz_tsd.c)
+#   origin/        std::threads of a live C++ program (lambda, member
+#                  function pointer, function pointer, c10::ThreadPool-like
+#                  constructor lambda, functor) with the _State objects,
+#                  vtables, type_info and names read from its memory;
+#                  libgomp, pthreadpool and CPython start routines; long
+#                  demangled names from libstdc++ (fuzz_origin.c)
 #   pyimage/       the thread-registry images captured from pyenv's CPythons
 #                  (tests/fixtures/registry-*.txt) in fuzz_pyimage.c's
 #                  binary form
@@ -333,6 +344,261 @@ def pyimage():
     print("pyimage: %d registry seeds" % len(paths))
 
 
+def elf_syms(path):
+    """{name: (vaddr, size)} of path's dynamic symbols (nm -D -S)."""
+    out = subprocess.check_output(["nm", "-D", "-S", path]).decode()
+    syms = {}
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 4:
+            syms.setdefault(f[3].split("@")[0], (int(f[0], 16), int(f[1], 16)))
+    return syms
+
+
+def elf_bytes(path, vaddr, size):
+    """size bytes at link-time address vaddr of ELF64 file path (its
+    PT_LOAD segments)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    phoff, = struct.unpack_from("<Q", data, 0x20)
+    phentsize, phnum = struct.unpack_from("<HH", data, 0x36)
+    for i in range(phnum):
+        p_type, _, off, va, _, filesz = struct.unpack_from(
+            "<IIQQQQ", data, phoff + i * phentsize)
+        if p_type == 1 and va <= vaddr and vaddr + size <= va + filesz:
+            return data[off + vaddr - va:off + vaddr - va + size]
+    raise ValueError("%s: 0x%x not in a segment" % (path, vaddr))
+
+
+def tiny_so(out, rodata, funcs):
+    """A shared object with the objects {name: bytes} in .rodata and the
+    functions {name: bytes} in .text, each with its size."""
+    asm = []
+    for sect, syms, kind in ((".rodata", rodata, "@object"),
+                             (".text", funcs, "@function")):
+        asm.append("\t.section %s" % sect)
+        for name, b in sorted(syms.items()):
+            asm += ["\t.globl %s" % name, "\t.type %s, %s" % (name, kind),
+                    "%s:" % name,
+                    "\t.byte " + ",".join(str(x) for x in b),
+                    "\t.size %s, %d" % (name, len(b))]
+    tmp = tempfile.mkdtemp()
+    try:
+        src = os.path.join(tmp, "t.s")
+        with open(src, "w") as f:
+            f.write("\n".join(asm) + "\n")
+        subprocess.check_call(["gcc", "-shared", "-nostdlib",
+                               "-Wl,--build-id=none", "-o", out, src])
+        with open(out, "rb") as f:
+            return f.read()
+    finally:
+        shutil.rmtree(tmp)
+
+
+def regions(pairs):
+    return b"".join(struct.pack("<QI", a, len(b)) + b for a, b in pairs)
+
+
+# struct header of fuzz_tsd.c: flags, elf_len, tp, key, pad, offset,
+# multiplier, l2_offset, l2_data, start_offset.
+TSD_HEADER = "<IIQII5q"
+
+LIVE_TSD = r"""
+import ctypes, struct, sys, threading
+libc = ctypes.CDLL("libc.so.6")
+libc.pthread_self.restype = ctypes.c_void_p
+spec = (ctypes.c_uint32 * 3).in_dll(libc, "_thread_db_pthread_specific")[2]
+size = (ctypes.c_uint32 * 3).in_dll(libc, "_thread_db_sizeof_pthread")[0]
+def run():
+    keys = []
+    for i in range(40):
+        k = ctypes.c_uint()
+        libc.pthread_key_create(ctypes.byref(k), None)
+        libc.pthread_setspecific(k, ctypes.c_void_p(0x1000 + i))
+        keys.append(k.value)
+    tp = libc.pthread_self()
+    desc = ctypes.string_at(tp, size)
+    l2 = struct.unpack_from("<Q", desc, spec + 8)[0]
+    out = [(tp, desc)]
+    if l2:
+        out.append((l2, ctypes.string_at(l2, 32 * 16)))
+    sys.stdout.write("%d %d\n" % (tp, keys[-1]))
+    for a, b in out:
+        sys.stdout.write("%d %s\n" % (a, b.hex()))
+t = threading.Thread(target=run)
+t.start()
+t.join()
+"""
+
+
+def tsd():
+    d = fresh("tsd")
+    libc = "/lib/x86_64-linux-gnu/libc.so.6"
+    syms = elf_syms(libc)
+    db = {n: elf_bytes(libc, *syms[n]) for n in syms
+          if n.startswith("_thread_db_")}
+    gs = {"pthread_getspecific": elf_bytes(libc, *syms["pthread_getspecific"])}
+    out = subprocess.check_output([sys.executable, "-c", LIVE_TSD]).decode()
+    lines_ = out.split("\n")
+    tp, key = (int(x) for x in lines_[0].split())
+    img = regions((int(a), bytes.fromhex(h)) for a, h in
+                  (l.split() for l in lines_[1:] if l))
+    so = os.path.join(d, "so")
+
+    def put(name, flags, elf, layout=(0, 0, 0, 0, 0)):
+        with open(os.path.join(d, name), "wb") as f:
+            f.write(struct.pack(TSD_HEADER, flags, len(elf), tp, key, 0,
+                                *layout) + elf + img)
+
+    put("glibc", 0, tiny_so(so, db, gs))
+    put("glibc-db-only", 0, tiny_so(so, db, {}))
+    put("glibc-code-only", 0, tiny_so(so, {}, gs))
+    put("glibc-db-aarch64", 1, tiny_so(so, db, {}))
+    musl = "/usr/lib/x86_64-linux-musl/libc.so"
+    if os.path.exists(musl):
+        m = elf_syms(musl)
+        put("musl", 2, tiny_so(so, {}, {"pthread_getspecific": elf_bytes(
+            musl, *m["pthread_getspecific"])}))
+    # No ELF: glibc 2.36's default layout and start routine (tsd.c), the
+    # l2-only double lookup, musl's indirect one.
+    start = struct.unpack_from("<III", db["_thread_db_pthread_start_routine"])[2]
+    put("layout-default", 8 | 32, b"", (0x318, 16, 0x510, 8, start))
+    put("layout-l2only", 8 | 16, b"", (0x318, 16, 0x510, 8, 0))
+    put("layout-musl", 4, b"", (0x80, 8, 0, 0, 0))
+    os.unlink(so)
+    print("tsd: %s" % " ".join(sorted(os.listdir(d))))
+
+
+LIVE_THREADS = r"""
+// Starts std::threads whose callables dump, from inside, their own
+// std::thread::_State: the start routine and argument from glibc's
+// struct pthread, the object, its vtable, type_info and name.
+#include <dlfcn.h>
+#include <pthread.h>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
+typedef unsigned long u64;
+static long start_off;
+static std::mutex mu;
+static void region(u64 a, size_t n) {
+  printf("region %lx ", a);
+  for (size_t i = 0; i < n; i++)
+    printf("%02x", ((const unsigned char *)a)[i]);
+  printf("\n");
+}
+static const char *nz(const char *s) { return s && *s ? s : "-"; }
+static void dump() {
+  std::lock_guard<std::mutex> g(mu);
+  u64 tp = (u64)pthread_self();
+  u64 fn = *(u64 *)(tp + start_off), arg = *(u64 *)(tp + start_off + 8);
+  u64 vptr = *(u64 *)arg, ti = *(u64 *)(vptr - 8), name = *(u64 *)(ti + 8);
+  u64 run = *(u64 *)(vptr + 16);
+  Dl_info a = {}, b = {};
+  dladdr((void *)fn, &a);
+  dladdr((void *)run, &b);
+  printf("thread %lx %lx %lx %lx %lx %s %s %s %s\n", fn, arg, run,
+         fn - (u64)a.dli_fbase, run - (u64)b.dli_fbase, nz(a.dli_fname),
+         nz(a.dli_sname), nz(b.dli_fname), nz(b.dli_sname));
+  region(arg, 16);
+  region(vptr - 16, 40);
+  region(ti, 16);
+  // origin.c reads the name page by page, up to 2047 bytes at once
+  size_t n = 4096 - (name & 4095);
+  region(name, n < 2047 ? n : 2047);
+  printf("end\n");
+}
+static void plain() { dump(); }
+namespace app {
+struct Worker { void run() { dump(); } };
+template <typename T> struct Functor { void operator()() const { dump(); } };
+void lambda() { std::thread([] { dump(); }).join(); }
+}
+namespace c10 {
+struct ThreadPool {
+  ThreadPool() { std::thread([this] { (void)this; dump(); }).join(); }
+};
+}
+int main(int argc, char **argv) {
+  start_off = argc > 1 ? atol(argv[1]) : 0;
+  app::Worker w;
+  app::lambda();
+  c10::ThreadPool pool;
+  std::thread(&app::Worker::run, &w).join();
+  std::thread(&plain).join();
+  std::thread(app::Functor<int>()).join();
+  return 0;
+}
+"""
+
+# struct header of fuzz_origin.c: fn, arg, run_lo, run_hi, vaddr,
+# run_vaddr, tid, flags.
+ORIGIN_HEADER = "<6QiI"
+
+
+def origin():
+    d = fresh("origin")
+    n = 0
+
+    def put(hdr, strs, img=b""):
+        nonlocal n
+        n += 1
+        with open(os.path.join(d, "%02d" % n), "wb") as f:
+            f.write(struct.pack(ORIGIN_HEADER, *hdr) +
+                    b"".join(x.encode() + b"\0" for x in strs) + img)
+
+    libc = "/lib/x86_64-linux-gnu/libc.so.6"
+    start = struct.unpack_from("<III", elf_bytes(
+        libc, *elf_syms(libc)["_thread_db_pthread_start_routine"]))[2]
+    tmp = tempfile.mkdtemp()
+    try:
+        src = os.path.join(tmp, "t.cc")
+        exe = os.path.join(tmp, "threads")
+        with open(src, "w") as f:
+            f.write(LIVE_THREADS)
+        subprocess.check_call(["g++", "-O0", "-rdynamic", "-pthread", "-o",
+                               exe, src, "-ldl"])
+        out = subprocess.check_output([exe, str(start)]).decode()
+    finally:
+        shutil.rmtree(tmp)
+    th, img = None, []
+    for line in out.splitlines():
+        f = line.split()
+        if f[0] == "thread":
+            th, img = f[1:], []
+        elif f[0] == "region":
+            img.append((int(f[1], 16), bytes.fromhex(f[2])))
+        elif f[0] == "end":
+            fn, arg, run, va, rva = (int(x, 16) for x in th[:5])
+            strs = [x if x != "-" else "" for x in th[5:9]]
+            flags = (2 if not strs[1] else 0) | (8 if not strs[3] else 0)
+            strs[2] = os.path.basename(strs[2]) or "threads"
+            put((fn, arg, run, run + 1, va, rva, 1000 + n, flags),
+                strs + ["PTThreadPool", "python3"], regions(img))
+    # Names only (no memory): the pools, CPython, a named thread.
+    gomp = "/usr/lib/x86_64-linux-gnu/libgomp.so.1.0.0"
+    put((0x7f0000001000, 0, 0, 0, 0x1000, 0, 7, 0),
+        [gomp, "gomp_thread_start", "", "", "PTThreadPool", "python3"])
+    put((0x7f0000002000, 0, 0, 0, 0xd790, 0, 8, 2 | 16),
+        ["/opt/lib/libpthreadpool.so.0", "", "", "", "", "python3"])
+    put((0x401000, 0, 0, 0, 0x1000, 0, 9, 0),
+        ["/usr/bin/python3.11", "pythread_wrapper", "", "", "worker-1",
+         "python3.11"])
+    put((0, 0, 0, 0, 0, 0, 10, 0), ["", "", "", "", "python3", "python3"])
+    # The longest demangled operator names of this machine's libstdc++.
+    cxx = "/usr/lib/x86_64-linux-gnu/libstdc++.so.6"
+    if os.path.exists(cxx):
+        names = subprocess.check_output(["nm", "-DC", cxx]).decode()
+        names = [l.split(" ", 2)[2] for l in names.splitlines()
+                 if l.count(" ") >= 2 and "operator" in l]
+        for name in sorted(names, key=len)[-4:]:
+            put((0x7f0000003000, 0, 0, 0, 0x3000, 0, 11, 0),
+                ["/opt/lib/libfoo.so.1", name, "", "", "", ""])
+    print("origin: %d seeds" % n)
+
+
 if __name__ == "__main__":
     lines()
     disasm()
@@ -341,3 +607,5 @@ if __name__ == "__main__":
     proc()
     symtab()
     pyimage()
+    tsd()
+    origin()
