@@ -88,8 +88,8 @@ char *pst_origin_shorten(const char *func, char *buf, size_t len) {
         tmp[n++] = ')';
         p += 2;
       }
-      if (!*p)
-        break;
+      if (!*p || n + 1 >= sizeof(tmp))
+        break; /* full: what follows would be stored past tmp's end */
     }
     if (*p == '<' || *p == '(' || *p == '{' || *p == '[') {
       if (depth == 0 && *p == '(')

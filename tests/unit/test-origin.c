@@ -217,6 +217,15 @@ TEST_IMPL(origin_shorten) {
     ASSERT_STR_EQ(pst_origin_shorten(v[i].in, buf, sizeof(buf)), v[i].out);
   ASSERT_STR_EQ(pst_origin_shorten("abcdefghijkl", small, sizeof(small)),
                 "abcdefg");
+  {
+    /* An operator whose characters fill the copy (fuzz_origin): cut, not
+     * one byte past the end of the copy. */
+    char name[400];
+    memset(name, '+', sizeof(name) - 1);
+    memcpy(name, "operator", 8);
+    name[sizeof(name) - 1] = '\0';
+    ASSERT_STR_EQ(pst_origin_shorten(name, small, sizeof(small)), "operato");
+  }
   return 0;
 }
 
