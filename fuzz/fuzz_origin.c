@@ -30,20 +30,20 @@
 #define NSTR 6
 
 struct header {
-  uint64_t fn, arg;         /* the start routine and its argument */
-  uint64_t run_lo, run_hi;  /* where the second pair of names answers */
+  uint64_t fn, arg;        /* the start routine and its argument */
+  uint64_t run_lo, run_hi; /* where the second pair of names answers */
   uint64_t vaddr, run_vaddr;
   int32_t tid;
   uint32_t flags; /* FLAG_*: which strings are NULL instead */
 };
 
-#define FLAG_NO_PATH 1u      /* the start routine is in no file */
-#define FLAG_NO_FUNC 2u      /* ... or in no function */
-#define FLAG_NO_RUN_PATH 4u  /* _M_run is in no file */
-#define FLAG_NO_RUN_FUNC 8u  /* ... or in no function */
-#define FLAG_NO_COMM 16u     /* comm NULL */
-#define FLAG_NO_MAIN 32u     /* main_comm NULL */
-#define FLAG_NO_MEM 64u      /* no memory reader */
+#define FLAG_NO_PATH 1u       /* the start routine is in no file */
+#define FLAG_NO_FUNC 2u       /* ... or in no function */
+#define FLAG_NO_RUN_PATH 4u   /* _M_run is in no file */
+#define FLAG_NO_RUN_FUNC 8u   /* ... or in no function */
+#define FLAG_NO_COMM 16u      /* comm NULL */
+#define FLAG_NO_MAIN 32u      /* main_comm NULL */
+#define FLAG_NO_MEM 64u       /* no memory reader */
 #define FLAG_LOOKUP_FAIL 128u /* the lookup of fn fails */
 
 static struct pst_mem_region regions[REGIONS_MAX];
@@ -140,8 +140,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!(buf = malloc(lens[i] ? lens[i] : 1)))
       break;
     pst_origin_thread_name(h.flags & FLAG_NO_COMM ? NULL : nm.s[4],
-                           h.flags & FLAG_NO_MAIN ? NULL : nm.s[5], &o,
-                           h.tid, buf, lens[i]);
+                           h.flags & FLAG_NO_MAIN ? NULL : nm.s[5], &o, h.tid,
+                           buf, lens[i]);
     if (lens[i])
       check_str(buf, lens[i]);
     pst_origin_thread_name(nm.s[4], nm.s[5], NULL, h.tid, buf, lens[i]);

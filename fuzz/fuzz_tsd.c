@@ -99,8 +99,7 @@ static int analyse(const struct header *h, const uint8_t *p,
   strcpy(tsd->libc_path, w.path);
   tsd->is_musl = !!(h->flags & FLAG_MUSL);
   err = pst_tsd_analyse_elf(
-      e, &w, h->flags & FLAG_AARCH64 ? PST_ARCH_AARCH64 : PST_ARCH_X86_64,
-      tsd);
+      e, &w, h->flags & FLAG_AARCH64 ? PST_ARCH_AARCH64 : PST_ARCH_X86_64, tsd);
   pst_elf_close(e);
   check(tsd);
   if (tsd->is_musl && tsd->has_start)
@@ -149,8 +148,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     (void)pst_tsd_get(&tsd, &mem, h.tp, keys[i], &v);
   v = fn = 0;
   err = pst_tsd_get(&tsd, &mem, h.tp, h.key, &v);
-  if (pst_tsd_start_routine(&tsd, &mem, h.tp, &fn, &arg) == 0 &&
-      !tsd.has_start)
+  if (pst_tsd_start_routine(&tsd, &mem, h.tp, &fn, &arg) == 0 && !tsd.has_start)
     abort();
   if (getenv("FUZZ_TSD_VERBOSE")) /* to check that the seeds read */
     fprintf(stderr, "%s; %s; key %u: %d 0x%llx; start 0x%llx\n", tsd.method,

@@ -217,8 +217,8 @@ int pst_tsd_loading(const struct pst_maps *maps) {
 }
 
 int pst_tsd_analyse_elf(const struct pst_elf *e,
-                        const struct pst_debuginfo_where *w,
-                        enum pst_arch arch, struct pst_tsd *tsd) {
+                        const struct pst_debuginfo_where *w, enum pst_arch arch,
+                        struct pst_tsd *tsd) {
   struct pst_tsd_layout db;
   char why[128] = "";
   int err, have_db;

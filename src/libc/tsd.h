@@ -56,8 +56,8 @@ int pst_tsd_analyse(pid_t pid, const struct pst_maps *maps, enum pst_arch arch,
  * PST_EBADDATA when e's file was truncated while read (what was decoded
  * from it is not to be used). e stays the caller's. */
 int pst_tsd_analyse_elf(const struct pst_elf *e,
-                        const struct pst_debuginfo_where *w,
-                        enum pst_arch arch, struct pst_tsd *tsd);
+                        const struct pst_debuginfo_where *w, enum pst_arch arch,
+                        struct pst_tsd *tsd);
 
 /* The start routine of the thread whose thread pointer is tp (fsbase on
  * x86_64, tpidr_el0 on aarch64): the function its pthread_create() was
