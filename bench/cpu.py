@@ -8,7 +8,10 @@
 #                             [--rootfs DIR] (the interpreter in that rootfs,
 #                             as the tests run sid's: PATH inside it)
 # MODE: idle (--idle, every thread read each tick), active (the default:
-# running threads only) or native (--native --idle).
+# running threads only), native (--native --idle) or all (--all --idle,
+# the target found by --match: the sandbox's system-call filter on).
+# --base-args ARGS: more options for the base build's runs only (e.g.
+# "--no-sandbox" with --base ./pystitch: the filter's own cost).
 import argparse
 import os
 import re
@@ -22,13 +25,16 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
 import pytargets  # noqa: E402
 
 NEW = os.path.join(HERE, "..", "pystitch")
-MODES = {"idle": ["--idle"], "active": [], "native": ["--native", "--idle"]}
+MODES = {"idle": ["--idle"], "active": [], "native": ["--native", "--idle"],
+         "all": ["--all", "--match", "counter[.]py", "--idle"]}
 
 
 def run(pst, pid, rate, seconds, extra, strace=False):
     """(CPU seconds, thread-samples, syscalls {name: n}) of one record."""
-    cmd = [pst, "record", "-p", str(pid), "-r", str(rate), "-d",
-           str(seconds), "-f", "folded", "-o", "/tmp/pst-cpu.folded"] + extra
+    cmd = [pst, "record", "-r", str(rate), "-d", str(seconds), "-f",
+           "folded", "-o", "/tmp/pst-cpu.folded"] + extra
+    if "--all" not in extra:
+        cmd[2:2] = ["-p", str(pid)]
     calls = {}
     if strace:
         cmd = ["strace", "-f", "-c", "-e",
@@ -61,8 +67,10 @@ def main():
     ap.add_argument("--interp", default="/root/.pyenv/versions/3.12.1/bin/"
                     "python3.12")
     ap.add_argument("--rootfs", default=None)
+    ap.add_argument("--base-args", default="")
     a = ap.parse_args()
     builds = [("base", a.base), ("new", NEW)]
+    extra = {"base": a.base_args.split(), "new": []}
     t = pytargets.Target(pytargets.Interp("bench", a.interp, a.rootfs),
                          "counter.py",
                          ["8", "30"])
@@ -73,12 +81,12 @@ def main():
             for _ in range(a.rounds):
                 for name, pst in builds:
                     cpu, n, _ = run(pst, t.pid, rate, a.seconds,
-                                    MODES[a.mode])
+                                    MODES[a.mode] + extra[name])
                     us[name].append(1e6 * cpu / max(n, 1))
             line = "%5d Hz %-6s:" % (rate, a.mode)
             for name, pst in builds:
-                _, n, calls = run(pst, t.pid, rate, 1, MODES[a.mode],
-                                  strace=True)
+                _, n, calls = run(pst, t.pid, rate, 1,
+                                  MODES[a.mode] + extra[name], strace=True)
                 per = ", ".join("%s %.2f" % (k, v / max(n, 1))
                                 for k, v in sorted(calls.items()))
                 line += "  %s %.1f us (%s per thread-sample)" % (

@@ -151,7 +151,7 @@ static void find_start_layout(const struct pst_elf *e,
     return;
   }
   snprintf(tsd->start_method, sizeof(tsd->start_method),
-           "unknown: %s in %s (no debug file)",
+           "unknown: %s in %.60s (no debug file)",
            err == PST_ENOSYM ? "no _thread_db_pthread_start_routine"
                              : "unexpected _thread_db_pthread_start_routine",
            path);
