@@ -333,7 +333,13 @@ def check_torn(interp):
                         ["top"], ["top", "mid"], ["top", "mid", "leaf"]):
                     problems.append("%s: impossible stack %s" % (
                         mode or "default", names))
-            if total < 500:
+            # Enough stacks to see a wrong one. --blocking stops each
+            # thread it reads: on the 2-core VM a free-threaded 3.13t got
+            # 400-525 samples in 2 s with the build before issue 20 and
+            # after alike (late ticks), at the edge of the 500 asked of
+            # the default mode.
+            least = 250 if mode else 500
+            if total < least:
                 problems.append("%s: only %d samples" % (mode, total))
         return "\n".join(problems[:10])
     finally:
