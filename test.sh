@@ -2,7 +2,7 @@
 # test.sh: installs what the tests need, builds pystitch and runs the whole
 # test suite (as root on Debian 12+ / Ubuntu 22.04+): unit and integration
 # tests, then (tests/run.sh) tools/lint.sh, each fuzz harness for
-# PST_FUZZ_SECONDS (30) and the same suites on an ASan/UBSan build in
+# PST_FUZZ_SECONDS (60) and the same suites on an ASan/UBSan build in
 # build-asan/ (tests/asan.sh). PST_QUICK=1 leaves those three out. Last
 # line: "N passed, M failed, K skipped".
 set -eu

@@ -25,6 +25,7 @@
 #include "native/origin.h"
 #include "native/resolve.h"
 #include "proc/mem.h"
+#include "regions.h"
 
 #define REGIONS_MAX 1024
 #define NSTR 6
@@ -53,23 +54,9 @@ struct names {
   char *s[NSTR];
 };
 
+/* The regions of the image: how many. */
 static size_t image(const uint8_t *p, size_t n) {
-  size_t k = 0;
-
-  while (k < REGIONS_MAX && n >= 12) {
-    uint64_t addr;
-    uint32_t len;
-    memcpy(&addr, p, 8);
-    memcpy(&len, p + 8, 4);
-    p += 12;
-    n -= 12;
-    if (len > n)
-      break;
-    regions[k++] = (struct pst_mem_region){addr, p, len};
-    p += len;
-    n -= len;
-  }
-  return k;
+  return fuzz_regions(p, n, regions, REGIONS_MAX);
 }
 
 static int lookup(void *opaque, uint64_t addr, struct pst_resolved *out) {

@@ -22,6 +22,7 @@
 #include "python/dict.h"
 #include "python/layout.h"
 #include "python/python.h"
+#include "regions.h"
 
 #define REGIONS_MAX 1024
 #define TASKS_MAX 32
@@ -39,24 +40,9 @@ struct header {
 static struct pst_code_cache *cache;
 static struct pst_mem_region regions[REGIONS_MAX];
 
-/* The regions of the image after the header: how many. */
+/* The regions of the image: how many. */
 static size_t image(const uint8_t *p, size_t n) {
-  size_t k = 0;
-
-  while (k < REGIONS_MAX && n >= 12) {
-    uint64_t addr;
-    uint32_t len;
-    memcpy(&addr, p, 8);
-    memcpy(&len, p + 8, 4);
-    p += 12;
-    n -= 12;
-    if (len > n)
-      break;
-    regions[k++] = (struct pst_mem_region){addr, p, len};
-    p += len;
-    n -= len;
-  }
-  return k;
+  return fuzz_regions(p, n, regions, REGIONS_MAX);
 }
 
 /* struct pst_py as analysis leaves it for a target of h's version: 0, or

@@ -23,6 +23,7 @@
 #include "libc/tsd.h"
 #include "native/debuginfo.h"
 #include "proc/mem.h"
+#include "regions.h"
 #include "util/log.h"
 
 #define REGIONS_MAX 1024
@@ -49,22 +50,7 @@ static struct pst_mem_region regions[REGIONS_MAX];
 
 /* The regions of the image: how many. */
 static size_t image(const uint8_t *p, size_t n) {
-  size_t k = 0;
-
-  while (k < REGIONS_MAX && n >= 12) {
-    uint64_t addr;
-    uint32_t len;
-    memcpy(&addr, p, 8);
-    memcpy(&len, p + 8, 4);
-    p += 12;
-    n -= 12;
-    if (len > n)
-      break;
-    regions[k++] = (struct pst_mem_region){addr, p, len};
-    p += len;
-    n -= len;
-  }
-  return k;
+  return fuzz_regions(p, n, regions, REGIONS_MAX);
 }
 
 /* Every string of tsd must end inside its array. */
