@@ -140,7 +140,6 @@ struct pst_tpending {
   struct pst_py_check c;
 };
 
-/* Ends thread i's sample with walk result n (frames or error). */
 /* A truncated stack's outermost frame: the marker saying so, so that the
  * innermost frame kept is not taken for the root in a flame graph. The walk
  * stops at PST_TARGET_FRAMES_MAX frames with more to go, so the stack is
@@ -148,7 +147,7 @@ struct pst_tpending {
  * frame). Its last frame gives way to the marker when the array is full. */
 #define STR_(x) #x
 #define STR(x) STR_(x)
-static char truncated_name[] =
+static const char truncated_name[] =
     "[truncated: more than " STR(PST_TARGET_FRAMES_MAX) " frames deep]";
 
 static int truncated_marker(struct pst_thread *th, int n) {
@@ -159,6 +158,7 @@ static int truncated_marker(struct pst_thread *th, int n) {
   return n + 1;
 }
 
+/* Ends thread i's sample with walk result n (frames or error). */
 static void settle(struct pst_target *t, size_t i, int n, uint64_t thread_obj) {
   struct pst_tthread *x = &t->threads[i];
 
