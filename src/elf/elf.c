@@ -53,18 +53,18 @@ static pthread_mutex_t guard_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t guard_once = PTHREAD_ONCE_INIT;
 static struct sigaction guard_prev;
 static atomic_ulong guard_faults;
+static uintptr_t guard_page; /* the page size, read before any fault */
 
 static void guard_handler(int sig, siginfo_t *si, void *ctx) {
   uintptr_t a = (uintptr_t)si->si_addr;
-  long page = sysconf(_SC_PAGESIZE);
 
   (void)ctx;
   for (struct guard_chunk *c = &guard_first; c; c = atomic_load(&c->next))
     for (int i = 0; i < GUARD_CHUNK; i++) {
       struct guard_slot *g = &c->s[i];
       if (a >= atomic_load(&g->lo) && a < atomic_load(&g->hi)) {
-        void *at = (void *)(a & ~(uintptr_t)(page - 1));
-        if (mmap(at, (size_t)page, PROT_READ,
+        void *at = (void *)(a & ~(guard_page - 1));
+        if (mmap(at, (size_t)guard_page, PROT_READ,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == at) {
           atomic_store(&g->faulted, 1);
           atomic_fetch_add(&guard_faults, 1);
@@ -78,7 +78,10 @@ static void guard_handler(int sig, siginfo_t *si, void *ctx) {
 
 static void guard_install(void) {
   struct sigaction sa;
+  long page = sysconf(_SC_PAGESIZE);
 
+  /* sysconf() is not async-signal-safe: the handler reads this copy. */
+  guard_page = page > 0 ? (uintptr_t)page : 4096;
   memset(&sa, 0, sizeof(sa));
   sa.sa_sigaction = guard_handler;
   sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_RESTART;
