@@ -248,18 +248,14 @@ void pst_cli_sandbox(const struct pst_sampler_opts *o, void *arg) {
   /* A command started as sudo's user is signalled at the end. */
   so.keep_kill = o->argv && !o->keep_running && geteuid() == 0 &&
                  getenv("SUDO_UID") != NULL;
-  if (out && *out) {
-    char dir[4096];
-    const char *slash = strrchr(out, '/');
-    if (!slash)
-      snprintf(dir, sizeof(dir), ".");
-    else if (slash == out)
-      snprintf(dir, sizeof(dir), "/");
-    else
-      snprintf(dir, sizeof(dir), "%.*s", (int)(slash - out), out);
-    so.keep_dac_override = pst_sandbox_dir_needs_override(dir);
+  /* A file written at the end (not our own descriptor, -o -): its
+   * directory decides whether CAP_DAC_OVERRIDE stays. */
+  if (out && *out && pst_writer_own_fd(out) < 0) {
+    char *dir = pst_writer_dir_of(out);
+    so.keep_dac_override = dir && pst_sandbox_dir_needs_override(dir);
     if (so.keep_dac_override)
       pst_info("sandbox: CAP_DAC_OVERRIDE kept: %s is not ours to write", dir);
+    free(dir);
   }
   pst_sandbox_enter(&so);
 }

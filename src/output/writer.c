@@ -71,9 +71,7 @@ static int open_temp(const char *path, char **tmp, int *fd) {
   return 0;
 }
 
-/* The directory holding path ("." or "/" when that is all), malloc()ed,
- * or NULL when out of memory. */
-static char *dir_of(const char *path) {
+char *pst_writer_dir_of(const char *path) {
   const char *slash = strrchr(path, '/');
 
   if (!slash)
@@ -86,7 +84,7 @@ static char *dir_of(const char *path) {
 /* fsync() of the directory holding path, so that the rename is durable.
  * Best effort: the file is already in place when this runs. */
 static void sync_dir(const char *path) {
-  char *dir = dir_of(path);
+  char *dir = pst_writer_dir_of(path);
   int fd;
 
   if (!dir)
@@ -158,7 +156,7 @@ static int look(const char *path, int *dfd, const char **base, struct stat *dst,
       return -errno;
     return S_ISDIR(st->st_mode) ? -EISDIR : -ENOTDIR;
   }
-  dir = dir_of(path);
+  dir = pst_writer_dir_of(path);
   if (!dir)
     return -ENOMEM;
   *dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -182,7 +180,8 @@ out:
   return err;
 }
 
-/* A FIFO, device or socket at path itself (lstat), not planted. */
+/* A FIFO, device or socket at path itself (lstat); planted() is asked
+ * apart. */
 static int is_special(const struct stat *st) {
   return S_ISFIFO(st->st_mode) || S_ISCHR(st->st_mode) ||
          S_ISBLK(st->st_mode) || S_ISSOCK(st->st_mode);

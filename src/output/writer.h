@@ -84,6 +84,10 @@ enum pst_writer_kind {
  * 1), or -1 when it names none. Pure: nothing is looked up. */
 int pst_writer_own_fd(const char *path);
 
+/* The directory holding path ("." or "/" when that is all), malloc()ed
+ * (the caller frees it), or NULL when out of memory. */
+char *pst_writer_dir_of(const char *path);
+
 /* Which way pst_writer_save() would write path, checked without writing
  * or creating anything: a pst_writer_kind, or -errno: -EISDIR (path is a
  * directory), -ENOENT or -ENOTDIR (its directory is missing), -EBADF (a
