@@ -140,7 +140,7 @@ PST_API int pst_target_snapshot(struct pst_target *t,
  * sampling. */
 PST_API int pst_target_refresh(struct pst_target *t);
 
-/* One asyncio task of the target (CPython 3.11+). */
+/* One asyncio task of the target (CPython 3.8+). */
 enum {
   PST_TASK_ENDED = 1,
   PST_TASK_LOOP_IDLE,
@@ -154,7 +154,7 @@ struct pst_task {
   pid_t tid;      /* the thread whose task list holds it (its event
                      loop's), or 0: see no_thread */
   int no_thread;  /* with tid 0, why: PST_TASK_ENDED (its thread ended),
-                     PST_TASK_LOOP_IDLE (no thread runs its loop now, 3.11
+                     PST_TASK_LOOP_IDLE (no thread runs its loop now, 3.8
                      -3.13), PST_TASK_LOOP_UNKNOWN (its loop, of type
                      loop_type, does not say which thread runs it: uvloop
                      before 3.14), PST_TASK_LOOP_UNREAD (its loop could not
@@ -177,11 +177,32 @@ struct pst_task {
  * or PST_SAMPLE_BLOCKING in flags they are read again with their loop's
  * thread stopped for a moment. Returns the number of tasks,
  * PST_ENOSYM when the process has not imported asyncio, PST_EPYVERSION
- * before CPython 3.11, PST_EBADDATA for a build whose task layout is not
- * known (3.11-3.13), or -errno. The array is owned by the target and
+ * before CPython 3.8, PST_EBADDATA for a build whose task layout is not
+ * known (3.8-3.13), or -errno. The array is owned by the target and
  * valid until the next call. */
 PST_API int pst_target_tasks(struct pst_target *t, int flags,
                              const struct pst_task **tasks);
+
+/* Task i of the last pst_target_tasks() as one stack, the way `record
+ * --async` shows it: its coroutines, a "task NAME" marker frame, then each
+ * task awaiting it (its coroutines, its marker), outwards (at most
+ * PST_TASK_CHAIN_MAX tasks). *th is a thread that is not one: tid -TID of
+ * its loop's thread (with none: -(1 << 22) - no_thread, below every -TID),
+ * name "asyncio tasks of TID" (or "asyncio tasks (REASON)"), state 'S',
+ * idle unless the task runs. Returns 0; PST_ETORN when a task of the
+ * chain ran while it was read (the chain could mix two moments);
+ * -ENOMEM. The frames are owned by the target and valid until the next
+ * call, their strings until pst_target_close(). */
+PST_API int pst_target_task_stack(struct pst_target *t, int i,
+                                  struct pst_thread *th);
+
+/* Why pst_target_tasks() returned n (<= 0) for t, as a phrase about the
+ * process ("it has not imported asyncio", "it runs CPython 3.7: asyncio
+ * tasks are read on 3.8+ only", "no event loop runs a task now", else the
+ * error's pst_strerror()), into buf. Returns 1 when that is a failure
+ * worth a warning, 0 for a note. */
+PST_API int pst_target_tasks_why(const struct pst_target *t, int n, char *buf,
+                                 size_t len);
 
 /* Tasks one pst_target_tasks() reads at most. */
 #define PST_TASKS_MAX 10000
@@ -230,6 +251,41 @@ PST_API int pst_task_chain(const struct pst_task *tasks, int i, int *chain,
 #define PST_SAMPLE_GIL_ONLY                                                    \
   32 /* only the thread holding the GIL is read;
                                   the others: skipped 1, no frames */
+
+#define PST_SAMPLE_MARK_NATIVE                                                 \
+  128 /* without NATIVE: a thread with no Python
+                                  state is a one-frame stack
+                                  "[native thread]", not an error */
+
+/* Which threads a sample reads. */
+enum pst_mode {
+  PST_MODE_ACTIVE = 0, /* threads on a CPU (kernel state R) and the GIL
+                          holder: record's and top's default */
+  PST_MODE_ALL,        /* every thread (--idle; dump) */
+  PST_MODE_GIL,        /* only the thread holding the GIL (--gil; on a
+                          free-threaded build: the active threads) */
+};
+
+/* What a sample reads and shows, in one place: record, top and dump build
+ * it from their options with one function (the CLI's), and
+ * pst_policy_flags() makes it pst_target_sample()'s flags. */
+struct pst_policy {
+  enum pst_mode mode;
+  int states;      /* PST_MODE_ALL: read each thread's kernel state and the
+                      GIL holder anyway (dump shows them; record --idle
+                      saves a pread per thread) */
+  int blocking;    /* stop each thread while it is read */
+  int nonblocking; /* never stop a thread: a stack that keeps moving is
+                      an error (default: read again with only its thread
+                      stopped, PST_SAMPLE_EXACT) */
+  int native;      /* 1: native frames merged, 2: and the machinery */
+  int async;       /* asyncio tasks too (pst_target_task_stack()) */
+  int mark_native; /* a thread with no Python state is shown, as
+                      "[native thread]" (record, top), not an error */
+};
+
+/* The pst_target_sample() flags of policy p. */
+PST_API int pst_policy_flags(const struct pst_policy *p);
 
 /* Reads the Python stack of every thread known since the last refresh,
  * without ptrace (unless PST_SAMPLE_BLOCKING) and without listing /proc.

@@ -189,29 +189,15 @@ static void print_tasks_json(const struct pst_task *tk, int n) {
 /* --async: the tasks, or a note on stderr saying why there are none. */
 static int read_tasks(struct pst_target *t, pid_t pid, int flags,
                       const struct pst_task **tk) {
-  const struct pst_target_info *info = pst_target_info(t);
   int n = pst_target_tasks(t, flags, tk);
-  char type[PST_ESC_SIZE];
+  char type[PST_ESC_SIZE], why[160];
 
-  if (n == PST_EPYVERSION)
-    fprintf(stderr,
-            "pystitch: note: asyncio tasks are read on CPython 3.8+ only "
-            "(process %d runs %s); the thread stacks show the running "
-            "tasks\n",
-            (int)pid, pst_esc(type, sizeof(type), info->version));
-  else if (n == PST_ENOSYM)
-    fprintf(stderr,
-            "pystitch: note: process %d has no asyncio tasks to show: it has "
-            "not imported asyncio\n",
-            (int)pid);
-  else if (n < 0)
-    fprintf(stderr, "pystitch: warning: asyncio tasks of process %d: %s\n",
-            (int)pid, pst_strerror(n));
-  else if (n == 0)
-    fprintf(stderr,
-            "pystitch: note: process %d has no asyncio tasks (no event loop "
-            "runs a task now)\n",
-            (int)pid);
+  if (n <= 0)
+    fprintf(stderr, "pystitch: %s: process %d has no asyncio tasks: %s%s\n",
+            pst_target_tasks_why(t, n, why, sizeof(why)) ? "warning" : "note",
+            (int)pid, pst_esc(type, sizeof(type), why),
+            n == PST_EPYVERSION ? "; the thread stacks show the running tasks"
+                                : "");
   if (n >= 0 && pst_target_tasks_cut(t))
     fprintf(stderr,
             "pystitch: warning: process %d has more asyncio tasks than are "
@@ -236,17 +222,21 @@ int pst_cmd_dump(const struct pst_opts *o) {
   const struct pst_task *tasks = NULL;
   double t0, snap_ms;
   int n, rc, flags, ntasks = 0;
+  /* Every thread, its state shown; exact by default: a stack that keeps
+   * moving while it is read is read again with only its thread stopped
+   * (--nonblocking: never stop). */
+  struct pst_policy policy = {.mode = PST_MODE_ALL,
+                              .states = 1,
+                              .nonblocking = o->nonblocking,
+                              .native = o->native,
+                              .async = o->async};
 
   rc = pst_cli_open(o, &t);
   if (rc)
     return rc;
   t0 = pst_now_ms();
   n = pst_target_refresh(t);
-  /* Exact by default: a stack that keeps moving while it is read is read
-   * again with only its thread stopped (--nonblocking: never stop). */
-  flags = o->nonblocking ? 0 : PST_SAMPLE_EXACT;
-  if (o->native)
-    flags |= PST_SAMPLE_NATIVE | (o->native > 1 ? PST_SAMPLE_NATIVE_ALL : 0);
+  flags = pst_policy_flags(&policy);
   if (n >= 0)
     n = pst_target_sample(t, flags, &th);
   snap_ms = pst_now_ms() - t0;

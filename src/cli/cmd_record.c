@@ -119,17 +119,18 @@ int pst_cli_sampler_option(int c, const char *arg, const char *cmd,
   case 's':
     o->subprocesses = 1;
     return 1;
-  case PST_OPT_IDLE:
-    o->idle = 1;
+  case PST_OPT_IDLE: /* --gil wins, whatever the order */
+    if (o->policy.mode != PST_MODE_GIL)
+      o->policy.mode = PST_MODE_ALL;
     return 1;
   case PST_OPT_GIL:
-    o->gil_only = 1;
+    o->policy.mode = PST_MODE_GIL;
     return 1;
   case PST_OPT_NATIVE:
-    o->native = o->native ? o->native : 1;
+    o->policy.native = o->policy.native ? o->policy.native : 1;
     return 1;
   case PST_OPT_NONBLOCKING:
-    o->nonblocking = 1;
+    o->policy.nonblocking = 1;
     return 1;
   case PST_OPT_ALL:
     o->all = 1;
@@ -505,7 +506,7 @@ int pst_cmd_record(int argc, char **argv) {
       {"async", no_argument, NULL, O_ASYNC},
       PST_ALWAYS_LONGOPTS,
       {NULL, 0, NULL, 0}};
-  struct pst_sampler_opts o = {.rate_hz = 100};
+  struct pst_sampler_opts o = {.rate_hz = 100, .policy.mark_native = 1};
   struct pst_record_view view = {0, 0, 0};
   struct pst_record_consumer *rc_consumer = NULL;
   struct pst_consumer consumers[PST_SAMPLER_CONSUMERS_MAX];
@@ -552,16 +553,16 @@ int pst_cmd_record(int argc, char **argv) {
       view.by_function = 1;
       break;
     case O_BLOCKING:
-      o.blocking = 1;
+      o.policy.blocking = 1;
       break;
     case O_NATIVE_ALL:
-      o.native = 2;
+      o.policy.native = 2;
       break;
     case O_KEEP_RUNNING:
       o.keep_running = 1;
       break;
     case O_ASYNC:
-      o.async = 1;
+      o.policy.async = 1;
       break;
     case 'h':
       fputs(record_usage, stdout);

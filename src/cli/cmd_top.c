@@ -155,7 +155,7 @@ static void make_header(struct printer *p, uint64_t t_ns,
   live -= nogil; /* free-threaded: no GIL to hold */
   if (nogil && !live)
     snprintf(gil, sizeof(gil), ", no GIL (free-threaded)");
-  else if (ticks && live && !p->o->gil_only)
+  else if (ticks && live && p->o->policy.mode != PST_MODE_GIL)
     snprintf(gil, sizeof(gil), ", GIL held %.0f%%",
              100.0 * (double)pst_top_gil_samples(p->top) /
                  ((double)ticks * (double)live));
@@ -297,22 +297,20 @@ static void print_table(struct printer *p, uint64_t t_ns,
   pst_top_roll(p->top);
 }
 
-static void printer_tick(void *ctx, uint64_t t_ns,
-                         const struct pst_sampler_stats *st) {
+static int printer_tick(void *ctx, uint64_t t_ns,
+                        const struct pst_sampler_stats *st) {
   struct printer *p = ctx;
   int dirty;
 
   if (!p->screen) {
     if (!p->once && (double)(t_ns - p->last_ns) >= p->delay_s * 1e9)
       print_table(p, t_ns, st);
-    return;
+    return 0;
   }
   dirty = pst_top_screen_keys(&p->keys);
   p->now_ns = t_ns;
-  if (p->keys.quit) {
-    raise(SIGINT); /* the engine's way out: it stops at this tick */
-    return;
-  }
+  if (p->keys.quit)
+    return 1; /* the engine stops at this tick */
   if ((double)(t_ns - p->last_ns) >= p->delay_s * 1e9) {
     make_header(p, t_ns, st);
     pst_top_roll(p->top);
@@ -323,6 +321,7 @@ static void printer_tick(void *ctx, uint64_t t_ns,
   }
   if (dirty)
     draw(p);
+  return 0;
 }
 
 /* The targets are gone (or sampling ended): the last figures stay on the
@@ -374,7 +373,7 @@ int pst_cmd_top(int argc, char **argv) {
       {"plain", no_argument, NULL, O_PLAIN},
       {NULL, 0, NULL, 0}};
   static const char *sorts[] = {"own", "total", "own-time", "total-time"};
-  struct pst_sampler_opts o = {.rate_hz = 100};
+  struct pst_sampler_opts o = {.rate_hz = 100, .policy.mark_native = 1};
   struct printer p = {.delay_s = 1, .rows = 20, .o = &o};
   struct pst_consumer consumers[3];
   struct pst_sampler_stats st;

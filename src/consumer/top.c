@@ -139,10 +139,6 @@ static int top_sample(void *ctx, const struct pst_sample *s) {
     x->errors++;
     return 0;
   }
-  if (!th->nframes) {
-    x->idle++;
-    return 0;
-  }
   x->active++;
   x->stack_ns = s->t_ns ? s->t_ns : 1;
   x->nstack = 0;

@@ -224,13 +224,13 @@ static int sample(void *ctx, const struct pst_sample *s) {
   return pst_record_consumer_ops.sample(w->slot->rc, &rebased);
 }
 
-static void tick(void *ctx, uint64_t t_ns, const struct pst_sampler_stats *st) {
+static int tick(void *ctx, uint64_t t_ns, const struct pst_sampler_stats *st) {
   struct pst_window_consumer *c = ctx;
 
   (void)st;
   c->now_t = t_ns;
   if (t_ns < c->next_roll)
-    return;
+    return 0;
   /* The next end one window on (or from now, after a stall). */
   c->next_roll += c->o.window_ns;
   if (c->next_roll <= t_ns)
@@ -238,10 +238,11 @@ static void tick(void *ctx, uint64_t t_ns, const struct pst_sampler_stats *st) {
   if (!c->o.per_process) {
     if (c->shared && c->shared->prof)
       slot_roll(c, c->shared, NULL);
-    return;
+    return 0;
   }
   for (size_t i = 0; i < c->nprocs; i++)
     slot_roll(c, c->procs[i]->slot, c->procs[i]->p);
+  return 0;
 }
 
 const struct pst_consumer_ops pst_window_consumer_ops = {

@@ -1,14 +1,16 @@
 /* sampler.h: the sampling engine: one libuv loop that samples every thread
  * of every target process at a steady rate and hands each thread-sample to
  * its consumers (struct pst_consumer_ops): the profile builder of `record`
- * (consumer/record.h), and later the live view and the pusher.
+ * (consumer/record.h), the windows of --rotate and --push
+ * (consumer/window.h) and `top`'s counts (consumer/top.h).
  *
- * The engine alone decides which threads are read (idle, GIL, --native,
- * --blocking: sampling_flags() in sampler.c, applied by the target's
- * decide()); consumers get every thread's outcome, tagged, and only count
- * or aggregate. The engine owns the targets, the tick, the refresh of
- * threads and children, signals and the `-- command`; it counts the
- * sampling figures (struct pst_sampler_stats).
+ * What is read is the options' policy (struct pst_policy, made flags by
+ * pst_policy_flags() and applied per thread by the target's decide());
+ * consumers get every thread's outcome, tagged, and only count or
+ * aggregate. The engine owns the targets, the tick, the refresh of
+ * threads and children, signals, the host scan of --all and the
+ * `-- command`; it counts the sampling figures (struct
+ * pst_sampler_stats).
  *
  * Threading: everything, consumers included, runs on the calling thread,
  * which does every ptrace call (ptrace's rule).
@@ -32,28 +34,20 @@
 struct pst_sampler_opts {
   pid_t pids[PST_SAMPLER_PIDS_MAX];
   int npids;
-  char **argv;            /* `-- command` to spawn and sample, or NULL */
-  double rate_hz;         /* samples per second per thread */
-  double duration_s;      /* wall-clock limit, 0: none */
-  int idle;               /* read idle threads too */
-  int gil_only;           /* only the thread holding the GIL */
-  int subprocesses;       /* follow descendants */
-  int blocking;           /* stop each thread while reading it */
-  int nonblocking;        /* never stop a thread: a stack that keeps moving
-                           is counted as torn (default: read it again
-                           with only that thread stopped) */
-  int native;             /* 1: native frames merged, 2: and machinery */
-  int progress;           /* progress line on stderr */
-  int keep_running;       /* `-- command`: leave it running when sampling
+  char **argv;              /* `-- command` to spawn and sample, or NULL */
+  double rate_hz;           /* samples per second per thread */
+  double duration_s;        /* wall-clock limit, 0: none */
+  struct pst_policy policy; /* what is read (idle, GIL, blocking, native,
+                               asyncio tasks): pystitch.h */
+  int subprocesses;         /* follow descendants */
+  int progress;             /* progress line on stderr */
+  int keep_running;         /* `-- command`: leave it running when sampling
                            ends first (default: SIGINT, then SIGTERM) */
-  int all;                /* every Python process of the host, found by a
+  int all;                  /* every Python process of the host, found by a
                            /proc scan each second, until stopped */
-  const regex_t *match;   /* all: command lines to take (NULL: any) */
-  const regex_t *exclude; /* all: command lines to leave (NULL: none) */
-  int async;              /* asyncio tasks too (3.8+): every task's
-                             chain, under the tasks awaiting it, one
-                             sample of a thread "asyncio tasks" a tick */
-  int no_sandbox;         /* --no-sandbox: the CLI's ready() leaves the
+  const regex_t *match;     /* all: command lines to take (NULL: any) */
+  const regex_t *exclude;   /* all: command lines to leave (NULL: none) */
+  int no_sandbox;           /* --no-sandbox: the CLI's ready() leaves the
                              system-call filter out */
   /* Called once on the loop thread when the given pids are attached and
    * the command started, before the first tick (the CLI enters its
@@ -154,8 +148,9 @@ struct pst_consumer_ops {
   void (*proc_end)(void *ctx, const struct pst_sample_proc *p, void *proc_data);
   /* One thread-sample. 0, or -errno (counted in consumer_errors). */
   int (*sample)(void *ctx, const struct pst_sample *s);
-  /* After each tick, with the figures so far. */
-  void (*tick)(void *ctx, uint64_t t_ns, const struct pst_sampler_stats *st);
+  /* After each tick, with the figures so far. 0, or 1 to end sampling
+   * (as a signal would, without counting as one: `top`'s q). */
+  int (*tick)(void *ctx, uint64_t t_ns, const struct pst_sampler_stats *st);
 };
 
 struct pst_consumer {

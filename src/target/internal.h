@@ -28,6 +28,7 @@
 struct pst_native_sampler;
 struct pst_modcache;
 struct pst_resolver;
+struct pst_strtab;
 
 /* One OS thread as the target tracks it between refreshes. */
 struct pst_tthread {
@@ -89,9 +90,17 @@ struct pst_target {
   struct pst_py_task *py_tasks;
   struct pst_frame *task_frames;
   uint64_t *task_tstates;
-  uint64_t aio_looked_ns; /* when the maps were last searched for it */
-  int aio_err;            /* and what that search said */
+  struct pst_frame *task_stack;  /* pst_target_task_stack()'s frames */
+  struct pst_strtab *task_names; /* its "task NAME" markers */
+  uint64_t aio_looked_ns;        /* when the maps were last searched for it */
+  int aio_err;                   /* and what that search said */
 };
+
+/* ---- policy.c ---- */
+
+/* flags as this target can take them: the kernel state read where the
+ * flags need it, --gil on a free-threaded build made "active threads". */
+int pst_target_flags(const struct pst_target *t, int flags);
 
 /* ---- threads.c ---- */
 

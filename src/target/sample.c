@@ -243,6 +243,12 @@ static enum action decide(const struct pst_tthread *x, int flags,
   return flags & PST_SAMPLE_BLOCKING ? READ_BLOCKING : READ_PYTHON;
 }
 
+/* PST_SAMPLE_MARK_NATIVE: a thread with no Python state, running: its CPU
+ * time shows under one frame (without --native there is nothing more to
+ * read). */
+static const struct pst_frame native_marker = {"[native thread]", "", 0,
+                                               PST_FRAME_MARKER,  0,  0};
+
 /* --native, a thread in D or T: its Python frames (n of them, at the
  * start of its frame array) under a first frame saying why there are no
  * native ones. Returns the new count. */
@@ -332,15 +338,8 @@ int pst_target_sample(struct pst_target *t, int flags,
     err = native_init(t);
     if (err)
       return err;
-    flags &= ~PST_SAMPLE_NO_ACTIVITY; /* D-state threads must be skipped */
   }
-  /* No GIL (free-threaded): --gil keeps the threads on CPU instead; the
-   * sampler said so when it attached. */
-  if ((flags & PST_SAMPLE_GIL_ONLY) && t->py.lay.free_threaded)
-    flags = (flags & ~(PST_SAMPLE_GIL_ONLY | PST_SAMPLE_NO_ACTIVITY)) |
-            PST_SAMPLE_ACTIVE_ONLY;
-  if (flags & PST_SAMPLE_BLOCKING) /* blocking: must see T and D */
-    flags &= ~PST_SAMPLE_NO_ACTIVITY;
+  flags = pst_target_flags(t, flags);
   state_read = !(flags & PST_SAMPLE_NO_ACTIVITY);
   /* Without native_thread_id (before 3.11) only the thread's own /proc
    * files tell that it ended (its state may then be a new thread's). */
@@ -373,6 +372,12 @@ int pst_target_sample(struct pst_target *t, int flags,
       settle(t, i, -ESRCH, 0);
       continue;
     case NO_STATE:
+      if (flags & PST_SAMPLE_MARK_NATIVE) { /* shown, as what it is */
+        th->frames[0] = native_marker;
+        th->nframes = 1;
+        t->view[i] = *th;
+        continue;
+      }
       settle(t, i, x->tp_err ? x->tp_err : PST_ENOTHREADSTATE, 0);
       continue;
     case READ_NATIVE:

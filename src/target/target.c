@@ -15,6 +15,7 @@
 #include "target/internal.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/strtab.h"
 
 static enum pst_arch host_arch(void) {
 #if defined(__aarch64__)
@@ -146,6 +147,8 @@ void pst_target_close(struct pst_target *t) {
   free(t->py_tasks);
   free(t->task_frames);
   free(t->task_tstates);
+  free(t->task_stack);
+  pst_strtab_free(t->task_names);
   free(t->reg);
   free(t->refs);
   free(t->changed);

@@ -9,6 +9,7 @@
 #include "target/internal.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/strtab.h"
 
 #define TASKS_MAX PST_TASKS_MAX /* tasks read at most */
 #define FRAMES_MAX 65536        /* coroutine frames of them all */
@@ -213,3 +214,81 @@ int pst_target_tasks(struct pst_target *t, int flags,
 }
 
 int pst_target_tasks_cut(const struct pst_target *t) { return t->py.aio.cut; }
+
+int pst_target_tasks_why(const struct pst_target *t, int n, char *buf,
+                         size_t len) {
+  if (n == PST_EPYVERSION) {
+    snprintf(buf, len,
+             "it runs CPython %s: asyncio tasks are read on 3.8+ only",
+             t->info.version);
+    return 0;
+  }
+  if (n == PST_ENOSYM) {
+    snprintf(buf, len, "it has not imported asyncio");
+    return 0;
+  }
+  if (n == 0) {
+    snprintf(buf, len, "no event loop runs a task now");
+    return 0;
+  }
+  snprintf(buf, len, "%s", pst_strerror(n));
+  return 1;
+}
+
+/* What a task's stack is, as one string: "task NAME", interned. */
+static const char *task_marker(struct pst_target *t, const struct pst_task *k) {
+  char root[160];
+
+  if (!t->task_names && !(t->task_names = pst_strtab_new()))
+    return NULL;
+  snprintf(root, sizeof(root), "task %s", k->name[0] ? k->name : "?");
+  return pst_strtab_intern(t->task_names, root);
+}
+
+int pst_target_task_stack(struct pst_target *t, int i, struct pst_thread *th) {
+  const struct pst_task *tk = t->tasks, *k;
+  int chain[PST_TASK_CHAIN_MAX], len, torn = 0;
+  size_t nf = 0;
+
+  if (!tk || i < 0 || i >= TASKS_MAX)
+    return -EINVAL;
+  if (!t->task_stack &&
+      !(t->task_stack = calloc(PST_TARGET_FRAMES_MAX, sizeof(*t->task_stack))))
+    return -ENOMEM;
+  len = pst_task_chain(tk, i, chain, PST_TASK_CHAIN_MAX);
+  for (int c = 0; c < len; c++)
+    torn |= tk[chain[c]].torn;
+  if (torn)
+    return PST_ETORN;
+  k = &tk[i];
+  memset(th, 0, sizeof(*th));
+  /* A thread of its own (consumers key threads by tid): minus the loop
+   * thread's tid, or, with none, below every -TID (tids are below 2^22):
+   * one per reason. */
+  th->tid = k->tid ? -k->tid : -(1 << 22) - k->no_thread;
+  if (k->tid)
+    snprintf(th->name, sizeof(th->name), "asyncio tasks of %d", (int)k->tid);
+  else
+    snprintf(th->name, sizeof(th->name), "asyncio tasks (%s)",
+             pst_task_no_thread_str(k->no_thread));
+  th->state = 'S';
+  th->holds_gil = -1;
+  th->idle = !k->running;
+  th->frames = t->task_stack;
+  for (int c = 0; c < len && nf < PST_TARGET_FRAMES_MAX; c++) {
+    const struct pst_task *w = &tk[chain[c]];
+    for (int f = 0; f < w->nframes && nf < PST_TARGET_FRAMES_MAX; f++)
+      th->frames[nf++] = w->frames[f];
+    if (nf == PST_TARGET_FRAMES_MAX)
+      break;
+    th->frames[nf] = (struct pst_frame){.kind = PST_FRAME_MARKER};
+    th->frames[nf].name = task_marker(t, w);
+    th->frames[nf].filename = "";
+    if (!th->frames[nf].name)
+      return -ENOMEM;
+    nf++;
+  }
+  th->nframes = nf;
+  th->truncated = nf == PST_TARGET_FRAMES_MAX;
+  return 0;
+}

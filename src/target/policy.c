@@ -1,0 +1,39 @@
+/* policy.c: the one place that turns what the user asked for into what a
+ * sample reads: a struct pst_policy into pst_target_sample() flags, and
+ * those flags into what this target can do (no GIL, --native, --blocking).
+ * Which thread is then read is decided per thread by sample.c's decide(). */
+#include "pystitch.h"
+#include "target/internal.h"
+
+int pst_policy_flags(const struct pst_policy *p) {
+  int f = 0;
+
+  if (p->blocking)
+    f |= PST_SAMPLE_BLOCKING;
+  if (!p->nonblocking)
+    f |= PST_SAMPLE_EXACT;
+  if (p->native)
+    f |= PST_SAMPLE_NATIVE | (p->native > 1 ? PST_SAMPLE_NATIVE_ALL : 0);
+  if (p->mode == PST_MODE_ACTIVE || p->mode == PST_MODE_GIL)
+    f |= PST_SAMPLE_ACTIVE_ONLY;
+  if (p->mode == PST_MODE_GIL)
+    f |= PST_SAMPLE_GIL_ONLY;
+  if (p->mode == PST_MODE_ALL && !p->states)
+    f |= PST_SAMPLE_NO_ACTIVITY;
+  if (p->mark_native && !p->native)
+    f |= PST_SAMPLE_MARK_NATIVE;
+  return f;
+}
+
+int pst_target_flags(const struct pst_target *t, int flags) {
+  /* --native must skip threads in D (ptrace would wait for them) and
+   * --blocking must see T and D: both need the kernel state. */
+  if (flags & (PST_SAMPLE_NATIVE | PST_SAMPLE_BLOCKING))
+    flags &= ~PST_SAMPLE_NO_ACTIVITY;
+  /* No GIL (free-threaded): --gil keeps the threads on CPU instead; the
+   * sampler said so when it attached. */
+  if ((flags & PST_SAMPLE_GIL_ONLY) && t->py.lay.free_threaded)
+    flags = (flags & ~(PST_SAMPLE_GIL_ONLY | PST_SAMPLE_NO_ACTIVITY)) |
+            PST_SAMPLE_ACTIVE_ONLY;
+  return flags;
+}
