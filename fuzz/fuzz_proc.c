@@ -87,8 +87,8 @@ static void fuzz_text(int kind, char *text, size_t len) {
     break;
   }
   case F_SCHEDSTAT: {
-    uint64_t ran;
-    (void)pst_proc_parse_schedstat(text, &ran);
+    uint64_t run, wait;
+    (void)pst_proc_parse_schedstat(text, &run, &wait);
     break;
   }
   case F_ENVIRON: {

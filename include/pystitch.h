@@ -87,7 +87,11 @@ struct pst_thread {
   char origin[320];         /* no Python state: what started it ("started by
                            gomp_thread_start in libgomp.so.1"), else "" */
   int skipped;              /* 1 when the sample's flags left it unread
-                           (PST_SAMPLE_ACTIVE_ONLY, PST_SAMPLE_GIL_ONLY) */
+                           (PST_SAMPLE_ON_CPU, PST_SAMPLE_ACTIVE_ONLY,
+                           PST_SAMPLE_GIL_ONLY) */
+  uint64_t cpu_ns;          /* PST_SAMPLE_ON_CPU: the CPU time it used since
+                           its last sample (the kernel's schedstat), the
+                           time the sample stands for; else 0 */
 };
 
 /* What pystitch found when it analysed the target (for `pystitch info`). */
@@ -257,13 +261,21 @@ PST_API int pst_task_chain(const struct pst_task *tasks, int i, int *chain,
                                   state is a one-frame stack
                                   "[native thread]", not an error */
 
-/* Which threads a sample reads. */
+#define PST_SAMPLE_ON_CPU                                                      \
+  256 /* only threads that ran on a CPU since
+                                  their last sample (their run time grew),
+                                  each with that CPU time (cpu_ns); the
+                                  others: skipped 1, idle 1, no frames */
+
+/* Which threads a sample reads, as the peers name it (--mode). */
 enum pst_mode {
-  PST_MODE_ACTIVE = 0, /* threads on a CPU (kernel state R) and the GIL
-                          holder: record's and top's default */
-  PST_MODE_ALL,        /* every thread (--idle; dump) */
-  PST_MODE_GIL,        /* only the thread holding the GIL (--gil; on a
-                          free-threaded build: the active threads) */
+  PST_MODE_CPU = 0, /* threads that ran since the last tick, each sample
+                       worth the CPU time used (cpu nanoseconds): record's
+                       and top's default */
+  PST_MODE_WALL,    /* every thread, each sample worth the time since the
+                       last tick (--idle; dump) */
+  PST_MODE_GIL,     /* only the thread holding the GIL (--gil; on a
+                       free-threaded build, which has none: CPU) */
 };
 
 /* What a sample reads and shows, in one place: record, top and dump build
@@ -271,7 +283,7 @@ enum pst_mode {
  * pst_policy_flags() makes it pst_target_sample()'s flags. */
 struct pst_policy {
   enum pst_mode mode;
-  int states;      /* PST_MODE_ALL: read each thread's kernel state and the
+  int states;      /* PST_MODE_WALL: read each thread's kernel state and the
                       GIL holder anyway (dump shows them; record --idle
                       saves a pread per thread) */
   int blocking;    /* stop each thread while it is read */
@@ -286,6 +298,13 @@ struct pst_policy {
 
 /* The pst_target_sample() flags of policy p. */
 PST_API int pst_policy_flags(const struct pst_policy *p);
+
+/* PST_SAMPLE_ON_CPU: the CPU time one sample stands for (the sampling
+ * period). A thread is read once it has used that much since its last
+ * sample, and then stands for the whole periods it used (cpu_ns), so that
+ * a thread on half a CPU is read every other tick and the samples add up
+ * to its CPU time. 0 (the default): whenever it ran at all. */
+PST_API void pst_target_set_period(struct pst_target *t, uint64_t period_ns);
 
 /* Reads the Python stack of every thread known since the last refresh,
  * without ptrace (unless PST_SAMPLE_BLOCKING) and without listing /proc.

@@ -225,7 +225,7 @@ int pst_cmd_dump(const struct pst_opts *o) {
   /* Every thread, its state shown; exact by default: a stack that keeps
    * moving while it is read is read again with only its thread stopped
    * (--nonblocking: never stop). */
-  struct pst_policy policy = {.mode = PST_MODE_ALL,
+  struct pst_policy policy = {.mode = PST_MODE_WALL,
                               .states = 1,
                               .nonblocking = o->nonblocking,
                               .native = o->native,

@@ -121,7 +121,7 @@ int pst_cli_sampler_option(int c, const char *arg, const char *cmd,
     return 1;
   case PST_OPT_IDLE: /* --gil wins, whatever the order */
     if (o->policy.mode != PST_MODE_GIL)
-      o->policy.mode = PST_MODE_ALL;
+      o->policy.mode = PST_MODE_WALL;
     return 1;
   case PST_OPT_GIL:
     o->policy.mode = PST_MODE_GIL;
@@ -600,6 +600,8 @@ int pst_cmd_record(int argc, char **argv) {
   view.process_roots = o.npids > 1 || o.subprocesses || o.all;
   if (whole) {
     prof = pst_profile_new((uint64_t)(1e9 / o.rate_hz));
+    if (prof)
+      pst_profile_set_cpu(prof, o.policy.mode == PST_MODE_CPU);
     if (!prof || pst_record_consumer_new(prof, &view, &rc_consumer)) {
       pst_profile_free(prof);
       fprintf(stderr, "pystitch: error: out of memory\n");

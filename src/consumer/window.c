@@ -52,6 +52,8 @@ static void slot_drop(struct slot *s) {
 /* A new profile in s. 0 or -ENOMEM. */
 static int slot_fill(struct pst_window_consumer *c, struct slot *s) {
   s->prof = pst_profile_new(c->o.period_ns);
+  if (s->prof)
+    pst_profile_set_cpu(s->prof, c->o.cpu);
   if (!s->prof || pst_record_consumer_new(s->prof, &c->o.view, &s->rc)) {
     slot_drop(s);
     return -ENOMEM;

@@ -43,6 +43,7 @@ typedef int (*pst_window_emit_fn)(void *arg, const struct pst_profile *prof,
 struct pst_window_opts {
   uint64_t window_ns;
   uint64_t period_ns; /* the sampling period, for the profiles */
+  int cpu;            /* their weights are CPU time (pst_profile_set_cpu) */
   int per_process;    /* a profile per process, else one for all */
   struct pst_record_view view;
   pst_window_emit_fn emit;

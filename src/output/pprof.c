@@ -2,8 +2,10 @@
  * serialized with protobuf-c (proto/profile.proto) and gzip-compressed with
  * zlib as it is stored on disk; read by `pprof`, `go tool pprof`, Pyroscope.
  *
- * Sample types are [samples/count, cpu/nanoseconds] (the default is cpu),
- * the period type cpu/nanoseconds with the profile's period. One Sample per
+ * Sample types are [samples/count, cpu/nanoseconds] (the default is cpu)
+ * for a profile of CPU time (sampling mode cpu), [samples/count,
+ * wall/nanoseconds] else; the period type is the second, with the
+ * profile's period. One Sample per
  * thread and distinct stack, summing that thread's runs of the stack, with
  * the labels pid, tid (numbers), thread (its name), and rank, local_rank and
  * world_size (numbers) when the process has them. A run without a recorded
@@ -441,7 +443,7 @@ static int pprof_write(const struct pst_profile *p, FILE *f) {
   idx[0] = str_index(pp.strs, "");
   idx[1] = str_index(pp.strs, "samples");
   idx[2] = str_index(pp.strs, "count");
-  idx[3] = str_index(pp.strs, "cpu");
+  idx[3] = str_index(pp.strs, pst_profile_cpu(p) ? "cpu" : "wall");
   idx[4] = str_index(pp.strs, "nanoseconds");
   for (int i = 0; i < 5; i++)
     if (idx[i] < 0)

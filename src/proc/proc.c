@@ -189,20 +189,22 @@ static ssize_t pread_fd(int fd, char *buf, size_t len) {
   return n;
 }
 
-int pst_proc_parse_schedstat(const char *buf, uint64_t *ran_ns) {
+int pst_proc_parse_schedstat(const char *buf, uint64_t *run_ns,
+                             uint64_t *wait_ns) {
   unsigned long long run, wait;
 
   if (sscanf(buf, "%llu %llu", &run, &wait) != 2)
     return -EINVAL;
-  *ran_ns = run + wait;
+  *run_ns = run;
+  *wait_ns = wait;
   return 0;
 }
 
-int pst_proc_schedstat_fd(int fd, uint64_t *ran_ns) {
+int pst_proc_schedstat_fd(int fd, uint64_t *run_ns, uint64_t *wait_ns) {
   char buf[128];
   ssize_t n = pread_fd(fd, buf, sizeof(buf));
 
-  return n < 0 ? (int)n : pst_proc_parse_schedstat(buf, ran_ns);
+  return n < 0 ? (int)n : pst_proc_parse_schedstat(buf, run_ns, wait_ns);
 }
 
 int pst_proc_stat_fd(int fd, char *state, uint64_t *starttime) {

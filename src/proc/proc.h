@@ -51,12 +51,15 @@ int pst_proc_task_stat_open(pid_t pid, pid_t tid);
 /* Opens /proc/pid/task/tid/schedstat the same way (fd or -errno): its
  * three numbers cost the kernel a fifth of what stat does to format. */
 int pst_proc_task_schedstat_open(pid_t pid, pid_t tid);
-/* Time on CPU plus time waiting for one (ns) through such an fd, one
- * pread: it changes whenever the thread has run. 0, -ESRCH (gone),
- * -EBADF, -EINVAL, or -errno. */
-int pst_proc_schedstat_fd(int fd, uint64_t *ran_ns);
+/* Time on a CPU and time waiting for one (run queue), in ns, through such
+ * an fd, one pread: the first grows while the thread runs, their sum
+ * whenever it was woken. The kernel brings a running thread's figures up
+ * to date at its scheduler ticks and switches, so a read may be some
+ * milliseconds behind. 0, -ESRCH (gone), -EBADF, -EINVAL, or -errno. */
+int pst_proc_schedstat_fd(int fd, uint64_t *run_ns, uint64_t *wait_ns);
 /* The same from the text of a schedstat file. 0 or -EINVAL. */
-int pst_proc_parse_schedstat(const char *buf, uint64_t *ran_ns);
+int pst_proc_parse_schedstat(const char *buf, uint64_t *run_ns,
+                             uint64_t *wait_ns);
 
 /* State and start time through such an fd: one pread. 0, -ESRCH (the
  * thread is gone), -EBADF (fd < 0), -EINVAL, or -errno. */

@@ -18,6 +18,7 @@ struct thread_runs {
 
 struct pst_profile {
   uint64_t period_ns, start_unix_ns, samples;
+  int cpu; /* weights are CPU time (else wall time) */
   struct pst_strtab *strings;
   struct pst_prof_frame *frames;
   size_t nframes, frames_cap;
@@ -280,6 +281,10 @@ static int add(struct pst_profile *p, uint32_t thread,
 uint64_t pst_profile_period_ns(const struct pst_profile *p) {
   return p->period_ns;
 }
+
+void pst_profile_set_cpu(struct pst_profile *p, int cpu) { p->cpu = cpu; }
+
+int pst_profile_cpu(const struct pst_profile *p) { return p->cpu; }
 
 uint64_t pst_profile_start_unix_ns(const struct pst_profile *p) {
   return p->start_unix_ns;

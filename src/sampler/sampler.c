@@ -83,6 +83,7 @@ static int attach(struct pst__rec *r, struct pst__entry *e) {
     e->t = NULL;
     return err;
   }
+  pst_target_set_period(e->t, r->period_ns);
   /* Read after the open: a pid reused before this point was attached as
    * the new process, which is then the one we record. */
   if (pst_proc_image(e->pid, &e->image) < 0)
@@ -260,10 +261,22 @@ static void tasks_unavailable(struct pst__entry *e, int err) {
              (int)e->pid, why);
 }
 
+/* The CPU time thread tid of this tick's samples th (n) stands for. */
+static uint64_t cpu_of(const struct pst_thread *th, int n, pid_t tid) {
+  for (int i = 0; i < n; i++)
+    if (th[i].tid == tid)
+      return th[i].cpu_ns;
+  return 0;
+}
+
 /* --async: one sample per task of e, as the stack of a thread "asyncio
- * tasks" of the task's thread (pst_target_task_stack()). */
+ * tasks" of the task's thread (pst_target_task_stack()). Sampling CPU
+ * time: only the task running on a thread that was on a CPU, worth that
+ * thread's CPU time (th, nth: this tick's thread samples); else every
+ * task, worth the tick's time. */
 static void sample_tasks(struct pst__rec *r, struct pst__entry *e,
-                         uint64_t t_ns, uint64_t weight) {
+                         uint64_t t_ns, uint64_t weight,
+                         const struct pst_thread *th_all, int nth) {
   const struct pst_task *tk;
   int n;
 
@@ -298,7 +311,14 @@ static void sample_tasks(struct pst__rec *r, struct pst__entry *e,
   for (int i = 0; i < n; i++) {
     struct pst_thread th;
     struct pst_sample s = {&e->proc, NULL, &th, PST_SK_STACK, t_ns, weight};
-    int err = pst_target_task_stack(e->t, i, &th);
+    int err;
+
+    if (r->flags & PST_SAMPLE_ON_CPU) {
+      s.weight_ns = tk[i].running ? cpu_of(th_all, nth, tk[i].tid) : 0;
+      if (!s.weight_ns)
+        continue;
+    }
+    err = pst_target_task_stack(e->t, i, &th);
 
     /* A chain read while one of its tasks ran could mix two moments:
      * left out, counted. */
@@ -328,6 +348,8 @@ static void sample_entry(struct pst__rec *r, struct pst__entry *e,
     struct pst_sample s = {&e->proc, NULL, &th[i], PST_SK_STACK, t_ns, weight};
 
     s.kind = kind_of(&th[i]);
+    if (r->flags & PST_SAMPLE_ON_CPU) /* worth the CPU time it used */
+      s.weight_ns = th[i].cpu_ns;
     if (s.kind == PST_SK_ERROR)
       log_error(e, s.thread, pst_sampler_count_error(r->st, s.thread->error));
     else if (s.kind == PST_SK_IDLE)
@@ -340,7 +362,7 @@ static void sample_entry(struct pst__rec *r, struct pst__entry *e,
     deliver(r, e, &s);
   }
   if (r->o->policy.async)
-    sample_tasks(r, e, t_ns, weight);
+    sample_tasks(r, e, t_ns, weight, th, n);
 }
 
 static void arm_tick(struct pst__rec *r) {

@@ -39,6 +39,10 @@ struct pst_tthread {
   int statfd;           /* /proc/PID/task/TID/stat, read per sample */
   int schedfd;          /* its schedstat: has it run since the last read */
   uint64_t ran_ns;      /* schedstat's run + wait time as last read */
+  uint64_t run_ns;      /* schedstat's run time as last read */
+  uint64_t credit_ns;   /* PST_SAMPLE_ON_CPU: CPU time not sampled yet */
+  char held;            /* the state letter read before we stopped it, to
+                           be this tick's (0: not stopped since) */
   char last_state;      /* the state letter stat last gave, 0: none */
   int quiet;            /* stat reads in a row that found it asleep */
   char pyname[64];      /* threading's name once read, "" until then */
@@ -92,6 +96,11 @@ struct pst_target {
   uint64_t *task_tstates;
   struct pst_frame *task_stack;  /* pst_target_task_stack()'s frames */
   struct pst_strtab *task_names; /* its "task NAME" markers */
+  uint64_t open_ticks; /* when it was opened, in /proc's start-time
+                          ticks: a thread started since has all its CPU
+                          time seen */
+  uint64_t period_ns; /* PST_SAMPLE_ON_CPU: the CPU time a sample stands
+                         for (pst_target_set_period()), 0: any */
   uint64_t aio_looked_ns;        /* when the maps were last searched for it */
   int aio_err;                   /* and what that search said */
 };
@@ -111,8 +120,9 @@ int pst_target_flags(const struct pst_target *t, int flags);
 int pst_tthread_may_stop(char state);
 
 /* sample.c: the thread's kernel state letter now (R, S, D, T, ...), '?'
- * once it is gone; cheap for a thread that keeps sleeping. */
-char pst_tthread_state(struct pst_tthread *x);
+ * once it is gone; cheap for a thread that keeps sleeping. With cpu_ns:
+ * the CPU time it used since the last such read, too. */
+char pst_tthread_state(struct pst_tthread *x, uint64_t *cpu_ns);
 
 /* Starts tracking thread tid: start time, /proc name, stat fd, and its
  * thread pointer (one ptrace stop; not for a thread that may not be

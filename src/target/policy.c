@@ -14,15 +14,19 @@ int pst_policy_flags(const struct pst_policy *p) {
     f |= PST_SAMPLE_EXACT;
   if (p->native)
     f |= PST_SAMPLE_NATIVE | (p->native > 1 ? PST_SAMPLE_NATIVE_ALL : 0);
-  if (p->mode == PST_MODE_ACTIVE || p->mode == PST_MODE_GIL)
-    f |= PST_SAMPLE_ACTIVE_ONLY;
+  if (p->mode == PST_MODE_CPU)
+    f |= PST_SAMPLE_ON_CPU;
   if (p->mode == PST_MODE_GIL)
     f |= PST_SAMPLE_GIL_ONLY;
-  if (p->mode == PST_MODE_ALL && !p->states)
+  if (p->mode == PST_MODE_WALL && !p->states)
     f |= PST_SAMPLE_NO_ACTIVITY;
   if (p->mark_native && !p->native)
     f |= PST_SAMPLE_MARK_NATIVE;
   return f;
+}
+
+void pst_target_set_period(struct pst_target *t, uint64_t period_ns) {
+  t->period_ns = period_ns;
 }
 
 int pst_target_flags(const struct pst_target *t, int flags) {
@@ -34,6 +38,10 @@ int pst_target_flags(const struct pst_target *t, int flags) {
    * sampler said so when it attached. */
   if ((flags & PST_SAMPLE_GIL_ONLY) && t->py.lay.free_threaded)
     flags = (flags & ~(PST_SAMPLE_GIL_ONLY | PST_SAMPLE_NO_ACTIVITY)) |
-            PST_SAMPLE_ACTIVE_ONLY;
+            PST_SAMPLE_ON_CPU;
+  /* On CPU is told by the run time: the state letter is not needed for
+   * that, but the time is. */
+  if (flags & PST_SAMPLE_ON_CPU)
+    flags &= ~PST_SAMPLE_NO_ACTIVITY;
   return flags;
 }

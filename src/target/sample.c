@@ -32,24 +32,53 @@
  * stat's cost); if not, it sleeps still and keeps its letter (one woken
  * since but not yet on a CPU is seen at the next tick, having run no
  * Python code meanwhile). Threads that run or wake often go to stat at
- * once: for them the question would only add a read. */
-char pst_tthread_state(struct pst_tthread *x) {
-  uint64_t ran = 0;
-  char state = '?';
+ * once: for them the question would only add a read.
+ *
+ * With cpu_ns (PST_SAMPLE_ON_CPU) schedstat is read every time: *cpu_ns
+ * is the CPU time the thread used since the last read, and a thread whose
+ * figures did not move keeps its letter without stat.
+ *
+ * A thread we stopped since the last read (for its thread pointer) gives
+ * the letter read before that stop: the stop interrupted what it waited
+ * in, and the kernel restarts it, so the letter now would be R for a
+ * thread that sleeps; the CPU time of that restart is not counted. */
+char pst_tthread_state(struct pst_tthread *x, uint64_t *cpu_ns) {
+  uint64_t run = 0, wait = 0;
+  char state = '?', held = x->held;
+  int have;
 
-  if (x->quiet >= QUIET && pst_proc_schedstat_fd(x->schedfd, &ran) == 0) {
-    if (ran == x->ran_ns && x->last_state)
+  x->held = 0;
+  if (cpu_ns)
+    *cpu_ns = 0;
+  have = (cpu_ns || x->quiet >= QUIET || held) &&
+         pst_proc_schedstat_fd(x->schedfd, &run, &wait) == 0;
+  if (have) {
+    if (cpu_ns && run > x->run_ns && (!held || held == 'R'))
+      *cpu_ns = run - x->run_ns;
+    if (cpu_ns) /* else the time is left for the next such read */
+      x->run_ns = run;
+    if (held || (run + wait == x->ran_ns && x->last_state)) {
+      x->ran_ns = run + wait;
+      x->last_state = held ? held : x->last_state;
       return x->last_state;
-    x->quiet = 0; /* it woke: stat for a while before asking again */
+    }
+    x->ran_ns = run + wait;
+    if (x->quiet >= QUIET)
+      x->quiet = 0; /* it woke: stat for a while before asking again */
+  } else if (held) {
+    x->last_state = held;
+    return held;
   }
   if (pst_proc_stat_fd(x->statfd, &state, NULL))
     return '?';
   x->last_state = state;
   if (state == 'R') {
     x->quiet = 0;
-  } else if (++x->quiet == QUIET &&
-             pst_proc_schedstat_fd(x->schedfd, &x->ran_ns) != 0) {
+  } else if (++x->quiet == QUIET && !have &&
+             pst_proc_schedstat_fd(x->schedfd, &run, &wait) != 0) {
     x->quiet = -1000000; /* no schedstat here: stat every time */
+  } else if (x->quiet == QUIET && !have) {
+    x->ran_ns = run + wait;
   }
   return state;
 }
@@ -58,10 +87,10 @@ char pst_tthread_state(struct pst_tthread *x) {
  * reads.) For versions without native_thread_id, whose thread states
  * cannot tell that their thread ended. */
 static int alive(const struct pst_tthread *x) {
-  uint64_t ran;
+  uint64_t run, wait;
 
   if (x->schedfd >= 0)
-    return pst_proc_schedstat_fd(x->schedfd, &ran) == 0;
+    return pst_proc_schedstat_fd(x->schedfd, &run, &wait) == 0;
   return pst_proc_stat_fd(x->statfd, NULL, NULL) == 0;
 }
 
@@ -121,7 +150,7 @@ static int read_stopped_again(struct pst_target *t, struct pst_tthread *x,
   if (!(flags & PST_SAMPLE_EXACT) || n >= 0 || n == -ESRCH || n == -ENOMEM)
     return n;
   if (x->th.state == '?') /* not read this tick (--idle) */
-    x->th.state = pst_tthread_state(x);
+    x->th.state = pst_tthread_state(x, NULL);
   if (!pst_tthread_may_stop(x->th.state))
     return n;
   pst_debug("thread %d: %s while running: read again stopped", (int)x->th.tid,
@@ -228,6 +257,11 @@ static enum action decide(const struct pst_tthread *x, int flags,
 
   if ((flags & PST_SAMPLE_GIL_ONLY) && th->holds_gil != 1)
     return SKIP;
+  /* On a CPU for a period's worth since it was last read (its credit):
+   * a thread at half a CPU is read every other tick, so that samples
+   * times the period are its CPU time. */
+  if ((flags & PST_SAMPLE_ON_CPU) && !th->cpu_ns)
+    return SKIP;
   if ((flags & PST_SAMPLE_ACTIVE_ONLY) && state_read && th->idle &&
       th->holds_gil != 1)
     return SKIP;
@@ -273,12 +307,28 @@ static void settle_walk(struct pst_target *t, size_t i, int n,
 }
 
 /* Resets thread i's per-sample fields and reads its kernel state. */
-static void begin_thread(struct pst_target *t, size_t i, int state_read,
-                         int gil_err, uint64_t gil) {
-  struct pst_thread *th = &t->threads[i].th;
+static void begin_thread(struct pst_target *t, size_t i, int flags,
+                         int state_read, int gil_err, uint64_t gil) {
+  struct pst_tthread *x = &t->threads[i];
+  struct pst_thread *th = &x->th;
+  uint64_t cpu = 0;
 
-  th->state = state_read ? pst_tthread_state(&t->threads[i]) : '?';
+  th->state = state_read ? pst_tthread_state(
+                               x, flags & PST_SAMPLE_ON_CPU ? &cpu : NULL)
+                         : '?';
   th->idle = state_read && th->state != 'R';
+  th->cpu_ns = 0;
+  if (flags & PST_SAMPLE_ON_CPU) {
+    /* Its credit: what it used since its last sample, taken in whole
+     * periods (at least one; a late tick's CPU time is taken whole). */
+    x->credit_ns += cpu;
+    if (x->credit_ns && x->credit_ns >= t->period_ns) {
+      th->cpu_ns = t->period_ns ? x->credit_ns / t->period_ns * t->period_ns
+                                : x->credit_ns;
+      x->credit_ns -= th->cpu_ns;
+    }
+    th->idle = !th->cpu_ns;
+  }
   th->holds_gil = gil_err ? -1 : th->tstate && gil == th->tstate;
   th->error = 0;
   th->error_addr = 0;
@@ -358,7 +408,7 @@ int pst_target_sample(struct pst_target *t, int flags,
     struct pst_native_req req;
     int n;
 
-    begin_thread(t, i, state_read, gil_err, gil);
+    begin_thread(t, i, flags, state_read, gil_err, gil);
     if (check_alive && th->tstate && !alive(x))
       th->state = 'X';
     t->py.err_addr = 0;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "native/module.h"
@@ -67,6 +68,17 @@ static int first_thread_pointer(struct pst_target *t) {
   return 0;
 }
 
+/* Now, in the clock ticks since boot that /proc gives start times in. */
+static uint64_t boot_ticks(void) {
+  struct timespec ts;
+  long hz = sysconf(_SC_CLK_TCK);
+
+  if (hz <= 0 || clock_gettime(CLOCK_BOOTTIME, &ts))
+    return 0;
+  return (uint64_t)ts.tv_sec * (uint64_t)hz +
+         (uint64_t)ts.tv_nsec / (1000000000ULL / (uint64_t)hz);
+}
+
 int pst_target_open(pid_t pid, struct pst_target **out) {
   struct pst_target *t;
   double t0 = pst_now_ms();
@@ -77,6 +89,7 @@ int pst_target_open(pid_t pid, struct pst_target **out) {
     return -ENOMEM;
   t->pid = pid;
   t->arch = host_arch();
+  t->open_ticks = boot_ticks();
   pst_mem_init(&t->mem, pid);
   pst_py_batch_init(&t->batch);
   pst_py_init(&t->py);

@@ -181,7 +181,7 @@ static int torn_threads(struct pst_target *t, const struct pst_task *tk, int n,
       seen |= tids[j] == tk[i].tid;
     for (size_t j = 0; j < t->nthreads && !seen; j++)
       if (t->threads[j].th.tid == tk[i].tid &&
-          pst_tthread_may_stop(pst_tthread_state(&t->threads[j]))) {
+          pst_tthread_may_stop(pst_tthread_state(&t->threads[j], NULL))) {
         tids[k++] = tk[i].tid;
         break;
       }

@@ -27,6 +27,8 @@ int pst_tthread_may_stop(char state) {
 
 void pst_tthread_init(struct pst_target *t, struct pst_tthread *x, pid_t tid,
                       char state, uint64_t starttime) {
+  uint64_t run, wait;
+
   memset(x, 0, sizeof(*x));
   x->th.tid = tid;
   x->th.holds_gil = -1;
@@ -38,6 +40,13 @@ void pst_tthread_init(struct pst_target *t, struct pst_tthread *x, pid_t tid,
   x->tp_err = !pst_tthread_may_stop(state)
                   ? -EAGAIN
                   : pst_ptrace_thread_pointer(tid, &x->th.fsbase);
+  x->held = x->tp_err ? 0 : state; /* stopped: the letter from before */
+  /* Its CPU time counts from here (PST_SAMPLE_ON_CPU), or from its start
+   * when that was since we opened the process: a short-lived thread
+   * found by a refresh is not cut to what it runs after. */
+  if (pst_proc_schedstat_fd(x->schedfd, &run, &wait) == 0 &&
+      (!t->open_ticks || starttime < t->open_ticks))
+    x->run_ns = run;
 }
 
 void pst_tthread_exit(struct pst_tthread *x) {
@@ -346,8 +355,10 @@ int pst_target_refresh(struct pst_target *t) {
     if (k < t->nthreads) { /* known: move it over */
       *x = t->threads[k];
       t->threads[k].statfd = t->threads[k].schedfd = -1;
-      if (x->tp_err && pst_tthread_may_stop(state)) /* retry a failed read */
+      if (x->tp_err && pst_tthread_may_stop(state)) { /* retry a failed read */
         x->tp_err = pst_ptrace_thread_pointer(x->th.tid, &x->th.fsbase);
+        x->held = x->tp_err ? 0 : state;
+      }
     } else {
       pst_tthread_init(t, x, tids[i], state, starttime);
     }
