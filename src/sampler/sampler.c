@@ -642,6 +642,10 @@ int pst_sampler_run(const struct pst_sampler_opts *o,
     r.sig[i].data = &r;
     uv_signal_start(&r.sig[i], on_signal, sigs[i]);
   }
+  /* The loop's clock was read at its init, before the attach (which can
+   * take seconds: a thread pointer per thread): read again, so that
+   * --duration counts from the first tick, not from the init. */
+  uv_update_time(&r.loop);
   r.start_ns = r.sched_ns = pst_now_ns();
   r.sched_ns += r.period_ns;
   arm_tick(&r);

@@ -102,6 +102,7 @@ struct pst_target {
   uint64_t period_ns; /* PST_SAMPLE_ON_CPU: the CPU time a sample stands
                          for (pst_target_set_period()), 0: any */
   uint64_t aio_looked_ns;        /* when the maps were last searched for it */
+  uint64_t aio_wait_ns;          /* and how long until the next search */
   int aio_err;                   /* and what that search said */
 };
 

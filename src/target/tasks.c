@@ -42,11 +42,17 @@ static int find_offsets(struct pst_target *t) {
   if (t->py.aio.found)
     return 0;
   /* Not found yet (asyncio not imported, or a bad section): looked for
-   * again at most once a second, the last answer given in between. */
+   * again after 10 ms, then after twice as long each time up to once a
+   * second, the last answer given in between: a short program launched
+   * with --async has its tasks read from its first moments, and one that
+   * never imports asyncio costs a look a second. */
   now = pst_now_ns();
-  if (t->aio_looked_ns && now - t->aio_looked_ns < 1000000000ULL)
+  if (t->aio_looked_ns && now - t->aio_looked_ns < t->aio_wait_ns)
     return t->aio_err;
   t->aio_looked_ns = now;
+  t->aio_wait_ns = t->aio_wait_ns ? t->aio_wait_ns * 2 : 10000000ULL;
+  if (t->aio_wait_ns > 1000000000ULL)
+    t->aio_wait_ns = 1000000000ULL;
   err = pst_py_aio_find(&t->py, t->pid, &t->maps, &t->mem);
   if (err != PST_ENOSYM || t->py.aio.legacy || t->py.version_hex < 0x030e) {
     t->aio_err = err;
@@ -235,13 +241,34 @@ int pst_target_tasks_why(const struct pst_target *t, int n, char *buf,
   return 1;
 }
 
-/* What a task's stack is, as one string: "task NAME", interned. */
+/* Is name one asyncio made up ("Task-123": the task was not named)? */
+static int auto_named(const char *name) {
+  size_t n = strlen(name);
+
+  if (strncmp(name, "Task-", 5) || n == 5)
+    return 0;
+  for (size_t i = 5; i < n; i++)
+    if (name[i] < '0' || name[i] > '9')
+      return 0;
+  return 1;
+}
+
+/* What a task's stack is, as one string, interned: "task NAME", or for a
+ * task asyncio named itself "task Task-* (CORO)" after the coroutine it
+ * wraps, so that a server's thousand request tasks are one stack, not a
+ * thousand roots of one sample each. */
 static const char *task_marker(struct pst_target *t, const struct pst_task *k) {
-  char root[160];
+  char root[192];
 
   if (!t->task_names && !(t->task_names = pst_strtab_new()))
     return NULL;
-  snprintf(root, sizeof(root), "task %s", k->name[0] ? k->name : "?");
+  if (auto_named(k->name))
+    snprintf(root, sizeof(root), "task Task-* (%s)",
+             k->nframes && k->frames[k->nframes - 1].name
+                 ? k->frames[k->nframes - 1].name
+                 : "?");
+  else
+    snprintf(root, sizeof(root), "task %s", k->name[0] ? k->name : "?");
   return pst_strtab_intern(t->task_names, root);
 }
 
