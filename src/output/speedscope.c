@@ -6,13 +6,17 @@
  * indexes) weighted by the run's weight in nanoseconds, so the "time order"
  * view shows the thread's stacks in the order they were seen, and the
  * "left heavy" and "sandwich" views aggregate them. A run without a recorded
- * weight stands for count * period. startValue is the thread's first sample
- * time (since the recording began); endValue is the later of the end of its
- * last sample (its time plus its weight) and startValue plus the sum of the
- * weights, as speedscope expects endValue - startValue to cover the
- * weights. Threads without samples are
- * left out; a profile with no samples at all still gets one empty profile,
- * which speedscope needs to open the file.
+ * weight stands for count * period. Time order keeps the clock: where a
+ * thread was not sampled (idle, or off CPU when the weights are CPU time)
+ * an empty sample stands for the gap, so that a run is drawn at the time
+ * it was seen. startValue is the thread's first sample time (since the
+ * recording began); endValue is the later of the end of its last sample
+ * (its time plus its weight) and startValue plus the sum of the weights
+ * and gaps, as speedscope expects endValue - startValue to cover them.
+ * Threads without samples are left out; a profile with no samples at all
+ * still gets one empty profile, which speedscope needs to open the file.
+ * The file opens on the main thread of the busiest process (the most
+ * sampled time), else its busiest thread.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -80,16 +84,19 @@ static void write_frames(const struct pst_profile *p, struct pst_json *j) {
 static int write_thread(const struct pst_profile *p, struct pst_json *j,
                         uint32_t ti) {
   const struct pst_prof_thread *t = pst_profile_thread_at(p, ti);
-  uint64_t period = pst_profile_period_ns(p), sum = 0, start, end;
+  uint64_t period = pst_profile_period_ns(p), sum = 0, start, end, at;
   size_t nruns;
   const struct pst_prof_run *runs = pst_profile_runs(p, ti, &nruns), *last;
   char *title = thread_title(p, t);
 
   if (!title)
     return -ENOMEM;
-  for (size_t r = 0; r < nruns; r++)
-    sum += run_weight(&runs[r], period);
   start = runs[0].start_ns;
+  for (size_t r = 0; r < nruns; r++) {
+    if (runs[r].start_ns > start + sum) /* a gap: not sampled meanwhile */
+      sum = runs[r].start_ns - start;
+    sum += run_weight(&runs[r], period);
+  }
   /* The last sample stands for the time after it. */
   last = &runs[nruns - 1];
   end =
@@ -105,24 +112,86 @@ static int write_thread(const struct pst_profile *p, struct pst_json *j,
   pst_json_kv_uint(j, "endValue", end);
   pst_json_key(j, "samples");
   pst_json_array_begin(j);
+  at = start;
   for (size_t r = 0; r < nruns; r++) {
     size_t n;
     const uint32_t *ids = pst_profile_stack(p, runs[r].stack, &n);
 
+    if (runs[r].start_ns > at) { /* the gap, as an empty stack */
+      pst_json_array_begin(j);
+      pst_json_array_end(j);
+      at = runs[r].start_ns;
+    }
     pst_json_array_begin(j);
     for (size_t i = 0; i < n; i++)
       pst_json_uint(j, ids[i]);
     pst_json_array_end(j);
+    at += run_weight(&runs[r], period);
   }
   pst_json_array_end(j);
   pst_json_key(j, "weights");
   pst_json_array_begin(j);
-  for (size_t r = 0; r < nruns; r++)
+  at = start;
+  for (size_t r = 0; r < nruns; r++) {
+    if (runs[r].start_ns > at) {
+      pst_json_uint(j, runs[r].start_ns - at);
+      at = runs[r].start_ns;
+    }
     pst_json_uint(j, run_weight(&runs[r], period));
+    at += run_weight(&runs[r], period);
+  }
   pst_json_array_end(j);
   pst_json_object_end(j);
   free(title);
   return 0;
+}
+
+/* The profile to open on, as an index among the threads with samples:
+ * the main thread of the process with the most sampled time, else that
+ * process's busiest thread; 0 when no thread has samples or no memory. */
+static uint64_t first_profile(const struct pst_profile *p) {
+  size_t nthreads = pst_profile_nthreads(p), nprocs = 0, best_proc = 0;
+  uint64_t *per_proc, *per_thread, period = pst_profile_period_ns(p);
+  uint64_t index = 0, pick = 0, best = 0;
+  int found = 0;
+
+  for (size_t t = 0; t < nthreads; t++)
+    if (pst_profile_thread_at(p, (uint32_t)t)->process + 1 > nprocs)
+      nprocs = pst_profile_thread_at(p, (uint32_t)t)->process + 1;
+  per_proc = calloc(nprocs + 1, sizeof(*per_proc));
+  per_thread = calloc(nthreads + 1, sizeof(*per_thread));
+  if (!per_proc || !per_thread)
+    goto out;
+  for (size_t t = 0; t < nthreads; t++) {
+    size_t nruns;
+    const struct pst_prof_run *runs = pst_profile_runs(p, (uint32_t)t, &nruns);
+    for (size_t r = 0; r < nruns; r++)
+      per_thread[t] += run_weight(&runs[r], period);
+    per_proc[pst_profile_thread_at(p, (uint32_t)t)->process] += per_thread[t];
+  }
+  for (size_t k = 0; k < nprocs; k++)
+    if (per_proc[k] > per_proc[best_proc])
+      best_proc = k;
+  best = 0;
+  for (size_t t = 0; t < nthreads; t++) {
+    const struct pst_prof_thread *th = pst_profile_thread_at(p, (uint32_t)t);
+    const struct pst_prof_process *pr;
+    if (!per_thread[t])
+      continue;
+    pr = pst_profile_proc(p, th->process);
+    if (th->process == best_proc && pr && th->tid == pr->pid) {
+      pick = index; /* its main thread */
+      found = 1;
+    } else if (!found && th->process == best_proc && per_thread[t] > best) {
+      pick = index;
+      best = per_thread[t];
+    }
+    index++;
+  }
+out:
+  free(per_proc);
+  free(per_thread);
+  return pick;
 }
 
 static int speedscope_write(const struct pst_profile *p, FILE *f) {
@@ -135,7 +204,7 @@ static int speedscope_write(const struct pst_profile *p, FILE *f) {
   pst_json_kv_string(&j, "$schema", SPEEDSCOPE_SCHEMA);
   pst_json_kv_string(&j, "exporter", PACKAGE_NAME " " PACKAGE_VERSION);
   pst_json_kv_string(&j, "name", "pystitch profile");
-  pst_json_kv_uint(&j, "activeProfileIndex", 0);
+  pst_json_kv_uint(&j, "activeProfileIndex", first_profile(p));
   write_frames(p, &j);
   pst_json_key(&j, "profiles");
   pst_json_array_begin(&j);
