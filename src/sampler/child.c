@@ -2,16 +2,52 @@
  * and sampled; when sampling ends first, stopped with SIGINT, then SIGTERM
  * after a grace period, unless --keep-running (internal.h). */
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "proc/proc.h"
 #include "sampler/internal.h"
 #include "util/log.h"
 
 #define GRACE_MS                                                               \
   3000 /* the command's time to exit on SIGINT, then on SIGTERM, when
           sampling ends first */
+
+#define TREE_MAX 1024 /* processes of the command's tree signalled */
+
+/* Sends sig to the command and to every process under it still in its
+ * process group, as a Ctrl-C would reach them: a shell script's Python,
+ * what unshare or a launcher started. Not to what left the group (a
+ * daemon), nor beyond TREE_MAX processes. */
+static void signal_command(struct pst__rec *r, int sig) {
+  pid_t tree[TREE_MAX], pgid = getpgid(r->child.pid);
+  size_t n = 1;
+
+  tree[0] = r->child.pid;
+  for (size_t k = 0; k < n; k++) {
+    pid_t *tids;
+    int nt = pst_proc_tasks(tree[k], &tids);
+    for (int i = 0; i < nt && n < TREE_MAX; i++) {
+      char path[80], buf[4096];
+      const char *p = buf;
+      pid_t c;
+      snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)tree[k],
+               (int)tids[i]);
+      if (pst_proc_read(path, buf, sizeof(buf)) <= 0)
+        continue;
+      while (n < TREE_MAX && pst_proc_next_pid(&p, &c))
+        tree[n++] = c;
+    }
+    if (nt > 0)
+      free(tids);
+  }
+  uv_process_kill(&r->child, sig);
+  for (size_t k = 1; k < n; k++)
+    if (pgid > 0 && getpgid(tree[k]) == pgid)
+      kill(tree[k], sig);
+}
 
 static void on_grace(uv_timer_t *h) {
   struct pst__rec *r = h->data;
@@ -22,7 +58,7 @@ static void on_grace(uv_timer_t *h) {
     pst_info("the command (pid %d) did not exit on SIGINT within %d ms: "
              "SIGTERM",
              (int)r->child.pid, GRACE_MS);
-    uv_process_kill(&r->child, SIGTERM);
+    signal_command(r, SIGTERM);
     r->grace_step = 2;
     uv_timer_start(&r->grace, on_grace, GRACE_MS, 0);
     return;
@@ -54,7 +90,7 @@ void pst__stop_child(struct pst__rec *r) {
     return;
   }
   if (!from_tty)
-    uv_process_kill(&r->child, SIGINT);
+    signal_command(r, SIGINT);
   r->st->child_stopped = 1;
   r->grace_step = 1;
   uv_timer_start(&r->grace, on_grace, GRACE_MS, 0);
@@ -77,6 +113,7 @@ int pst__spawn(struct pst__rec *r) {
   uv_process_options_t po;
   uv_stdio_container_t stdio[3];
   const char *sudo_uid = getenv("SUDO_UID"), *sudo_gid = getenv("SUDO_GID");
+  struct pst__entry *e;
   int err;
 
   memset(&po, 0, sizeof(po));
@@ -104,6 +141,8 @@ int pst__spawn(struct pst__rec *r) {
     return err;
   }
   r->have_child = r->child_running = 1;
-  pst__add_entry(r, r->child.pid);
+  e = pst__add_entry(r, r->child.pid);
+  if (e)
+    e->launched = 1;
   return 0;
 }

@@ -55,7 +55,12 @@ struct pst__entry {
   int done;             /* ended, or not Python: never tried again */
   int execd;            /* the process exec'd: attaching its new program */
   int given;            /* named by -p: not Python is an error at once */
-  struct pst_proc_image image; /* as attached: tells pid reuse and exec */
+  int launched;         /* the `-- command` */
+  int from_watch;       /* found as a child of a watched process */
+  int watch;            /* not Python (yet): not sampled, its children
+                           followed (a shell, unshare, a launcher) */
+  struct pst_proc_image image; /* as attached (or watched): tells pid reuse
+                                  and exec */
   char cmdline[256];
   struct pst_sample_proc proc; /* what consumers see, while attached */
   char role[64];

@@ -62,22 +62,60 @@ struct pst__entry *pst__add_entry(struct pst__rec *r, pid_t pid) {
   return e;
 }
 
-/* Tries to attach e. Returns 0 when attached, 1 to retry later, or a
- * negative error when it never will be (e->done set). */
+/* May e, when it is not Python, be watched for Python descendants? With
+ * -s, the `-- command` (a shell, unshare, a launcher that runs Python
+ * further down) and what was found under a watched process; never with
+ * --all, which finds every Python process itself. */
+static int may_watch(const struct pst__rec *r, const struct pst__entry *e) {
+  return !r->o->all && (r->o->subprocesses || e->launched || e->from_watch);
+}
+
+/* e is not Python (yet): watched from now on (its children followed, its
+ * exec seen), if it may be. Returns 1 when it is. */
+static int watch(struct pst__rec *r, struct pst__entry *e) {
+  char cmd[128];
+
+  if (!may_watch(r, e))
+    return 0;
+  if (!e->watch) {
+    if (pst_proc_image(e->pid, &e->image) < 0)
+      return 0;
+    pst_probe_cmdline(e->pid, cmd, sizeof(cmd));
+    pst_info("process %d (%s) is not Python: watching it for Python "
+             "processes under it",
+             (int)e->pid, cmd);
+    r->st->watched++;
+  }
+  e->watch = 1;
+  return 1;
+}
+
+/* Tries to attach e. Returns 0 when attached, 1 to retry later, 2 when it
+ * is not Python and watched instead, or a negative error when it never
+ * will be (e->done set). */
 static int attach(struct pst__rec *r, struct pst__entry *e) {
-  int err;
+  int err, not_python;
 
   err = pst_target_open(e->pid, &e->t);
+  not_python = err == PST_EBADDATA || err == PST_ENOTPY || err == -EFAULT;
   /* Starting up (libc not mapped, no interpreter or thread-state key yet):
    * a spawned command, an exec, a new child; give up after ATTACH_TRIES.
    * Not (yet) Python, or not yet readable as one: a child about to exec,
    * a program exec'd a moment ago (for EXEC_TRIES), but a given pid is
    * what it is. */
   if ((err == PST_ENOTREADY ||
-       ((!e->given || e->execd) &&
-        (err == PST_EBADDATA || err == PST_ENOTPY || err == -EFAULT))) &&
-      ++e->tries < ATTACH_TRIES)
+       ((!e->given || e->execd || e->watch) && not_python)) &&
+      ++e->tries < ATTACH_TRIES) {
+    if (not_python) /* its children are followed meanwhile */
+      watch(r, e);
     return 1;
+  }
+  if (not_python && watch(r, e)) {
+    e->t = NULL;
+    e->tries = ATTACH_TRIES; /* tried again when it execs */
+    e->execd = 0;
+    return 2;
+  }
   if (err) {
     e->done = 1;
     e->t = NULL;
@@ -127,6 +165,7 @@ static int attach(struct pst__rec *r, struct pst__entry *e) {
   if (!e->execd) /* a program exec'd by a recorded one is the same process */
     r->st->processes++;
   e->execd = 0;
+  e->watch = 0;
   pst_info("recording process %d (%s)", (int)e->pid,
            pst_target_info(e->t)->version);
   if (r->o->policy.mode == PST_MODE_GIL && pst_target_info(e->t)->free_threaded)
@@ -442,7 +481,9 @@ static void stop_all(struct pst__rec *r) {
     uv_close((uv_handle_t *)&r->grace, pst__on_close);
 }
 
-static void find_children(struct pst__rec *r, pid_t pid) {
+/* The children of process pid become entries (attached next); from a
+ * watched process they may be watched in turn. */
+static void find_children(struct pst__rec *r, pid_t pid, int watched) {
   pid_t *tids;
   int n = pst_proc_tasks(pid, &tids);
 
@@ -454,8 +495,12 @@ static void find_children(struct pst__rec *r, pid_t pid) {
              (int)tids[i]);
     if (pst_proc_read(path, buf, sizeof(buf)) <= 0)
       continue;
-    while (pst_proc_next_pid(&p, &c))
-      pst__add_entry(r, c);
+    while (pst_proc_next_pid(&p, &c)) {
+      size_t had = r->n;
+      struct pst__entry *e = pst__add_entry(r, c);
+      if (e && r->n > had)
+        e->from_watch = watched;
+    }
   }
   if (n > 0)
     free(tids);
@@ -465,18 +510,21 @@ void pst__try_attach_pending(struct pst__rec *r) {
   for (size_t i = 0; i < r->n; i++) {
     struct pst__entry *e = r->e[i];
     int err;
-    if (e->t || e->done)
+    if (e->t || e->done || (e->watch && e->tries >= ATTACH_TRIES))
       continue;
     err = attach(r, e);
     if (err < 0) {
       if (!r->first_err)
         r->first_err = err;
-      /* Children that are not Python are skipped quietly. */
+      /* Children that are not Python, or ended before they were, are
+       * skipped quietly. */
       if (e->execd)
         pst_info("process %d exec'd a program pystitch cannot record "
                  "(%s): its recording ends",
                  (int)e->pid, pst_strerror(err));
-      else if (err == PST_ENOTPY && i >= (size_t)r->o->npids && !r->have_child)
+      else if (((err == PST_ENOTPY || err == -ESRCH) && !e->given &&
+                !e->launched) ||
+               (err == -ESRCH && e->watch))
         pst_debug("process %d is not Python: skipped", (int)e->pid);
       else
         pst_warn("cannot record process %d: %s", (int)e->pid,
@@ -522,11 +570,33 @@ static int check_image(struct pst__rec *r, struct pst__entry *e) {
   return 1;
 }
 
+/* A watched process: ended, or exec'd (its new program may be Python:
+ * attached within EXEC_TRIES if it is). Returns 1 when it ended. */
+static int check_watched(struct pst__rec *r, struct pst__entry *e) {
+  struct pst_proc_image im;
+
+  if (pst_proc_image(e->pid, &im) < 0 || im.state == 'Z' || im.state == 'X' ||
+      im.starttime != e->image.starttime) {
+    pst_debug("watched process %d ended", (int)e->pid);
+    e->watch = 0;
+    e->done = 1;
+    return 1;
+  }
+  if (im.vsize && memcmp(im.addr, e->image.addr, sizeof(im.addr))) {
+    e->image = im;
+    e->tries = ATTACH_TRIES - EXEC_TRIES;
+    uv_timer_start(&r->attach, pst__on_attach, 0, PST__ATTACH_RETRY_MS);
+  }
+  return 0;
+}
+
 static void on_refresh(uv_timer_t *h) {
   struct pst__rec *r = h->data;
 
   for (size_t i = 0; i < r->n; i++) {
     struct pst__entry *e = r->e[i];
+    if (!e->t && e->watch && !e->done && !check_watched(r, e))
+      find_children(r, e->pid, 1);
     if (!e->t || check_image(r, e))
       continue;
     if (pst_target_refresh(e->t) < 0) {
@@ -535,7 +605,7 @@ static void on_refresh(uv_timer_t *h) {
       continue;
     }
     if (r->o->subprocesses)
-      find_children(r, e->pid);
+      find_children(r, e->pid, 0);
   }
   pst__try_attach_pending(r);
   if (!live_targets(r) && !r->child_running && !r->o->all)
@@ -548,7 +618,8 @@ void pst__on_attach(uv_timer_t *h) {
 
   pst__try_attach_pending(r);
   for (size_t i = 0; i < r->n; i++)
-    pending += !r->e[i]->t && !r->e[i]->done;
+    pending += !r->e[i]->t && !r->e[i]->done &&
+               !(r->e[i]->watch && r->e[i]->tries >= ATTACH_TRIES);
   if (!pending)
     uv_timer_stop(h);
 }
@@ -614,8 +685,9 @@ int pst_sampler_run(const struct pst_sampler_opts *o,
       usleep(PST__ATTACH_RETRY_MS * 1000);
       err = attach(&r, e);
     }
-    if (err)
+    if (err < 0)
       goto out_loop;
+    err = 0; /* attached, or watched (-s under a shell) */
   }
   if (o->argv) {
     err = pst__spawn(&r);

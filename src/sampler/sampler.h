@@ -91,6 +91,8 @@ struct pst_sampler_stats {
   double max_lag_ms;          /* worst lag behind the schedule */
   double elapsed_s;
   int processes;          /* processes sampled */
+  int watched;            /* processes watched for Python ones under them
+                             (not Python: a shell, a launcher) */
   int child_exited;       /* the spawned command ended */
   int child_status;       /* its exit status (or 128 + signal) */
   int child_stopped;      /* sampling ended first: it was sent SIGINT */
