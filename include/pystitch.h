@@ -168,7 +168,10 @@ struct pst_task {
                      (what was read could mix two moments) */
   int running; /* the task its thread is running now */
   int nframes; /* its coroutine chain, innermost first: the coroutine
-                     it runs, then each coroutine awaiting the one before */
+                     it runs, then each coroutine awaiting the one before;
+                     for the running task, its thread's stack as last
+                     sampled, from the innermost frame to the task's
+                     coroutine (valid until the next sample) */
   const struct pst_frame *frames;
   int nwaiters; /* tasks awaiting it (gather, TaskGroup, await): indexes
                    into the same array */

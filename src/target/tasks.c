@@ -110,6 +110,41 @@ int pst_task_chain(const struct pst_task *tasks, int i, int *chain, int max) {
   return n;
 }
 
+/* Are a and b the same function (the same code: name and file)? */
+static int same_function(const struct pst_frame *a, const struct pst_frame *b) {
+  return a->name && b->name && a->filename && b->filename &&
+         !strcmp(a->name, b->name) && !strcmp(a->filename, b->filename);
+}
+
+/* A running task's coroutines are on its thread's stack, not suspended:
+ * read from the task, its chain stops at its outermost coroutine. Its
+ * thread's stack as last sampled, from the innermost frame to that
+ * coroutine's, is the whole chain (what it calls, and the coroutines it
+ * awaits down to the one running). Kept when the stack does not hold it
+ * (the thread moved on since its sample). */
+static void running_chain(struct pst_target *t, struct pst_task *k) {
+  const struct pst_frame *outer;
+
+  if (!k->tid || !k->nframes || !t->view)
+    return;
+  outer = &k->frames[k->nframes - 1];
+  for (size_t j = 0; j < t->nthreads; j++) {
+    const struct pst_thread *th = &t->view[j];
+    if (th->tid != k->tid || th->error || !th->nframes)
+      continue;
+    for (size_t f = 0; f < th->nframes; f++)
+      if (th->frames[f].kind == PST_FRAME_PYTHON &&
+          same_function(&th->frames[f], outer)) {
+        if (f + 1 > (size_t)k->nframes) {
+          k->frames = th->frames;
+          k->nframes = (int)f + 1;
+        }
+        return;
+      }
+    return;
+  }
+}
+
 static int read_tasks(struct pst_target *t, const struct pst_task **out) {
   struct pst_py_task *pt;
   struct by_addr *sorted;
@@ -159,6 +194,8 @@ static int read_tasks(struct pst_target *t, const struct pst_task **out) {
     k->torn = pt[i].torn;
     k->nframes = pt[i].nframes;
     k->frames = t->task_frames + pt[i].frame0;
+    if (k->running)
+      running_chain(t, k);
     /* Waiters that are tasks; a plain future awaiting is left out. */
     for (int w = 0; w < pt[i].nwaiters; w++) {
       int at = index_of(sorted, n, pt[i].waiters[w]);
