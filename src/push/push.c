@@ -158,9 +158,15 @@ static int series_name(struct pst_push *ps, const struct pst_sample_proc *p,
   struct {
     const char *k;
     char v[VALUE_MAX + 8];
-  } l[8 + PST_PUSH_LABELS_MAX];
+  } l[10 + PST_PUSH_LABELS_MAX];
 
-  program_of(p->cmdline ? p->cmdline : "", prog, sizeof(prog));
+  /* A worker found under a recorded process is part of its job: named
+   * after the job's program (a spawned worker's own command line is
+   * multiprocessing's -c line). */
+  program_of(p->origin && p->origin[0] ? p->origin
+             : p->cmdline              ? p->cmdline
+                                       : "",
+             prog, sizeof(prog));
   if (ps->app) {
     snprintf(app, sizeof(app), "%s", ps->app);
   } else {
@@ -192,6 +198,8 @@ static int series_name(struct pst_push *ps, const struct pst_sample_proc *p,
     LABEL("role", "%.100s", p->role);
   if (p->container && p->container[0])
     LABEL("container", "%.100s", p->container);
+  if (p->ppid > 0)
+    LABEL("ppid", "%d", (int)p->ppid);
 #undef LABEL
   for (int i = 0; i < ps->o.nlabels; i++) {
     size_t k;

@@ -62,6 +62,8 @@ struct pst__entry {
   struct pst_proc_image image; /* as attached (or watched): tells pid reuse
                                   and exec */
   char cmdline[256];
+  char origin[256]; /* the command line of the process its tree was found
+                       from, "" when none (inherit() in sampler.c) */
   struct pst_sample_proc proc; /* what consumers see, while attached */
   char role[64];
   char container[128];

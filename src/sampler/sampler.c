@@ -90,6 +90,30 @@ static int watch(struct pst__rec *r, struct pst__entry *e) {
   return 1;
 }
 
+/* A child found under a recorded Python process (multiprocessing's spawn
+ * and forkserver workers, a DataLoader's) belongs to its job: it takes
+ * the origin (the command line of the process its tree was found from)
+ * and the rank labels it does not have of its own from its parent. */
+static void inherit(struct pst__rec *r, struct pst__entry *e) {
+  const struct pst__entry *parent = NULL;
+
+  e->origin[0] = '\0';
+  e->proc.origin = e->origin;
+  for (size_t i = 0; e->proc.ppid > 0 && i < r->n; i++)
+    if (r->e[i]->pid == e->proc.ppid && r->e[i]->t)
+      parent = r->e[i];
+  if (!parent)
+    return;
+  snprintf(e->origin, sizeof(e->origin), "%s",
+           parent->origin[0] ? parent->origin : parent->cmdline);
+  if (e->proc.rank < 0)
+    e->proc.rank = parent->proc.rank;
+  if (e->proc.local_rank < 0)
+    e->proc.local_rank = parent->proc.local_rank;
+  if (e->proc.world_size < 0)
+    e->proc.world_size = parent->proc.world_size;
+}
+
 /* Tries to attach e. Returns 0 when attached, 1 to retry later, 2 when it
  * is not Python and watched instead, or a negative error when it never
  * will be (e->done set). */
@@ -156,6 +180,7 @@ static int attach(struct pst__rec *r, struct pst__entry *e) {
   pst_probe_env_int(e->pid, "RANK", &e->proc.rank);
   pst_probe_env_int(e->pid, "LOCAL_RANK", &e->proc.local_rank);
   pst_probe_env_int(e->pid, "WORLD_SIZE", &e->proc.world_size);
+  inherit(r, e);
   for (int k = 0; k < r->nc; k++) {
     const struct pst_consumer *c = &r->c[k];
     e->cdata[k] = NULL;

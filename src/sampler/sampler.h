@@ -112,6 +112,10 @@ struct pst_sample_proc {
   const char *cmdline; /* arguments joined by spaces, "" if unknown */
   int rank, local_rank, world_size; /* from its environment, -1: absent */
   pid_t ppid;            /* its parent, when it is a followed child, else 0 */
+  const char *origin;    /* a child found under a recorded process: the
+                            command line of the process its tree was found
+                            from (its job: app and command labels); else
+                            "" */
   const char *role;      /* multiprocessing's name of it, "" until known */
   const char *container; /* in another pid namespace: the last part of
                             its cgroup path (a container's id or name),
