@@ -46,6 +46,7 @@ static const char *const plumbing[] = {
     "run_pyc_file",
     "_PyRun_",
     "PyRun_",
+    "pyrun_", /* pythonrun.c's static helpers: pyrun_file.lto_priv.0 */
     "pymain_",
     "Py_RunMain",
     "Py_BytesMain",

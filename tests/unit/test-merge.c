@@ -68,6 +68,9 @@ TEST_IMPL(merge_order) {
   ASSERT_EQ(pst_native_classify("_PyEval_EvalFrameDefault.cold", 0x030b),
             PST_NF_EVAL);
   ASSERT_EQ(pst_native_classify("builtin_sorted", 0x030b), 0);
+  /* start-up, a compiler-renamed static of pythonrun.c */
+  ASSERT_EQ(pst_native_classify("pyrun_file.lto_priv.0", 0x030b),
+            PST_NF_PLUMBING);
   return 0;
 }
 
