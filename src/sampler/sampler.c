@@ -350,7 +350,12 @@ static void sample_tasks(struct pst__rec *r, struct pst__entry *e,
   if (n <= 0) {
     if (n < 0 && n != PST_ENOSYM && n != PST_EPYVERSION)
       r->st->task_errors++;
-    if (n < 0)
+    /* Tasks that moved while they were read: this tick's only (counted
+     * with the ticks whose tasks could not be read), not a reason. */
+    if (n == PST_ETORN || n == -EFAULT || n == PST_EBADDATA)
+      pst_debug("process %d: asyncio tasks: %s", (int)e->pid,
+                pst_strerror(n));
+    else if (n < 0)
       tasks_unavailable(e, n);
     if (n == PST_EPYVERSION)
       e->async_said = 2;
