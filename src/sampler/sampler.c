@@ -352,7 +352,7 @@ static void sample_tasks(struct pst__rec *r, struct pst__entry *e,
       r->st->task_errors++;
     /* Tasks that moved while they were read: this tick's only (counted
      * with the ticks whose tasks could not be read), not a reason. */
-    if (n == PST_ETORN || n == -EFAULT || n == PST_EBADDATA)
+    if (n == PST_ETORN || n == -EFAULT)
       pst_debug("process %d: asyncio tasks: %s", (int)e->pid,
                 pst_strerror(n));
     else if (n < 0)
