@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "frame-fixture.h"
+#include "helpers.h"
 #include "proc/maps.h"
 #include "proc/mem.h"
 #include "pystitch.h"
@@ -99,14 +100,6 @@ static int replay_check(const struct pst_fixture *fx,
   return err;
 }
 
-static enum pst_arch host_arch(void) {
-#if defined(__aarch64__)
-  return PST_ARCH_AARCH64;
-#else
-  return PST_ARCH_X86_64;
-#endif
-}
-
 /* Steps 2 to 4 (see the top of the file), then OUT written. */
 static int capture(pid_t pid, const struct pst_target_info *opened,
                    const struct pst_thread *main_th, const char *out,
@@ -130,7 +123,7 @@ static int capture(pid_t pid, const struct pst_target_info *opened,
   pst_py_init(&py);
   err = pst_maps_load(pid, &maps);
   if (err == 0)
-    err = pst_py_analyse(&py, pid, &maps, &mem, host_arch(), &info);
+    err = pst_py_analyse(&py, pid, &maps, &mem, test_host_arch(), &info);
   if (err)
     goto out;
 

@@ -24,10 +24,10 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pytargets  # noqa: E402
 import tap  # noqa: E402
+from tap import PST, alive  # noqa: E402
 
-PST = os.environ.get("PST", "./pystitch")
 TAP = tap.Tap()
-TMP = tempfile.mkdtemp(prefix="pst-apps-")
+TMP = tap.tmpdir("apps")
 PY311 = "/usr/bin/python3.11"
 PROC_ROOT = re.compile(r"^process (\d+)(?: (.*))?$")
 THREAD_ROOT = re.compile(r'^thread (\d+) "(.*)"$')
@@ -205,14 +205,6 @@ def nspid(pid):
     except IOError:
         pass
     return None
-
-
-def alive(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] not in "ZX"
-    except IOError:
-        return False
 
 
 def kill_tree(pid, grace=5.0):

@@ -4,19 +4,21 @@
 import json
 import re
 import os
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pytargets  # noqa: E402
 import tap  # noqa: E402
+from tap import attempt, pystitch  # noqa: E402
 
-PST = os.environ.get("PST", "./pystitch")
 TAP = tap.Tap()
-
-
 report = TAP.report
+
+
+def check(name, fn, *args):
+    """Reports the check fn(*args) under name; None passes."""
+    TAP.check(name, fn, *args, skip=None)
 
 
 def check_dump(interp):
@@ -42,8 +44,7 @@ def check_dump(interp):
         marks.update(pytargets.markers(
             os.path.join(t.src_dir, "threads_unicode.py")))
         nsmap = t.ns_tid_map()
-        r = subprocess.run([PST, "dump", "--json", "-p", str(t.pid)],
-                           capture_output=True, timeout=60)
+        r = pystitch(["dump", "--json", "-p", str(t.pid)])
         if r.returncode != 0:
             return "dump exited %d: %s" % (r.returncode,
                                            r.stderr.decode(errors="replace"))
@@ -107,8 +108,7 @@ def check_dump(interp):
         stopped = [k for k, v in t.states().items() if v in "tT"]
         if stopped:
             errors.append("threads left stopped: %s" % stopped)
-        r = subprocess.run([PST, "info", "-p", str(t.pid)],
-                           capture_output=True, timeout=60)
+        r = pystitch(["info", "-p", str(t.pid)])
         if r.returncode != 0 or b"version:" not in r.stdout:
             errors.append("info exited %d: %s" % (r.returncode, r.stderr))
         return "\n".join(errors)
@@ -127,8 +127,7 @@ def check_many(interp):
         errors = []
         holders = []
         for attempt in range(3):
-            r = subprocess.run([PST, "dump", "--json", "-p", str(t.pid)],
-                               capture_output=True, timeout=60)
+            r = pystitch(["dump", "--json", "-p", str(t.pid)])
             if r.returncode != 0:
                 return "dump exited %d: %s" % (r.returncode, r.stderr)
             dump = json.loads(r.stdout.decode("utf-8"))
@@ -162,8 +161,7 @@ def check_many(interp):
         for attempt in range(10):
             if holders:
                 break
-            r = subprocess.run([PST, "dump", "--json", "-p", str(t.pid)],
-                               capture_output=True, timeout=60)
+            r = pystitch(["dump", "--json", "-p", str(t.pid)])
             if r.returncode == 0:
                 holders += [th["name"] for th in json.loads(
                     r.stdout.decode("utf-8"))["threads"] if th["gil"]]
@@ -181,9 +179,8 @@ def dumps(pid, n, extra=()):
     raises."""
     out = []
     for _ in range(n):
-        r = subprocess.run([PST, "dump", "--json", "-v", "-v", "-p",
-                            str(pid)] + list(extra), capture_output=True,
-                           timeout=60)
+        r = pystitch(["dump", "--json", "-v", "-v", "-p", str(pid)] +
+                     list(extra))
         if r.returncode != 0:
             raise RuntimeError("dump exited %d: %s" % (
                 r.returncode, r.stderr.decode(errors="replace")[-300:]))
@@ -268,8 +265,7 @@ def check_bad_names(interp):
                     bad.append(int(tid))
         if len(bad) != 1:
             return "want one thread with comm \\xff\\xfebad, got %s" % bad
-        r = subprocess.run([PST, "dump", "--json", "-p", str(t.pid)],
-                           capture_output=True, timeout=60)
+        r = pystitch(["dump", "--json", "-p", str(t.pid)])
         if r.returncode != 0:
             return "dump exited %d: %s" % (r.returncode,
                                            r.stderr.decode(errors="replace"))
@@ -294,8 +290,8 @@ def check_bad_names(interp):
 def dump_async(pid, *extra):
     """dump --async --json of pid: (the parsed dump, stderr), or (None, why
     not) when it exits non-zero."""
-    r = subprocess.run([PST, "dump", "--async", "--json", "-p", str(pid)] +
-                       list(extra), capture_output=True, timeout=60)
+    r = pystitch(["dump", "--async", "--json", "-p", str(pid)] +
+                 list(extra))
     err = r.stderr.decode(errors="replace")
     if r.returncode != 0:
         return None, "dump --async %s exited %d: %s" % (
@@ -382,8 +378,7 @@ def check_async(interp, uvloop=False):
                           % (inner, recv))
         # The text form: a leaf of the nested gathers under the tasks
         # awaiting it, outwards.
-        r = subprocess.run([PST, "dump", "--async", "-p", str(t.pid)],
-                           capture_output=True, timeout=60)
+        r = pystitch(["dump", "--async", "-p", str(t.pid)])
         text = r.stdout.decode("utf-8", "replace")
         leaf = [n for n, w in want.items() if w["frames"][0][0] == "leaf"]
         if "asyncio tasks: 20" not in text or not leaf:
@@ -462,44 +457,29 @@ def check_async_before(interp):
         t.stop()
 
 
-def attempt(fn, *args, **kwargs):
-    """fn(*args, **kwargs); an exception it raises (a broken target) is
-    returned as its error text: a failure, not a crash."""
-    try:
-        return fn(*args, **kwargs)
-    except Exception as e:
-        return "%s: %s" % (type(e).__name__, e)
-
-
 def main():
     found, skipped = pytargets.interpreters()
     uvloops = 0
     for label, why in skipped:
         report(None, "dump " + label, why)
     for interp in found:
-        err = attempt(check_dump, interp)
-        report(not err, "dump " + interp.label, err)
-        err = attempt(check_many, interp)
-        report(not err, "dump 16 deep threads, 3 times: " + interp.label,
-               err)
-        err = attempt(check_exact, interp)
-        report(not err, "dump exact on changing stacks: " + interp.label,
-               err)
-        err = attempt(check_bad_names, interp)
-        report(not err, "dump --json of non-UTF-8 names: " + interp.label,
-               err)
+        check("dump " + interp.label, check_dump, interp)
+        check("dump 16 deep threads, 3 times: " + interp.label, check_many,
+              interp)
+        check("dump exact on changing stacks: " + interp.label, check_exact,
+              interp)
+        check("dump --json of non-UTF-8 names: " + interp.label,
+              check_bad_names, interp)
         if re.search(r"3\.7\b", interp.label):
-            err = attempt(check_async_before, interp)
-            report(not err, "dump --async before 3.8: " + interp.label, err)
+            check("dump --async before 3.8: " + interp.label,
+                  check_async_before, interp)
         if "2.7" in interp.label or re.search(r"3\.(6|7)\b", interp.label):
             continue  # tasks.py names its tasks (3.8+)
-        err = attempt(check_async, interp)
-        report(not err, "dump --async, 20 tasks: " + interp.label, err)
+        check("dump --async, 20 tasks: " + interp.label, check_async, interp)
         if re.search(r"pyenv-3\.(9|1[12])\b|sid-container-3\.14$",
                      interp.label):
-            err = attempt(check_async_storm, interp)
-            report(not err, "dump --async of a task storm: " + interp.label,
-                   err)
+            check("dump --async of a task storm: " + interp.label,
+                  check_async_storm, interp)
         if interp.rootfs:
             continue
         err = attempt(check_async, interp, uvloop=True)

@@ -6,14 +6,13 @@ import pwd
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pytargets  # noqa: E402
 import tap  # noqa: E402
+from tap import PST, pystitch, tmpdir  # noqa: E402
 
-PST = os.environ.get("PST", "./pystitch")
 TAP = tap.Tap()
 
 # Exit codes documented in README.md, pystitch --help and the man page.
@@ -24,8 +23,9 @@ EXIT_NOT_PYTHON, EXIT_SELF, EXIT_TRACED = 5, 7, 8
 report = TAP.report
 
 
-def run(argv, **kw):
-    return subprocess.run(argv, capture_output=True, timeout=60, **kw)
+def run(argv):
+    """Runs a command that runs pystitch (sh -c ...), output captured."""
+    return subprocess.run(argv, capture_output=True, timeout=60)
 
 
 def state(pid):
@@ -64,38 +64,38 @@ def free_pid():
 def record_bad_input():
     """record: bad values and output paths fail before any recording,
     with nothing written."""
-    tmp = tempfile.mkdtemp(prefix="pst-err-")
+    tmp = tmpdir("err")
     out = os.path.join(tmp, "x.folded")
     for val in ("0", "-5", "abc", "1e9", "nan"):
         expect("record --rate %s" % val,
-               run([PST, "record", "--rate", val, "-p", "1", "-o", out]),
+               pystitch(["record", "--rate", val, "-p", "1", "-o", out]),
                EXIT_USAGE, ["--rate", val])
     for val in ("0", "-1", "soon", "1e9"):
         expect("record --duration %s" % val,
-               run([PST, "record", "-d", val, "-p", "1", "-o", out]),
+               pystitch(["record", "-d", val, "-p", "1", "-o", out]),
                EXIT_USAGE, ["--duration", val])
     expect("record unknown option",
-           run([PST, "record", "--frobnicate", "-p", "1", "-o", out]),
+           pystitch(["record", "--frobnicate", "-p", "1", "-o", out]),
            EXIT_USAGE, ["unknown", "--frobnicate"])
     for val in ("abc", "12x", "-3", "1,,x"):
         expect("record --pid %s" % val,
-               run([PST, "record", "-p", val, "-o", out]), EXIT_USAGE,
+               pystitch(["record", "-p", val, "-o", out]), EXIT_USAGE,
                ["--pid", val])
     expect("record no such pid",
-           run([PST, "record", "-p", str(free_pid()), "-o", out]),
+           pystitch(["record", "-p", str(free_pid()), "-o", out]),
            EXIT_NO_PROCESS, ["no such process"])
     expect("record unknown format",
-           run([PST, "record", "-f", "gif", "-p", "1", "-o", out]),
+           pystitch(["record", "-f", "gif", "-p", "1", "-o", out]),
            EXIT_USAGE, ["--format", "gif"])
     expect("record output in a missing directory",
-           run([PST, "record", "-p", "1", "-o",
+           pystitch(["record", "-p", "1", "-o",
                 os.path.join(tmp, "no", "x.svg")]),
            EXIT_USAGE, ["does not exist"])
     expect("record output is a directory",
-           run([PST, "record", "-p", "1", "-o", tmp]), EXIT_USAGE,
+           pystitch(["record", "-p", "1", "-o", tmp]), EXIT_USAGE,
            ["is a directory"])
     expect("record command that does not exist",
-           run([PST, "record", "-o", out, "--",
+           pystitch(["record", "-o", out, "--",
                 "/nonexistent/pystitch-no-such-command"]),
            EXIT_NO_PROCESS, ["command not found"])
     if os.listdir(tmp):
@@ -106,7 +106,7 @@ def record_bad_input():
         f.write("old profile\n")
     for argv in (["-r", "0", "-p", "1"], ["-p", str(free_pid())],
                  ["--", "/nonexistent/pystitch-no-such-command"]):
-        r = run([PST, "record", "-o", old] + argv)
+        r = pystitch(["record", "-o", old] + argv)
         with open(old) as f:
             kept = f.read() == "old profile\n"
         report(r.returncode != 0 and kept and os.listdir(tmp) ==
@@ -122,13 +122,13 @@ def zombie():
     deadline = time.time() + 10
     while state(z.pid) != "Z" and time.time() < deadline:
         time.sleep(0.01)
-    tmp = tempfile.mkdtemp(prefix="pst-err-")
+    tmp = tmpdir("err")
     out = os.path.join(tmp, "x.folded")
     try:
-        expect("dump of a zombie", run([PST, "dump", "-p", str(z.pid)]),
+        expect("dump of a zombie", pystitch(["dump", "-p", str(z.pid)]),
                EXIT_NO_PROCESS, ["zombie"])
         expect("record of a zombie",
-               run([PST, "record", "-p", str(z.pid), "-o", out]),
+               pystitch(["record", "-p", str(z.pid), "-o", out]),
                EXIT_NO_PROCESS, ["zombie"])
         if os.listdir(tmp):
             report(False, "record of a zombie wrote nothing",
@@ -152,22 +152,24 @@ def unprivileged_user():
     return None, "no user nobody or daemon"
 
 
-def as_user(user, argv):
-    return run(["setpriv", "--reuid=%d" % user.pw_uid,
-                "--regid=%d" % user.pw_gid, "--clear-groups"] + argv)
+def as_user(user, args):
+    """pystitch ARGS run as user."""
+    return pystitch(args, wrapper=["setpriv", "--reuid=%d" % user.pw_uid,
+                                   "--regid=%d" % user.pw_gid,
+                                   "--clear-groups"])
 
 
 def read_only_output():
     """Output directories that cannot be written: one the user may not
     write to, and a read-only file system."""
     user, why = unprivileged_user()
-    tmp = tempfile.mkdtemp(prefix="pst-err-")
+    tmp = tmpdir("err")
     os.chmod(tmp, 0o755)  # root's, not writable by the user
     if user is None:
         report(None, "record output in a directory not writable", why)
     else:
         expect("record output in a directory not writable",
-               as_user(user, [PST, "record", "-p", "1", "-o",
+               as_user(user, ["record", "-p", "1", "-o",
                               os.path.join(tmp, "x.svg")]),
                EXIT_USAGE, ["not writable", tmp])
     if os.geteuid() != 0 or not shutil.which("unshare"):
@@ -218,7 +220,7 @@ def traced_by_strace():
         # No state check: strace itself stops the target (state t) at each
         # of its system calls.
         expect("already traced by another debugger",
-               run([PST, "dump", "-p", str(sleeper.pid)]), EXIT_TRACED,
+               pystitch(["dump", "-p", str(sleeper.pid)]), EXIT_TRACED,
                ["already traced", "strace"])
     finally:
         tracer.kill()
@@ -228,21 +230,21 @@ def traced_by_strace():
 
 
 def main():
-    expect("no such pid", run([PST, "dump", "-p", str(free_pid())]),
+    expect("no such pid", pystitch(["dump", "-p", str(free_pid())]),
            EXIT_NO_PROCESS, ["no such process"])
-    expect("pid not a number", run([PST, "dump", "-p", "12x"]),
+    expect("pid not a number", pystitch(["dump", "-p", "12x"]),
            EXIT_USAGE, ["--pid", "12x"])
-    expect("unknown command", run([PST, "frobnicate"]), EXIT_USAGE,
+    expect("unknown command", pystitch(["frobnicate"]), EXIT_USAGE,
            ["unknown command"])
-    expect("missing pid", run([PST, "dump"]), EXIT_USAGE, ["--pid"])
+    expect("missing pid", pystitch(["dump"]), EXIT_USAGE, ["--pid"])
     sleeper = subprocess.Popen(["sleep", "600"])
     try:
         expect("not a python process",
-               run([PST, "dump", "-p", str(sleeper.pid)]), EXIT_NOT_PYTHON,
+               pystitch(["dump", "-p", str(sleeper.pid)]), EXIT_NOT_PYTHON,
                ["not a Python process"], target=sleeper.pid)
-        tmp = tempfile.mkdtemp(prefix="pst-err-")
+        tmp = tmpdir("err")
         expect("record of a process that is not python",
-               run([PST, "record", "-p", str(sleeper.pid), "-o",
+               pystitch(["record", "-p", str(sleeper.pid), "-o",
                     os.path.join(tmp, "x.svg")]), EXIT_NOT_PYTHON,
                ["not a Python process"], target=sleeper.pid)
         if os.listdir(tmp):
@@ -266,7 +268,7 @@ def main():
         report(None, "permission denied", why or "no interpreter")
     else:
         t = pytargets.Target(local[-1], "threads.py")
-        tmp = tempfile.mkdtemp(prefix="pst-err-")
+        tmp = tmpdir("err")
         os.chmod(tmp, 0o777)  # the user's to write: only ptrace is denied
         words = ["permission denied", "CAP_SYS_PTRACE", "--cap-add "
                  "SYS_PTRACE", "kernel.yama.ptrace_scope"]
@@ -274,10 +276,10 @@ def main():
             while t.readline().strip() != "ready":
                 pass
             expect("permission denied",
-                   as_user(user, [PST, "dump", "-p", str(t.pid)]),
+                   as_user(user, ["dump", "-p", str(t.pid)]),
                    EXIT_PERMISSION, words, target=t.pid)
             expect("record permission denied",
-                   as_user(user, [PST, "record", "-p", str(t.pid), "-o",
+                   as_user(user, ["record", "-p", str(t.pid), "-o",
                                   os.path.join(tmp, "x.svg")]),
                    EXIT_PERMISSION, words, target=t.pid)
             if os.listdir(tmp):

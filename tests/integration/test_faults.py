@@ -18,19 +18,17 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pytargets  # noqa: E402
 import tap  # noqa: E402
+from tap import BUILD, PST, pystitch, tmpdir  # noqa: E402
 
-PST = os.environ.get("PST", "./pystitch")
-BUILD = os.environ.get("PST_BUILDDIR", os.path.dirname(os.path.abspath(PST)))
 NO_VM_READV = os.path.join(BUILD, "tests", "helpers", "no-vm-readv")
 TAP = tap.Tap()
 report = TAP.report
-TMP = tempfile.mkdtemp(prefix="pst-faults-")
+TMP = tmpdir("faults")
 THREAD_ROOT = re.compile(r'^thread (\d+) "(.*)"$')
 SERIAL = itertools.count()
 
@@ -41,8 +39,7 @@ def modes():
     by itself."""
     out = [("default", []), ("blocking", ["--blocking"])]
     try:
-        help_text = subprocess.run([PST, "record", "--help"],
-                                   capture_output=True, timeout=10).stdout
+        help_text = pystitch(["record", "--help"], timeout=10).stdout
     except (OSError, subprocess.TimeoutExpired):
         help_text = b""
     if b"--native" in help_text:
@@ -257,8 +254,8 @@ def record_until_done(args, timeout):
     d, out = out_path("life")
     start = time.time()
     try:
-        r = subprocess.run([PST, "record", "-f", "folded", "-o", out] + args,
-                           capture_output=True, timeout=timeout)
+        r = pystitch(["record", "-f", "folded", "-o", out] + args,
+                     timeout=timeout)
     except subprocess.TimeoutExpired:
         return None, "still running after %d s" % timeout, timeout, out
     return r.returncode, r.stderr.decode(errors="replace"), \
@@ -577,8 +574,7 @@ def check_no_vm_readv(interp):
     try:
         while t.readline().strip() != "ready":
             pass
-        r = subprocess.run([NO_VM_READV, PST, "dump", "-p", str(t.pid)],
-                           capture_output=True, timeout=60)
+        r = pystitch(["dump", "-p", str(t.pid)], wrapper=[NO_VM_READV])
         if r.returncode == 77:
             return None
         err = r.stderr.decode(errors="replace")
@@ -594,9 +590,8 @@ def check_no_vm_readv(interp):
                 problems.append("dump: worker-%d's stack wrong:\n%s" % (
                     k, text))
         d, out = out_path("novm")
-        r = subprocess.run([NO_VM_READV, PST, "record", "-p", str(t.pid),
-                            "-d", "1", "-f", "folded", "--threads", "-o",
-                            out], capture_output=True, timeout=60)
+        r = pystitch(["record", "-p", str(t.pid), "-d", "1", "-f", "folded",
+                      "--threads", "-o", out], wrapper=[NO_VM_READV])
         err = r.stderr.decode(errors="replace")
         if r.returncode != 0:
             problems.append("record exit %d: %s" % (r.returncode, err))
@@ -727,15 +722,14 @@ def check_source_requests():
 def short_recording(args, extra_env=None, cwd=None, strace=None):
     """A 1 s recording of a spinning target."""
     t = Faults(pytargets.interpreters()[0][0], "spin")
-    env = dict(os.environ, **(extra_env or {}))
     try:
-        argv = [PST, "record", "-p", str(t.pid), "-d", "1", "-f",
-                "folded"] + args
+        wrapper = []
         if strace:
-            argv = ["strace", "-f", "-o", strace, "-e",
-                    "trace=open,openat,rename,renameat,renameat2"] + argv
-        return subprocess.run(argv, capture_output=True, timeout=60, env=env,
-                              cwd=cwd)
+            wrapper = ["strace", "-f", "-o", strace, "-e",
+                       "trace=open,openat,rename,renameat,renameat2"]
+        return pystitch(["record", "-p", str(t.pid), "-d", "1", "-f",
+                         "folded"] + args, env=extra_env, wrapper=wrapper,
+                        cwd=cwd)
     finally:
         t.stop()
 
@@ -807,7 +801,7 @@ def check_sudo_user():
     if not os.access(py, os.X_OK):
         return None
     # Outside TMP (0700): the user must reach it.
-    d = tempfile.mkdtemp(prefix="pst-sudo-")
+    d = tmpdir("sudo")
     out = os.path.join(d, "profile")
     os.chmod(d, 0o777)
     idfile = os.path.join(d, "uid")
@@ -818,10 +812,9 @@ def check_sudo_user():
             "    while time.time() < end:\n"
             "        pass\n"
             "as_user()\n" % idfile)
-    env = dict(os.environ, SUDO_UID="65534", SUDO_GID="65534")
-    r = subprocess.run([PST, "record", "-f", "folded", "-o", out, "--", py,
-                        "-c", code], capture_output=True, timeout=60,
-                       env=env, cwd=d)
+    r = pystitch(["record", "-f", "folded", "-o", out, "--", py, "-c",
+                  code], env={"SUDO_UID": "65534", "SUDO_GID": "65534"},
+                 cwd=d)
     problems = []
     if r.returncode != 0:
         problems.append("exit %d: %s" % (r.returncode, r.stderr))
@@ -852,8 +845,7 @@ def check_scribble(interp):
     try:
         if t.readline(timeout=30).strip() != "ready":
             return "target did not start"
-        r = subprocess.run([PST, "dump", "-p", str(t.pid)],
-                           capture_output=True, timeout=30)
+        r = pystitch(["dump", "-p", str(t.pid)], timeout=30)
         text = r.stdout.decode("utf-8", "replace")
         if r.returncode != 0 or "healthy_work" not in text:
             problems.append("dump exited %d without the healthy thread: %s"
@@ -863,9 +855,8 @@ def check_scribble(interp):
                             text[-1500:])
         for label, mode in modes():
             d, out = out_path("scribble")
-            r = subprocess.run([PST, "record", "-p", str(t.pid), "-d", "1.5",
-                                "-r", "200", "--idle", "-f", "folded", "-o",
-                                out] + mode, capture_output=True, timeout=60)
+            r = pystitch(["record", "-p", str(t.pid), "-d", "1.5", "-r",
+                          "200", "--idle", "-f", "folded", "-o", out] + mode)
             err = r.stderr.decode("utf-8", "replace")
             if r.returncode != 0:
                 problems.append("%s: exit %d: %s" % (label, r.returncode,
@@ -892,16 +883,8 @@ def check_scribble(interp):
 
 
 def run(name, fn, *args):
-    start = time.time()
-    try:
-        err = fn(*args)
-    except Exception as e:
-        err = "%s: %s" % (type(e).__name__, e)
-    name += " (%.1f s)" % (time.time() - start)
-    if err is None:
-        report(None, name, "not applicable here")
-    else:
-        report(not err, name, err)
+    """Reports the check fn(*args), its seconds added to the name."""
+    TAP.check(name, fn, *args, timed=True)
 
 
 def main():

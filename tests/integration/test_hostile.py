@@ -15,17 +15,15 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pytargets  # noqa: E402
 import tap  # noqa: E402
+from tap import PST, attempt  # noqa: E402
 
-PST = os.environ.get("PST", "./pystitch")
-BUILD = os.environ.get("PST_BUILDDIR", os.path.dirname(os.path.abspath(PST)))
 TAP = tap.Tap()
-TMP = tempfile.mkdtemp(prefix="pst-hostile-")
+TMP = tap.tmpdir("hostile")
 SKIP_WHY = {}
 
 
@@ -43,17 +41,11 @@ def local_interp():
     return local[-1] if local else None
 
 
-def pystitch(args, timeout=60, env=None, **kw):
+def pystitch(args, timeout=60, **kw):
     """Runs pystitch; returns the CompletedProcess (stdout and stderr as
     bytes). A run past `timeout` is killed and returned with returncode
     None and the words "timed out" in its stderr."""
-    try:
-        return subprocess.run([PST] + list(args), capture_output=True,
-                              timeout=timeout, env=env, **kw)
-    except subprocess.TimeoutExpired as e:
-        return subprocess.CompletedProcess(
-            e.cmd, None, e.stdout or b"",
-            (e.stderr or b"") + b"\ntimed out after %ds" % timeout)
+    return tap.pystitch(args, timeout, timed_out=True, **kw)
 
 
 def spawn(interp, code, env=None):
@@ -446,8 +438,7 @@ def check_only_cap_sys_ptrace():
                                      "-d", "2", "-f", "folded", "-o",
                                      d + "/n.folded"], d + "/n.folded")]
         for name, args, out in runs:
-            r = subprocess.run(as_nobody + [PST] + args, capture_output=True,
-                               timeout=60)
+            r = tap.pystitch(args, wrapper=as_nobody)
             text = r.stdout.decode(errors="replace")
             if r.returncode != 0:
                 problems.append("%s: exit %d: %s" % (
@@ -470,14 +461,9 @@ NOBODY = 65534
 def record_spin(args, seconds="1", cwd=None, timeout=60):
     """`pystitch record -d SECONDS ARGS -- python -c SPIN`, its output
     captured."""
-    argv = [PST, "record", "-d", seconds] + list(args) + [
-        "--", local_interp().exe, "-c", SPIN % (float(seconds) + 2)]
-    try:
-        return subprocess.run(argv, capture_output=True, timeout=timeout,
-                              cwd=cwd)
-    except subprocess.TimeoutExpired as e:
-        return subprocess.CompletedProcess(
-            e.cmd, None, e.stdout or b"", (e.stderr or b"") + b"timed out")
+    return pystitch(["record", "-d", seconds] + list(args) + [
+        "--", local_interp().exe, "-c", SPIN % (float(seconds) + 2)],
+        timeout, cwd=cwd)
 
 
 def shared_dir(tag):
@@ -974,10 +960,7 @@ def main():
     checks.sort(key=lambda nf: nf[1].__code__.co_firstlineno)
     for name, fn in checks:
         start = time.time()
-        try:
-            err = fn()
-        except Exception as e:  # a check's own failure is its result
-            err = "%s: %s" % (type(e).__name__, e)
+        err = attempt(fn)
         label = (fn.__doc__ or name).strip().splitlines()[0]
         label += " (%.1f s)" % (time.time() - start)
         if err is None:

@@ -14,13 +14,11 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pytargets  # noqa: E402
 import tap  # noqa: E402
+from tap import SRC, pystitch  # noqa: E402
 
-PST = os.environ.get("PST", "./pystitch")
-SRC = os.environ.get("PST_SRCDIR", os.path.join(os.path.dirname(
-    os.path.abspath(__file__)), "..", ".."))
 TARGET = os.path.join(SRC, "tests", "targets", "native.py")
 LIB_SRC = os.path.join(SRC, "tests", "helpers", "native-spin.c")
-TMP = "/tmp/pst-native-test"
+TMP = tap.tmpdir("native")
 TAP = tap.Tap()
 report = TAP.report
 
@@ -57,8 +55,7 @@ def lib_for(interp, lib):
 
 
 def dump(pid):
-    r = subprocess.run([PST, "dump", "--native", "--json", "-p", str(pid)],
-                       capture_output=True, timeout=30)
+    r = pystitch(["dump", "--native", "--json", "-p", str(pid)], timeout=30)
     if r.returncode != 0:
         raise RuntimeError("dump exited %d: %s" % (r.returncode,
                                                     r.stderr.decode()))
@@ -150,9 +147,8 @@ def check_record(interp, lib):
     try:
         if t.readline().strip() != "ready":
             return "target did not start"
-        r = subprocess.run([PST, "record", "--native", "-p", str(t.pid),
-                            "-d", "2", "-r", "200", "-f", "folded", "-o",
-                            out], capture_output=True, timeout=60)
+        r = pystitch(["record", "--native", "-p", str(t.pid), "-d", "2",
+                      "-r", "200", "-f", "folded", "-o", out])
         err = r.stderr.decode()
         if r.returncode != 0:
             return "record exited %d: %s" % (r.returncode, err)
@@ -200,9 +196,8 @@ def check_native_only(interp, lib):
     try:
         if t.readline().strip() != "ready":
             return "target did not start"
-        r = subprocess.run([PST, "record", "-p", str(t.pid), "--threads",
-                            "-d", "2", "-r", "100", "-f", "folded", "-o",
-                            out], capture_output=True, timeout=60)
+        r = pystitch(["record", "-p", str(t.pid), "--threads", "-d", "2",
+                      "-r", "100", "-f", "folded", "-o", out])
         err = r.stderr.decode()
         if r.returncode != 0:
             return "record exited %d: %s" % (r.returncode, err)
@@ -226,11 +221,8 @@ def check_native_only(interp, lib):
 
 
 def run(name, fn, interp, lib):
-    try:
-        err = fn(interp, lib)
-    except Exception as e:
-        err = "%s: %s" % (type(e).__name__, e)
-    report(not err, "%s %s" % (name, interp.label), err)
+    """Reports the check fn(interp, lib); None passes."""
+    TAP.check("%s %s" % (name, interp.label), fn, interp, lib, skip=None)
 
 
 def main():

@@ -10,22 +10,20 @@ import base64
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pushrecv  # noqa: E402
 import pytargets  # noqa: E402
 import tap  # noqa: E402
+from tap import PST, pystitch  # noqa: E402
 
-PST = os.environ.get("PST", "./pystitch")
 TAP = tap.Tap()
 report = TAP.report
-TMP = tempfile.mkdtemp(prefix="pst-push-")
+TMP = tap.tmpdir("push")
 SUMMARY = re.compile(
     r"push: (\d+) of (\d+) profiles sent to (\S+) \((\d+) samples\); "
     r"(\d+) failed attempts, (\d+) dropped \(queue full\), (\d+) refused, "
@@ -59,10 +57,7 @@ def free_port():
 
 
 def run_record(args, env=None, timeout=90):
-    e = dict(os.environ)
-    e.update(env or {})
-    r = subprocess.run([PST, "record"] + args, capture_output=True,
-                       timeout=timeout, env=e)
+    r = pystitch(["record"] + args, timeout, env=env)
     return r.returncode, r.stderr.decode(errors="replace")
 
 
@@ -554,12 +549,9 @@ def check_all(interp, container):
 
 
 def run(name, fn, *args):
-    start = time.time()
-    try:
-        err = fn(*args)
-    except Exception as e:
-        err = "%s: %s" % (type(e).__name__, e)
-    report(not err, "%s (%.1f s)" % (name, time.time() - start), err or "")
+    """Reports the check fn(*args), its seconds added to the name; None
+    passes."""
+    TAP.check(name, fn, *args, timed=True, skip=None)
 
 
 def main():

@@ -19,11 +19,11 @@ import xml.etree.ElementTree as ET
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pytargets  # noqa: E402
 import tap  # noqa: E402
+from tap import PST, alive, pystitch  # noqa: E402
 
-PST = os.environ.get("PST", "./pystitch")
 TAP = tap.Tap()
 report = TAP.report
-TMP = tempfile.mkdtemp(prefix="pst-record-")
+TMP = tap.tmpdir("record")
 THREAD_ROOT = re.compile(r'^thread (\d+) "(.*)"$')
 
 
@@ -32,8 +32,7 @@ folded = pytargets.folded
 
 def record(args, timeout=120):
     out = os.path.join(TMP, "out-%d" % len(os.listdir(TMP)))
-    r = subprocess.run([PST, "record", "-o", out] + args,
-                       capture_output=True, timeout=timeout)
+    r = pystitch(["record", "-o", out] + args, timeout)
     return r, out
 
 
@@ -414,14 +413,6 @@ LONG_RUN = ("import time\n"
             "long_job()\n")
 
 
-def alive(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] not in "ZX"
-    except IOError:
-        return False
-
-
 def check_duration_stops_command(interp):
     """record -d 1 -- COMMAND: when the recording ends first, the command
     it started is stopped (SIGINT, as Ctrl-C would: Python's
@@ -488,10 +479,8 @@ def check_dev_null(interp):
         os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
     except OSError as e:
         return None if e.errno == 1 else "mknod: %s" % e
-    r = subprocess.run([PST, "record", "-d", "0.5", "-f", "folded", "-o",
-                        node, "--", interp.exe, "-c",
-                        "import time; time.sleep(5)"], capture_output=True,
-                       timeout=60)
+    r = pystitch(["record", "-d", "0.5", "-f", "folded", "-o", node, "--",
+                  interp.exe, "-c", "import time; time.sleep(5)"])
     st = os.stat(node)
     os.unlink(node)
     if not stat.S_ISCHR(st.st_mode):
@@ -590,14 +579,9 @@ def check_formats(interp):
 
 
 def run(name, fn, interp):
-    try:
-        err = fn(interp)
-    except Exception as e:
-        err = "%s: %s" % (type(e).__name__, e)
-    if err is None:
-        report(None, "%s %s" % (name, interp.label), "not applicable")
-    else:
-        report(not err, "%s %s" % (name, interp.label), err)
+    """Reports the check fn(interp); None is a skip."""
+    TAP.check("%s %s" % (name, interp.label), fn, interp,
+              skip="not applicable")
 
 
 def main():

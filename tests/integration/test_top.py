@@ -14,15 +14,21 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pytargets  # noqa: E402
 import tap  # noqa: E402
+from tap import PST, pystitch  # noqa: E402
 
-PST = os.environ.get("PST", "./pystitch")
 TAP = tap.Tap()
 report = TAP.report
+
 ROW = re.compile(r"^\s*([\d.]+)%\s+([\d.]+)%\s+([\d.]+)s\s+([\d.]+)s\s+(\S+) "
                  r"\((.*?)(?::(\d+))?\)$")
 PCT = re.compile(r"^\s*[\d.]+%")
 # A thread row; on the screen the selected one starts with ">".
 THREAD = re.compile(r"^>?\s*(\d+)\s+(\d+)\s+(\S)\s+(\S+)\s+(.*?)\s{2,}(\S.*)$")
+
+
+def check(name, fn, *args):
+    """Reports the check fn(*args) under name; None passes."""
+    TAP.check(name, fn, *args, skip=None)
 
 
 def parse(text):
@@ -62,8 +68,7 @@ def parse(text):
 
 
 def top(args, timeout=60):
-    return subprocess.run([PST, "top"] + args, capture_output=True,
-                          timeout=timeout)
+    return pystitch(["top"] + args, timeout)
 
 
 def not_stopped(t):
@@ -429,28 +434,17 @@ def main():
     for interp in found:
         for name, fn in (("shares", check_shares_twice),
                          ("intervals", check_intervals)):
-            try:
-                err = fn(interp)
-            except Exception as e:
-                err = "%s: %s" % (type(e).__name__, e)
-            report(not err, "top %s %s" % (name, interp.label), err)
+            check("top %s %s" % (name, interp.label), fn, interp)
     screen_interp = next((i for i in found if not i.rootfs and
                           "3.12" in i.label), found[0])
     if not shutil.which("tmux"):
         report(None, "top full screen", "no tmux (tools/install-deps.sh)")
     else:
-        try:
-            err = check_screen(screen_interp)
-        except Exception as e:
-            err = "%s: %s" % (type(e).__name__, e)
-        report(not err, "top full screen in tmux %s" % screen_interp.label,
-               err)
+        check("top full screen in tmux %s" % screen_interp.label,
+              check_screen, screen_interp)
     storm_interp = next((i for i in found if "3.9" in i.label), found[0])
-    try:
-        err = check_error_kinds(storm_interp)
-    except Exception as e:
-        err = "%s: %s" % (type(e).__name__, e)
-    report(not err, "top: errors named by kind %s" % storm_interp.label, err)
+    check("top: errors named by kind %s" % storm_interp.label,
+          check_error_kinds, storm_interp)
     err = check_errors()
     report(not err, "top: bad input, record's exit codes", err)
     return TAP.finish()

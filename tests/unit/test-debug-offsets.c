@@ -12,6 +12,7 @@
 #include "proc/mem.h"
 #include "python/python.h"
 #include "pythons.h"
+#include "spawn.h"
 #include "task.h"
 
 static int is_libpython313(const char *base) {
@@ -27,17 +28,14 @@ TEST_IMPL(debug_offsets_313) {
   struct pst_elf *e;
   uint64_t sym, bias, size;
   char py[512];
+  char *argv[] = {py, "-c", "import time; time.sleep(60)", NULL};
   int hex, fd, compared = 0;
   pid_t pid;
 
   if (find_python(3, 13, py, sizeof(py)))
     SKIP("python3.13 not installed");
-  pid = fork();
-  ASSERT(pid >= 0);
-  if (pid == 0) {
-    execl(py, py, "-c", "import time; time.sleep(60)", (char *)NULL);
-    _exit(127);
-  }
+  pid = test_spawn(argv, NULL, NULL);
+  ASSERT_GT(pid, 0);
   usleep(300000);
   ASSERT_EQ(pst_maps_load(pid, &maps), 0);
   mp = pst_maps_find_file(&maps, is_libpython313);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "elf/elf.h"
+#include "helpers.h"
 #include "native/debuginfo.h"
 #include "native/module.h"
 #include "native/symtab.h"
@@ -26,23 +27,7 @@
 /* A scratch directory, removed by cleanup(). */
 static char dir[64];
 
-static const char *srcdir(void) {
-  return getenv("PST_SRCDIR") ? getenv("PST_SRCDIR") : ".";
-}
-
-static int run(const char *cmd) {
-  int rc = system(cmd);
-  if (rc != 0)
-    printf("# '%s' failed (%d)\n", cmd, rc);
-  return rc;
-}
-
-static void cleanup(void) {
-  char cmd[128];
-  snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-  if (system(cmd) != 0)
-    fprintf(stderr, "# could not remove %s\n", dir);
-}
+static void cleanup(void) { test_rmrf(dir); }
 
 static const char *at(const char *file) {
   static char path[16][256];
@@ -60,13 +45,12 @@ static int make_lib(void) {
   if (system("for t in gcc objcopy strip readelf; do "
              "command -v $t >/dev/null || exit 1; done"))
     return printf("# missing one of gcc objcopy strip readelf\n"), -1;
-  snprintf(dir, sizeof(dir), "/tmp/pst-debuginfo-XXXXXX");
-  ASSERT(mkdtemp(dir) != NULL);
+  ASSERT_EQ(test_scratch(dir, sizeof(dir), "debuginfo"), 0);
   snprintf(cmd, sizeof(cmd),
            "sh %s/tests/helpers/make-debuginfo.sh "
            "%s/tests/helpers/debuginfo-lib.c %s",
-           srcdir(), srcdir(), dir);
-  return run(cmd) ? -1 : 0;
+           test_srcdir(), test_srcdir(), dir);
+  return test_sh(cmd) ? -1 : 0;
 }
 
 static struct pst_elf *open_elf(const char *path) {
@@ -216,7 +200,7 @@ TEST_IMPL(debuginfo_split_library) {
            "mkdir -p %s/own && cp %s/link/libpstdbg.so "
            "%s/link/.debug/libpstdbg.so.debug %s/own/",
            dir, dir, dir, dir);
-  ASSERT_EQ(run(cmd), 0);
+  ASSERT_EQ(test_sh(cmd), 0);
   check_found(at("own/libpstdbg.so"), &w, PST_DEBUGINFO_DEBUGLINK,
               "/own/libpstdbg.so.debug");
   /* ...and DEBUGDIR/MODULE-DIR/NAME. */
@@ -224,7 +208,7 @@ TEST_IMPL(debuginfo_split_library) {
            "mkdir -p %s/gl %s/dd%s/gl && cp %s/link/libpstdbg.so %s/gl/ && "
            "cp %s/link/.debug/libpstdbg.so.debug %s/dd%s/gl/",
            dir, dir, dir, dir, dir, dir, dir, dir);
-  ASSERT_EQ(run(cmd), 0);
+  ASSERT_EQ(test_sh(cmd), 0);
   w.dirs = at("dd");
   check_found(at("gl/libpstdbg.so"), &w, PST_DEBUGINFO_DEBUGLINK,
               "/gl/libpstdbg.so.debug");
@@ -234,19 +218,19 @@ TEST_IMPL(debuginfo_split_library) {
       cmd, sizeof(cmd),
       "cp %s/other.debug %s/debugroot/usr/lib/debug/.build-id/%.2s/%s.debug",
       dir, dir, want, want + 2);
-  ASSERT_EQ(run(cmd), 0);
+  ASSERT_EQ(test_sh(cmd), 0);
   w.dirs = at("debugroot/usr/lib/debug");
   ASSERT(not_found(at("bid/libpstdbg.so"), &w));
   /* ...or under the link's name (build-id and CRC differ)... */
   w.dirs = "";
   snprintf(cmd, sizeof(cmd), "cp %s/other.debug %s/own/libpstdbg.so.debug", dir,
            dir);
-  ASSERT_EQ(run(cmd), 0);
+  ASSERT_EQ(test_sh(cmd), 0);
   ASSERT(not_found(at("own/libpstdbg.so"), &w));
   /* ...or the right build-id with other bytes: the CRC differs. */
   snprintf(cmd, sizeof(cmd), "printf x >> %s/link/.debug/libpstdbg.so.debug",
            dir);
-  ASSERT_EQ(run(cmd), 0);
+  ASSERT_EQ(test_sh(cmd), 0);
   ASSERT(not_found(at("link/libpstdbg.so"), &w));
   cleanup();
   return 0;

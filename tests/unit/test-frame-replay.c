@@ -19,16 +19,13 @@
 #include <string.h>
 
 #include "frame-fixture.h"
+#include "helpers.h"
 #include "pystitch.h"
 #include "python/python.h"
 #include "task.h"
 
 #define WALK_MAX 64
 #define IMAGE_MAX (64 * 1024) /* fixtures stay small */
-
-static const char *srcdir(void) {
-  return getenv("PST_SRCDIR") ? getenv("PST_SRCDIR") : ".";
-}
 
 /* ---- the script's markers ---- */
 
@@ -56,7 +53,7 @@ static int read_markers(struct marker *m) {
   int n = 0, lineno = 0;
   FILE *f;
 
-  snprintf(path, sizeof(path), "%s/tests/targets/parked.py", srcdir());
+  snprintf(path, sizeof(path), "%s/tests/targets/parked.py", test_srcdir());
   f = fopen(path, "r");
   if (!f)
     TEST_FAIL("%s: %s", path, strerror(errno));
@@ -118,7 +115,7 @@ static void replay_open(struct replay *r, const char *name) {
   char path[1024];
   int err;
 
-  snprintf(path, sizeof(path), "%s/tests/fixtures/frames-%s.txt", srcdir(),
+  snprintf(path, sizeof(path), "%s/tests/fixtures/frames-%s.txt", test_srcdir(),
            name);
   err = pst_fixture_load(path, &r->fx);
   if (err)

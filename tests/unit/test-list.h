@@ -19,12 +19,18 @@
 #define PST_UTIL_TESTS(X)                                                      \
   X(strtab_intern)                                                             \
   X(profile_runs_and_dedup) X(hash_functions) X(hash_table) X(dmcache_slots)  \
-  X(top_filter_and_stack) X(window_per_process) X(window_shared)          \
   X(esc_controls) X(esc_bounds) X(esc_no_raw_controls)                         \
   X(proc_cgroup_name) X(proc_maps_refused) X(proc_env_and_children)
 
-#define PST_PY_TESTS(X)                                                        \
-  X(debug_offsets_313) X(layout_check_bounds) X(target_never_left_traced) X(target_exits_hide_no_thread)
+/* The consumers (src/consumer/: top, window). */
+#define PST_CONSUMER_TESTS(X)                                                  \
+  X(top_filter_and_stack) X(window_per_process) X(window_shared)
+
+#define PST_PY_TESTS(X) X(debug_offsets_313) X(layout_check_bounds)
+
+/* A target opened and snapshotted (src/target/). */
+#define PST_TARGET_TESTS(X)                                                    \
+  X(target_never_left_traced) X(target_exits_hide_no_thread)
 
 #define PST_ROOTFS_TESTS(X)                                                    \
   X(rootfs_stays_inside) X(rootfs_walk_agrees) X(elf_truncated_guard)        \
@@ -50,7 +56,9 @@
   PST_LAYOUT_TESTS(X)                                                          \
   PST_LINES_TESTS(X)                                                           \
   PST_UTIL_TESTS(X)                                                            \
+  PST_CONSUMER_TESTS(X)                                                        \
   PST_PY_TESTS(X)                                                              \
+  PST_TARGET_TESTS(X)                                                          \
   PST_REPLAY_TESTS(X)                                                          \
   PST_REGISTRY_TESTS(X)                                                        \
   PST_ROOTFS_TESTS(X)                                                          \

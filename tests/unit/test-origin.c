@@ -14,11 +14,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "helpers.h"
 #include "libc/tsd.h"
 #include "native/origin.h"
 #include "native/resolve.h"
 #include "proc/ptrace.h"
 #include "pystitch.h"
+#include "spawn.h"
 #include "task.h"
 
 #define MAX_THREADS 64
@@ -45,32 +47,11 @@ struct target {
 
 static char dir[64];
 
-static const char *srcdir(void) {
-  return getenv("PST_SRCDIR") ? getenv("PST_SRCDIR") : ".";
-}
-
-static const char *builddir(void) {
-  return getenv("PST_BUILDDIR") ? getenv("PST_BUILDDIR") : ".";
-}
-
-static int run(const char *cmd) {
-  int rc = system(cmd);
-  if (rc != 0)
-    printf("# '%s' failed (%d)\n", cmd, rc);
-  return rc;
-}
-
 static void make_dir(void) {
-  snprintf(dir, sizeof(dir), "/tmp/pst-origin-XXXXXX");
-  ASSERT(mkdtemp(dir) != NULL);
+  ASSERT_EQ(test_scratch(dir, sizeof(dir), "origin"), 0);
 }
 
-static void cleanup(void) {
-  char cmd[128];
-  snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-  if (system(cmd) != 0)
-    fprintf(stderr, "# could not remove %s\n", dir);
-}
+static void cleanup(void) { test_rmrf(dir); }
 
 static void read_comm(pid_t pid, int tid, char *buf, size_t len) {
   char path[64];
@@ -91,20 +72,10 @@ static void read_comm(pid_t pid, int tid, char *buf, size_t len) {
  * 77 (not built). */
 static int spawn(char *const argv[], struct target *t) {
   char line[256];
-  int p[2];
 
   memset(t, 0, sizeof(*t));
-  ASSERT(pipe(p) == 0);
-  t->pid = fork();
-  ASSERT(t->pid >= 0);
-  if (t->pid == 0) {
-    dup2(p[1], 1);
-    close(p[0]);
-    execvp(argv[0], argv);
-    _exit(127);
-  }
-  close(p[1]);
-  t->out = fdopen(p[0], "r");
+  t->pid = test_spawn(argv, &t->out, NULL);
+  ASSERT_GT(t->pid, 0);
   while (fgets(line, sizeof(line), t->out)) {
     struct thread *th = &t->v[t->n];
     if (!strncmp(line, "ready", 5))
@@ -275,13 +246,13 @@ TEST_IMPL(origin_c_target) {
   snprintf(cmd, sizeof(cmd),
            "sh %s/tests/helpers/make-debuginfo.sh "
            "%s/tests/helpers/debuginfo-lib.c %s",
-           srcdir(), srcdir(), dir);
-  if (run(cmd)) {
+           test_srcdir(), test_srcdir(), dir);
+  if (test_sh(cmd)) {
     cleanup();
     SKIP("could not build and split the library");
   }
   snprintf(helper, sizeof(helper), "%s/tests/helpers/origin-target",
-           builddir());
+           test_builddir());
   snprintf(lib, sizeof(lib), "%s/bid/libpstdbg.so", dir);
   snprintf(dbg, sizeof(dbg), "%s/debugroot/usr/lib/debug", dir);
   setenv("PST_DEBUG_DIRS", dbg, 1);
@@ -349,8 +320,8 @@ TEST_IMPL(origin_std_thread) {
   snprintf(cmd, sizeof(cmd),
            "g++ -O1 -pthread -o %s %s/tests/helpers/origin-cxx.cc && "
            "strip --strip-all %s",
-           bin, srcdir(), bin);
-  ASSERT_EQ(run(cmd), 0);
+           bin, test_srcdir(), bin);
+  ASSERT_EQ(test_sh(cmd), 0);
   ASSERT_EQ(spawn((char *const[]){bin, NULL}, &t), 0);
   attach(&t);
   for (int i = 0; i < t.n; i++)
@@ -380,7 +351,7 @@ TEST_IMPL(origin_musl_unknown) {
   uint64_t tp, fn, arg;
 
   snprintf(helper, sizeof(helper), "%s/tests/helpers/tsd-target-musl",
-           builddir());
+           test_builddir());
   if (spawn((char *const[]){helper, NULL}, &t) == 77)
     SKIP("tsd-target-musl not built (musl-gcc missing)");
   attach(&t);

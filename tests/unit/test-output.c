@@ -14,7 +14,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "helpers.h"
 #include "output/json.h"
 #include "output/writer.h"
 #include "profile/profile.h"
@@ -614,22 +614,11 @@ static const char js_probe[] =
 
 static char tmpdir[64];
 
-static int rm_entry(const char *path, const struct stat *st, int flag,
-                    struct FTW *ftw) {
-  (void)st;
-  (void)flag;
-  (void)ftw;
-  return remove(path);
-}
-
 static void make_tmpdir(void) {
-  strcpy(tmpdir, "/tmp/pst-output-XXXXXX");
-  ASSERT(mkdtemp(tmpdir) != NULL);
+  ASSERT_EQ(test_scratch(tmpdir, sizeof(tmpdir), "output"), 0);
 }
 
-static void rm_tmpdir(void) {
-  nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
+static void rm_tmpdir(void) { test_rmrf(tmpdir); }
 
 static char *tmp_path(const char *name) {
   static char buf[4][256];
@@ -693,8 +682,7 @@ static int run_py(const char *script, const char *args) {
 
 static const char *proto_dir(void) {
   static char dir[512];
-  snprintf(dir, sizeof(dir), "%s/proto",
-           getenv("PST_SRCDIR") ? getenv("PST_SRCDIR") : ".");
+  snprintf(dir, sizeof(dir), "%s/proto", test_srcdir());
   return dir;
 }
 

@@ -37,11 +37,13 @@
 #include <unistd.h>
 
 #include "frame-fixture.h"
+#include "helpers.h"
 #include "proc/maps.h"
 #include "proc/mem.h"
 #include "pystitch.h"
 #include "python/python.h"
 #include "pythons.h"
+#include "spawn.h"
 #include "task.h"
 
 #define ROOTFS_DIR "/var/cache/pystitch"
@@ -63,10 +65,6 @@ struct target {
   struct expect ex[EXPECT_MAX];
   int nex;
 };
-
-static const char *srcdir(void) {
-  return getenv("PST_SRCDIR") ? getenv("PST_SRCDIR") : ".";
-}
 
 static int copy_file(const char *from, const char *to) {
   char buf[4096];
@@ -142,34 +140,21 @@ static void read_until(struct target *t, const char *want) {
 /* Starts tests/targets/<name> under exe (inside rootfs when not NULL). */
 static void start(struct target *t, const char *name, const char *exe,
                   const char *rootfs) {
-  int in[2], out[2];
   char script[1024], dst[1024];
+  char *local[] = {(char *)exe, "-u", script, NULL};
+  char *chrooted[] = {"unshare",   "--pid",  "--mount",
+                      "--fork",    "chroot", (char *)rootfs,
+                      (char *)exe, "-u",     "/tmp/pst-names.py",
+                      NULL};
 
   memset(t, 0, sizeof(*t));
-  snprintf(script, sizeof(script), "%s/tests/targets/%s", srcdir(), name);
+  snprintf(script, sizeof(script), "%s/tests/targets/%s", test_srcdir(), name);
   if (rootfs) {
     snprintf(dst, sizeof(dst), "%s/tmp/pst-names.py", rootfs);
     ASSERT_EQ(copy_file(script, dst), 0);
   }
-  ASSERT(pipe(in) == 0 && pipe(out) == 0);
-  t->child = fork();
-  ASSERT(t->child >= 0);
-  if (t->child == 0) {
-    dup2(in[0], 0);
-    dup2(out[1], 1);
-    close(in[1]);
-    close(out[0]);
-    if (rootfs)
-      execlp("unshare", "unshare", "--pid", "--mount", "--fork", "chroot",
-             rootfs, exe, "-u", "/tmp/pst-names.py", (char *)NULL);
-    else
-      execl(exe, exe, "-u", script, (char *)NULL);
-    _exit(127);
-  }
-  close(in[0]);
-  close(out[1]);
-  t->out = fdopen(out[0], "r");
-  t->in = fdopen(in[1], "w");
+  t->child = test_spawn(rootfs ? chrooted : local, &t->out, &t->in);
+  ASSERT_GT(t->child, 0);
   ASSERT(t->out && t->in);
   t->pid = t->child;
   if (rootfs) {
@@ -217,14 +202,6 @@ static long ns_tid(pid_t pid, pid_t tid) {
   return v;
 }
 
-static enum pst_arch host_arch(void) {
-#if defined(__aarch64__)
-  return PST_ARCH_AARCH64;
-#else
-  return PST_ARCH_X86_64;
-#endif
-}
-
 /* Our own analysis of the target's interpreter, as the target does. */
 struct reader {
   struct pst_target *tg;
@@ -245,7 +222,7 @@ static void reader_open(struct reader *r, pid_t pid) {
   pst_mem_init(&r->mem, pid);
   pst_py_init(&r->py);
   ASSERT_EQ(pst_maps_load(pid, &r->maps), 0);
-  err = pst_py_analyse(&r->py, pid, &r->maps, &r->mem, host_arch(), &info);
+  err = pst_py_analyse(&r->py, pid, &r->maps, &r->mem, test_host_arch(), &info);
   if (err)
     TEST_FAIL("pst_py_analyse: %s", pst_strerror(err));
 }
@@ -730,8 +707,8 @@ TEST_IMPL(registry_replay) {
     struct pst_fixture fx;
     char path[1024];
     int err;
-    snprintf(path, sizeof(path), "%s/tests/fixtures/registry-%s.txt", srcdir(),
-             names[i]);
+    snprintf(path, sizeof(path), "%s/tests/fixtures/registry-%s.txt",
+             test_srcdir(), names[i]);
     err = pst_fixture_load(path, &fx);
     if (err)
       TEST_FAIL("%s: %s", path, pst_strerror(err));

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "elf/elf.h"
+#include "helpers.h"
 #include "proc/rootfs.h"
 #include "sandbox/sandbox.h"
 #include "task.h"
@@ -70,14 +71,14 @@ static int read_word(int fd, char *buf, size_t len) {
 
 /* Runs the cases with open_fn (openat2, or the walk). */
 static int cases(int (*open_fn)(int, const char *, struct stat *)) {
-  char dir[] = "/tmp/pst-rootfs-XXXXXX", buf[32], host[64];
+  char dir[64], buf[32], host[64];
   static const char *const inside[] = {
       "/etc/file", "etc/file",           "abs",        "/dotdot", "sub/rel",
       "chain",     "/sub/../etc/./file", "../etc/file"};
   struct stat st;
   int root, fd;
 
-  ASSERT(mkdtemp(dir) != NULL);
+  ASSERT_EQ(test_scratch(dir, sizeof(dir), "rootfs"), 0);
   ASSERT_EQ(make_tree(dir), 0);
   /* A host file at the path "host" names: must not be what is opened. */
   snprintf(host, sizeof(host), "/etc/hostname-pst");
@@ -100,8 +101,7 @@ static int cases(int (*open_fn)(int, const char *, struct stat *)) {
   fd = open_fn(root, "magic", NULL); /* a /proc magic link: refused */
   ASSERT(fd < 0);
   close(root);
-  snprintf(buf, sizeof(buf), "rm -rf %s", dir);
-  ASSERT_EQ(system(buf), 0);
+  ASSERT_EQ(test_rmrf(dir), 0);
   return 0;
 }
 

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "elf/elf.h"
+#include "helpers.h"
 #include "native/symtab.h"
 #include "pystitch.h"
 #include "task.h"
@@ -182,27 +183,10 @@ TEST_IMPL(symtab_python) {
 static char scratch[64];
 
 static void make_scratch(void) {
-  snprintf(scratch, sizeof(scratch), "/tmp/pst-symtab-XXXXXX");
-  ASSERT(mkdtemp(scratch) != NULL);
+  ASSERT_EQ(test_scratch(scratch, sizeof(scratch), "symtab"), 0);
 }
 
-static void cleanup(void) {
-  char cmd[128];
-  snprintf(cmd, sizeof(cmd), "rm -rf %s", scratch);
-  if (system(cmd) != 0)
-    fprintf(stderr, "# could not remove %s\n", scratch);
-}
-
-static const char *srcdir(void) {
-  return getenv("PST_SRCDIR") ? getenv("PST_SRCDIR") : ".";
-}
-
-static int run(const char *cmd) {
-  int rc = system(cmd);
-  if (rc != 0)
-    printf("# '%s' failed (%d)\n", cmd, rc);
-  return rc;
-}
+static void cleanup(void) { test_rmrf(scratch); }
 
 TEST_IMPL(symtab_cxx) {
   static const struct {
@@ -222,8 +206,8 @@ TEST_IMPL(symtab_cxx) {
   make_scratch();
   snprintf(bin, sizeof(bin), "%s/cxx", scratch);
   snprintf(cmd, sizeof(cmd), "g++ -O1 -o %s %s/tests/helpers/symtab-cxx.cc",
-           bin, srcdir());
-  ASSERT_EQ(run(cmd), 0);
+           bin, test_srcdir());
+  ASSERT_EQ(test_sh(cmd), 0);
   t = build_file(bin);
   for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
     ASSERT_EQ(elf_symbol(bin, names[i].mangled, &a, NULL), 0);
@@ -255,8 +239,8 @@ static int make_mini(const char *xz_opt) {
            "gcc -O1 -o %s/mini %s/tests/helpers/symtab-mini.c && "
            "XZ_OPT='%s' sh %s/tests/helpers/make-minidebuginfo.sh "
            "%s/mini %s/mini-dd",
-           scratch, srcdir(), xz_opt, srcdir(), scratch, scratch);
-  return run(cmd) ? -1 : 0;
+           scratch, test_srcdir(), xz_opt, test_srcdir(), scratch, scratch);
+  return test_sh(cmd) ? -1 : 0;
 }
 
 static const char *at(const char *file) {
@@ -311,7 +295,7 @@ TEST_IMPL(symtab_minidebuginfo) {
              "objcopy --add-section .gnu_debugdata=%s/bomb.xz "
              "%s/mini-dd.stripped %s/bomb",
              scratch, scratch, scratch, scratch);
-    ASSERT_EQ(run(cmd), 0);
+    ASSERT_EQ(test_sh(cmd), 0);
   }
   t = build_file(at("bomb"));
   ASSERT(pst_symtab_lookup(t, local, &off) == NULL);

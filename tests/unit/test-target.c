@@ -12,30 +12,24 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "helpers.h"
 #include "proc/proc.h"
 #include "pystitch.h"
 #include "pythons.h"
+#include "spawn.h"
 #include "task.h"
 
 static pid_t start_target(FILE **out) {
   char py[512], script[1024];
-  int pipefd[2];
+  char *argv[] = {py, "-u", script, NULL};
   pid_t pid;
 
   if (find_python(3, 12, py, sizeof(py)) && find_python(3, 11, py, sizeof(py)))
     SKIP("no python3.12 or python3.11");
   snprintf(script, sizeof(script), "%s/tests/targets/threads.py",
-           getenv("PST_SRCDIR") ? getenv("PST_SRCDIR") : ".");
-  ASSERT(pipe(pipefd) == 0);
-  pid = fork();
-  ASSERT(pid >= 0);
-  if (pid == 0) {
-    dup2(pipefd[1], 1);
-    execl(py, py, "-u", script, (char *)NULL);
-    _exit(127);
-  }
-  close(pipefd[1]);
-  *out = fdopen(pipefd[0], "r");
+           test_srcdir());
+  pid = test_spawn(argv, out, NULL);
+  ASSERT_GT(pid, 0);
   return pid;
 }
 
@@ -120,34 +114,21 @@ static int all_listed(const pid_t *want, int nwant, const pid_t *have, int n) {
 #define PAIRS 8
 TEST_IMPL(target_exits_hide_no_thread) {
   char py[512], script[1024], line[256];
-  int in[2], out[2], snaps = 0, lists = 0, raw_missed = 0;
+  char *argv[] = {py, "-u", script, NULL};
+  int snaps = 0, lists = 0, raw_missed = 0;
   struct pst_target *t = NULL;
   FILE *f, *cmd;
   pid_t pid;
 
   if (find_python(3, 12, py, sizeof(py)) && find_python(3, 11, py, sizeof(py)))
     SKIP("no python3.12 or python3.11");
-  snprintf(script, sizeof(script), "%s/tests/targets/exits.py",
-           getenv("PST_SRCDIR") ? getenv("PST_SRCDIR") : ".");
-  ASSERT(pipe(in) == 0 && pipe(out) == 0);
-  pid = fork();
-  ASSERT(pid >= 0);
-  if (pid == 0) {
-    dup2(in[0], 0);
-    dup2(out[1], 1);
-    close(in[1]);
-    close(out[0]);
-    execl(py, py, "-u", script, (char *)NULL);
-    _exit(127);
-  }
-  close(in[0]);
-  close(out[1]);
-  f = fdopen(out[0], "r");
-  cmd = fdopen(in[1], "w");
+  snprintf(script, sizeof(script), "%s/tests/targets/exits.py", test_srcdir());
+  pid = test_spawn(argv, &f, &cmd);
+  ASSERT_GT(pid, 0);
   ASSERT(f && cmd);
   for (int round = 0; round < ROUNDS; round++) {
     const struct pst_thread *th;
-    struct pollfd pfd = {.fd = out[0], .events = POLLIN};
+    struct pollfd pfd = {.fd = fileno(f), .events = POLLIN};
     pid_t longs[PAIRS], tids[64];
     char *p = line + 6;
     int m;

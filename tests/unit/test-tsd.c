@@ -9,31 +9,25 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "helpers.h"
 #include "libc/tsd.h"
 #include "proc/ptrace.h"
+#include "spawn.h"
 #include "task.h"
 
 static int run(const char *helper) {
   char path[512], line[256];
+  char *argv[] = {path, NULL};
   struct pst_maps maps;
   struct pst_tsd tsd;
   struct pst_mem mem;
-  int pipefd[2], checked = 0, high = 0;
+  int checked = 0, high = 0;
   pid_t pid;
   FILE *f;
 
-  snprintf(path, sizeof(path), "%s/tests/helpers/%s",
-           getenv("PST_BUILDDIR") ? getenv("PST_BUILDDIR") : ".", helper);
-  ASSERT(pipe(pipefd) == 0);
-  pid = fork();
-  ASSERT(pid >= 0);
-  if (pid == 0) {
-    dup2(pipefd[1], 1);
-    execl(path, path, (char *)NULL);
-    _exit(127);
-  }
-  close(pipefd[1]);
-  f = fdopen(pipefd[0], "r");
+  snprintf(path, sizeof(path), "%s/tests/helpers/%s", test_builddir(), helper);
+  pid = test_spawn(argv, &f, NULL);
+  ASSERT_GT(pid, 0);
   /* Skip when the helper could not be built (no musl-gcc): it exits 77. */
   if (!fgets(line, sizeof(line), f)) {
     int st;

@@ -13,11 +13,13 @@
 #include <unistd.h>
 
 #include "elf/elf.h"
+#include "helpers.h"
 #include "native/module.h"
 #include "native/unwind.h"
 #include "proc/mem.h"
 #include "proc/ptrace.h"
 #include "pythons.h"
+#include "spawn.h"
 #include "task.h"
 
 #define MAXF 256
@@ -31,42 +33,6 @@ struct helper {
   pid_t spin, block;
 };
 
-/* Starts argv with stdout on a pipe (and stdin on one if in is not
- * NULL); returns its pid. */
-static pid_t spawn2(char *const argv[], FILE **out, FILE **in) {
-  int fd[2], fi[2] = {-1, -1};
-  pid_t pid;
-
-  ASSERT(pipe(fd) == 0);
-  if (in)
-    ASSERT(pipe(fi) == 0);
-  pid = fork();
-  ASSERT(pid >= 0);
-  if (pid == 0) {
-    dup2(fd[1], 1);
-    close(fd[0]);
-    close(fd[1]);
-    if (in) {
-      dup2(fi[0], 0);
-      close(fi[0]);
-      close(fi[1]);
-    }
-    execv(argv[0], argv);
-    _exit(127);
-  }
-  close(fd[1]);
-  *out = fdopen(fd[0], "r");
-  if (in) {
-    close(fi[0]);
-    *in = fdopen(fi[1], "w");
-  }
-  return pid;
-}
-
-static pid_t spawn(char *const argv[], FILE **out) {
-  return spawn2(argv, out, NULL);
-}
-
 /* Starts unwind-target; with lib, it will dlopen lib on request. */
 static void helper_start_lib(struct helper *h, const char *lib) {
   char line[256];
@@ -74,12 +40,13 @@ static void helper_start_lib(struct helper *h, const char *lib) {
 
   memset(h, 0, sizeof(*h));
   snprintf(h->path, sizeof(h->path), "%s/tests/helpers/unwind-target",
-           getenv("PST_BUILDDIR") ? getenv("PST_BUILDDIR") : ".");
+           test_builddir());
   argv[0] = h->path;
   argv[1] = "40";
   argv[2] = (char *)lib;
   argv[3] = NULL;
-  h->pid = spawn2(argv, &h->out, lib ? &h->in : NULL);
+  h->pid = test_spawn(argv, &h->out, lib ? &h->in : NULL);
+  ASSERT_GT(h->pid, 0);
   while (fgets(line, sizeof(line), h->out) && strncmp(line, "ready", 5)) {
     unsigned long long v;
     int t;
@@ -347,7 +314,8 @@ static int unwind_python(const char *python) {
             "    while True: pass\n"
             "spin(5)\n";
   argv[3] = NULL;
-  pid = spawn(argv, &out);
+  pid = test_spawn(argv, &out, NULL);
+  ASSERT_GT(pid, 0);
   ASSERT(fgets(line, sizeof(line), out) != NULL);
   ASSERT_STR_EQ(line, "go\n");
   pst_mem_init(&mem, pid);
@@ -412,7 +380,7 @@ TEST_IMPL(unwind_dlopen_later) {
   int n, tid = 0, found = 0;
 
   snprintf(lib, sizeof(lib), "%s/tests/helpers/.libs/unwind-spin-lib.so",
-           getenv("PST_BUILDDIR") ? getenv("PST_BUILDDIR") : ".");
+           test_builddir());
   if (access(lib, R_OK) != 0)
     SKIP("%s not built", lib);
   helper_start_lib(&h, lib);
