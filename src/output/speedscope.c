@@ -10,9 +10,9 @@
  * thread was not sampled (idle, or off CPU when the weights are CPU time)
  * an empty sample stands for the gap, so that a run is drawn at the time
  * it was seen. startValue is the thread's first sample time (since the
- * recording began); endValue is the later of the end of its last sample
- * (its time plus its weight) and startValue plus the sum of the weights
- * and gaps, as speedscope expects endValue - startValue to cover them.
+ * recording began); endValue is startValue plus the sum of the weights
+ * and gaps, which reaches the end of its last sample (its time plus its
+ * weight).
  * Threads without samples are left out; a profile with no samples at all
  * still gets one empty profile, which speedscope needs to open the file.
  * The file opens on the main thread of the busiest process (the most
@@ -81,29 +81,56 @@ static void write_frames(const struct pst_profile *p, struct pst_json *j) {
   pst_json_object_end(j);
 }
 
+/* Emits thread ti's runs as speedscope samples (stacks: 1) or their
+ * weights (0), the gaps as empty samples (j NULL: nothing); returns where
+ * the time axis ends. A run whose samples were apart (the thread unsampled in between)
+ * covers that time too: the rest of it follows the run as a gap. */
+static uint64_t emit_runs(const struct pst_profile *p, struct pst_json *j,
+                          const struct pst_prof_run *runs, size_t nruns,
+                          uint64_t start, int stacks) {
+  uint64_t period = pst_profile_period_ns(p), at = start;
+
+  for (size_t r = 0; r < nruns; r++) {
+    uint64_t w = run_weight(&runs[r], period);
+    uint64_t last = runs[r].end_ns + w / (runs[r].count ? runs[r].count : 1);
+    size_t n;
+    const uint32_t *ids = pst_profile_stack(p, runs[r].stack, &n);
+
+    for (int part = 0; part < 3; part++) {
+      uint64_t len = part == 0
+                         ? (runs[r].start_ns > at ? runs[r].start_ns - at : 0)
+                     : part == 1 ? w
+                                 : (last > at ? last - at : 0);
+      if (part != 1 && !len)
+        continue;
+      if (!j) {
+        /* the end alone */
+      } else if (!stacks) {
+        pst_json_uint(j, len);
+      } else {
+        pst_json_array_begin(j);
+        for (size_t i = 0; part == 1 && i < n; i++)
+          pst_json_uint(j, ids[i]);
+        pst_json_array_end(j);
+      }
+      at += len;
+    }
+  }
+  return at;
+}
+
 static int write_thread(const struct pst_profile *p, struct pst_json *j,
                         uint32_t ti) {
   const struct pst_prof_thread *t = pst_profile_thread_at(p, ti);
-  uint64_t period = pst_profile_period_ns(p), sum = 0, start, end, at;
   size_t nruns;
-  const struct pst_prof_run *runs = pst_profile_runs(p, ti, &nruns), *last;
+  const struct pst_prof_run *runs = pst_profile_runs(p, ti, &nruns);
   char *title = thread_title(p, t);
+  uint64_t start, end;
 
   if (!title)
     return -ENOMEM;
   start = runs[0].start_ns;
-  for (size_t r = 0; r < nruns; r++) {
-    if (runs[r].start_ns > start + sum) /* a gap: not sampled meanwhile */
-      sum = runs[r].start_ns - start;
-    sum += run_weight(&runs[r], period);
-  }
-  /* The last sample stands for the time after it. */
-  last = &runs[nruns - 1];
-  end =
-      last->end_ns + run_weight(last, period) / (last->count ? last->count : 1);
-  if (end < start + sum)
-    end = start + sum;
-
+  end = emit_runs(p, NULL, runs, nruns, start, 0); /* the axis's end */
   pst_json_object_begin(j);
   pst_json_kv_string(j, "type", "sampled");
   pst_json_kv_string(j, "name", title);
@@ -112,34 +139,11 @@ static int write_thread(const struct pst_profile *p, struct pst_json *j,
   pst_json_kv_uint(j, "endValue", end);
   pst_json_key(j, "samples");
   pst_json_array_begin(j);
-  at = start;
-  for (size_t r = 0; r < nruns; r++) {
-    size_t n;
-    const uint32_t *ids = pst_profile_stack(p, runs[r].stack, &n);
-
-    if (runs[r].start_ns > at) { /* the gap, as an empty stack */
-      pst_json_array_begin(j);
-      pst_json_array_end(j);
-      at = runs[r].start_ns;
-    }
-    pst_json_array_begin(j);
-    for (size_t i = 0; i < n; i++)
-      pst_json_uint(j, ids[i]);
-    pst_json_array_end(j);
-    at += run_weight(&runs[r], period);
-  }
+  emit_runs(p, j, runs, nruns, start, 1);
   pst_json_array_end(j);
   pst_json_key(j, "weights");
   pst_json_array_begin(j);
-  at = start;
-  for (size_t r = 0; r < nruns; r++) {
-    if (runs[r].start_ns > at) {
-      pst_json_uint(j, runs[r].start_ns - at);
-      at = runs[r].start_ns;
-    }
-    pst_json_uint(j, run_weight(&runs[r], period));
-    at += run_weight(&runs[r], period);
-  }
+  emit_runs(p, j, runs, nruns, start, 0);
   pst_json_array_end(j);
   pst_json_object_end(j);
   free(title);

@@ -126,6 +126,7 @@ struct pst_profile *pst_profile_new(uint64_t period_ns) {
   if (!p)
     return NULL;
   p->period_ns = period_ns;
+  p->cpu = 1; /* pst_profile_set_cpu(p, 0) for wall time */
   clock_gettime(CLOCK_REALTIME, &ts);
   p->start_unix_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
   p->strings = pst_strtab_new();

@@ -84,8 +84,8 @@ int pst_profile_add_interned(struct pst_profile *p, uint32_t thread,
                              uint64_t t_ns, uint64_t weight_ns);
 
 /* Read access for the writers. */
-/* What the weights are: 1, CPU time (sampling mode cpu), 0, wall time
- * (the default). Writers name their values after it. */
+/* What the weights are: 1, CPU time (sampling mode cpu, the default), 0,
+ * wall time. Writers name their values after it. */
 void pst_profile_set_cpu(struct pst_profile *p, int cpu);
 int pst_profile_cpu(const struct pst_profile *p);
 

@@ -1,0 +1,377 @@
+# test_figures.py: figures that mean what they say (issue 21): CPU time is
+# CPU time (mode cpu against the kernel's utime+stime of the targets), a
+# sleeping thread is not reported running, --duration counts from the
+# first tick, a recording of nothing is not a success, process trees under
+# a shell or unshare, short asyncio programs, a running task's whole chain,
+# unnamed tasks grouped, the push labels of spawned workers, speedscope's
+# clock and first profile.
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pushrecv  # noqa: E402
+import pytargets  # noqa: E402
+import tap  # noqa: E402
+from tap import PST, pystitch  # noqa: E402
+
+TAP = tap.Tap()
+TMP = tap.tmpdir("figures")
+TARGETS = os.path.join(tap.SRC, "tests", "targets")
+SUMMARY = re.compile(r"(\d+) samples of (\d+) threads? in (\d+) process"
+                     r"(?:es)? over ([\d.]+) s")
+HZ = os.sysconf("SC_CLK_TCK")
+
+
+def wait_ready(t):
+    while t.readline().strip() != "ready":
+        pass
+
+
+def cpu_ticks(pid):
+    """utime + stime of process pid, in clock ticks."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def folded_total(path):
+    return sum(c for _, c in pytargets.folded(path))
+
+
+def summary(err):
+    m = SUMMARY.search(err)
+    return (int(m.group(1)), float(m.group(4))) if m else (None, None)
+
+
+def check_cpu_time(interp):
+    """Four processes spinning on a machine with fewer CPUs wait for one
+    in turn (state R all along): mode cpu (the default) gives samples x
+    period within 15% of the CPU time the kernel counted for them, where
+    counting the state letter gave about twice as much."""
+    n = max(4, 2 * (os.cpu_count() or 2))
+    ts = [pytargets.Target(interp, "spinner.py") for _ in range(n)]
+    out = os.path.join(TMP, "cpu.folded")
+    try:
+        for t in ts:
+            wait_ready(t)
+        before = [cpu_ticks(t.pid) for t in ts]
+        r = pystitch(["record", "-p", ",".join(str(t.pid) for t in ts),
+                      "-d", "4", "-r", "100", "-f", "folded", "-o", out])
+        after = [cpu_ticks(t.pid) for t in ts]
+        err = r.stderr.decode(errors="replace")
+        if r.returncode != 0:
+            return "exit %d: %s" % (r.returncode, err)
+        used_s = (sum(after) - sum(before)) / float(HZ)
+        sampled_s = folded_total(out) * 0.01
+        ratio = sampled_s / used_s if used_s else 0
+        print("# %s: %d spinners, %.2f s of CPU, %.2f s sampled (%.2f)" %
+              (interp.label, n, used_s, sampled_s, ratio))
+        # The CPU time also covers the attach, which is not sampled.
+        if not 0.80 <= ratio <= 1.15:
+            return "%.2f s sampled for %.2f s of CPU time (%.2f)" % (
+                sampled_s, used_s, ratio)
+        return ""
+    finally:
+        for t in ts:
+            t.stop()
+
+
+def check_sleeper_idle(interp):
+    """20 dumps of a process whose threads sleep in time.sleep: every
+    thread idle, state S, each time (the ptrace stop that reads a new
+    thread's pointer restarts its sleep: the state is the one read before
+    it)."""
+    t = pytargets.Target(interp, "sleeper.py")
+    try:
+        wait_ready(t)
+        bad = []
+        for i in range(20):
+            r = pystitch(["dump", "-p", str(t.pid), "--json"])
+            if r.returncode != 0:
+                return "dump exited %d: %s" % (r.returncode, r.stderr)
+            for th in json.loads(r.stdout)["threads"]:
+                if not th["idle"] or th["state"] != "S":
+                    bad.append("dump %d: %s %s idle %s" % (
+                        i, th["name"], th["state"], th["idle"]))
+        return "\n".join(bad[:5])
+    finally:
+        t.stop()
+
+
+def check_duration(interp):
+    """-d counts from the first tick: a target with 1000 threads (each
+    stopped once at the attach) is recorded for the whole -d 2."""
+    t = pytargets.Target(interp, "many.py", ["1000", "5", "1"])
+    out = os.path.join(TMP, "duration.folded")
+    try:
+        wait_ready(t)
+        r = pystitch(["record", "-p", str(t.pid), "-d", "2", "--idle", "-f",
+                      "folded", "-o", out], timeout=120)
+        err = r.stderr.decode(errors="replace")
+        samples, over = summary(err)
+        if r.returncode != 0 or samples is None:
+            return "exit %d: %s" % (r.returncode, err)
+        if over < 1.9 or samples < 1000:
+            return "%s samples over %s s" % (samples, over)
+        return ""
+    finally:
+        t.stop()
+
+
+def check_nothing_recorded(interp):
+    """A command that never runs Python, and a recording whose threads
+    never ran: not a success, each with its own exit code and a line
+    saying why."""
+    problems = []
+    out = os.path.join(TMP, "nothing.folded")
+    r = pystitch(["record", "-f", "folded", "-o", out, "--", "sh", "-c",
+                  "sleep 1"])
+    err = r.stderr.decode(errors="replace")
+    if r.returncode != 5 or "no Python" not in err:
+        problems.append("a command without Python: exit %d: %s" %
+                        (r.returncode, err))
+    t = pytargets.Target(interp, "sleeper.py")
+    try:
+        wait_ready(t)
+        r = pystitch(["record", "-p", str(t.pid), "-d", "1", "-f", "folded",
+                      "-o", out])
+        err = r.stderr.decode(errors="replace")
+        if r.returncode != 10 or "no samples" not in err or \
+                "--mode wall" not in err:
+            problems.append("threads that never ran: exit %d: %s" %
+                            (r.returncode, err))
+        if not os.path.exists(out):
+            problems.append("no profile written")
+    finally:
+        t.stop()
+    return "\n".join(problems)
+
+
+def spinner_in(stack_counts):
+    return sum(c for s, c in stack_counts if any(f.startswith("spin")
+                                                  for f in s))
+
+
+def check_trees(interp):
+    """-s from a shell (not Python: watched, its Python child recorded);
+    `-- sh script` records the script's Python and stops it with the
+    recording (its process group, not only the shell)."""
+    problems = []
+    script = os.path.join(TMP, "run.sh")
+    with open(script, "w") as f:
+        f.write("#!/bin/sh\n%s %s 30\necho done\n" % (
+            interp.exe, os.path.join(TARGETS, "spinner.py")))
+    os.chmod(script, 0o755)
+    out = os.path.join(TMP, "tree.folded")
+    sh = subprocess.Popen(["sh", script], stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(1)
+        r = pystitch(["record", "-s", "-p", str(sh.pid), "-d", "1.5", "-f",
+                      "folded", "-o", out])
+        if r.returncode != 0 or not spinner_in(pytargets.folded(out)):
+            problems.append("-s -p SHELL: exit %d, %s" % (
+                r.returncode, r.stderr.decode(errors="replace")))
+    finally:
+        sh.kill()
+        sh.wait()
+        subprocess.run(["pkill", "-f", "spinner.py 30"])
+    r = pystitch(["record", "-d", "1.5", "-f", "folded", "-o", out, "--",
+                  "sh", script], timeout=60)
+    left = subprocess.run(["pgrep", "-f", "spinner.py 30"],
+                          capture_output=True).stdout.split()
+    if left:
+        problems.append("the script's python left running: %s" % left)
+        subprocess.run(["pkill", "-f", "spinner.py 30"])
+    if not spinner_in(pytargets.folded(out)):
+        problems.append("-- sh script: nothing of its python recorded: %s" %
+                        r.stderr.decode(errors="replace"))
+    return "\n".join(problems)
+
+
+def check_container_command():
+    """`record -- unshare ... chroot ROOTFS python3.14 ...`: the python
+    unshare starts in a new pid namespace is found and recorded."""
+    root = os.path.join(pytargets.ROOTFS_DIR, "sid-rootfs")
+    if not os.access(root + "/usr/bin/python3.14", os.X_OK):
+        return None
+    dst = os.path.join(root, "tmp", "pst-fig")
+    os.makedirs(dst, exist_ok=True)
+    shutil.copy(os.path.join(TARGETS, "spinner.py"), dst)
+    out = os.path.join(TMP, "unshare.folded")
+    r = pystitch(["record", "-f", "folded", "-o", out, "--", "unshare",
+                  "--pid", "--mount", "--fork", "chroot", root,
+                  "/usr/bin/python3.14", "/tmp/pst-fig/spinner.py", "2"],
+                 timeout=60)
+    if r.returncode != 0 or not spinner_in(pytargets.folded(out)):
+        return "exit %d: %s" % (r.returncode,
+                                r.stderr.decode(errors="replace"))
+    return ""
+
+
+def check_short_asyncio(interp):
+    """A 0.6 s asyncio program launched with --async has its tasks
+    recorded (asyncio is looked for again within milliseconds), and its
+    hundreds of unnamed tasks make one root, not one each."""
+    out = os.path.join(TMP, "short.folded")
+    r = pystitch(["record", "--async", "--idle", "-f", "folded", "-o", out,
+                  "--", interp.exe, os.path.join(TARGETS, "aioburst.py"),
+                  "0.6"], timeout=60)
+    err = r.stderr.decode(errors="replace")
+    if r.returncode != 0:
+        return "exit %d: %s" % (r.returncode, err)
+    roots = set()
+    for stack, _ in pytargets.folded(out):
+        tasks = [f for f in stack if f.startswith("task ")]
+        if tasks:
+            roots.add(tasks[0])
+    if not roots:
+        return "no task samples: %s" % err
+    if len(roots) > 3 or not any("Task-* (main)" in x for x in roots):
+        return "task roots %s" % sorted(roots)[:10]
+    return ""
+
+
+def check_running_chain(interp):
+    """The running task's chain is its whole stack: "one" runs c1 (and
+    deep under it), "two" runs c2 -> c3 (-> deep), the target's own
+    structure; read from the task alone it stopped at the outermost
+    coroutine (c2)."""
+    t = pytargets.Target(interp, "aiochain.py")
+    tail = {"one": ["c1"], "two": ["c3", "c2"]}
+    try:
+        wait_ready(t)
+        seen = deep = 0
+        for _ in range(30):
+            r = pystitch(["dump", "-p", str(t.pid), "--async", "--json"])
+            if r.returncode != 0:
+                return "dump exited %d: %s" % (r.returncode, r.stderr)
+            for tk in json.loads(r.stdout).get("tasks", []):
+                if not tk["running"] or tk["name"] not in tail:
+                    continue
+                names = [f["name"].split(".")[-1] for f in tk["frames"]]
+                want = tail[tk["name"]]
+                if names[-len(want):] != want:
+                    return "running %s: %s" % (tk["name"], names)
+                seen += 1
+                deep += "deep" in names
+        if seen < 5 or not deep:
+            return "a running task in %d of 30 dumps, %d in deep" % (seen,
+                                                                     deep)
+        return ""
+    finally:
+        t.stop()
+
+
+def check_push_labels(interp):
+    """Workers started by multiprocessing's spawn belong to their job:
+    pushed under the parent's program (app and command), with their ppid
+    and role, not as `python3.X` with multiprocessing's -c line."""
+    t = pytargets.Target(interp, "mpspawn.py", ["2"])
+    recv = pushrecv.Receiver()
+    try:
+        wait_ready(t)
+        r = pystitch(["record", "-s", "-p", str(t.pid), "--push", recv.url,
+                      "--push-interval", "1", "-d", "2.5"], timeout=90)
+        if r.returncode != 0:
+            return "exit %d: %s" % (r.returncode, r.stderr)
+        workers = {}
+        for q in recv.accepted():
+            name = q["query"].get("name", [""])[0]
+            app, labels = pushrecv.parse_name(name)
+            if labels.get("pid") != str(t.pid):
+                workers[labels.get("pid")] = (app, labels)
+        if len(workers) < 2:
+            return "pushed workers: %s" % workers
+        for pid, (app, labels) in workers.items():
+            if app != "mpspawn.py" or labels.get("command") != "mpspawn.py" \
+                    or not labels.get("ppid"):
+                return "worker %s: app %s, labels %s" % (pid, app, labels)
+        return ""
+    finally:
+        recv.stop()
+        t.stop()
+
+
+def check_speedscope(interp):
+    """speedscope opens on the main thread of the busiest process, and
+    each thread's time order keeps the clock: its weights (with the gaps
+    it was not sampled) span the recording, not only its samples."""
+    t = pytargets.Target(interp, "spinner.py")
+    out = os.path.join(TMP, "ss.json")
+    try:
+        wait_ready(t)
+        r = pystitch(["record", "-p", str(t.pid), "-d", "2", "-f",
+                      "speedscope", "-o", out])
+        if r.returncode != 0:
+            return "exit %d: %s" % (r.returncode, r.stderr)
+        d = json.load(open(out))
+        first = d["profiles"][d["activeProfileIndex"]]
+        if "thread %d " % t.pid not in first["name"]:
+            return "opens on %s" % first["name"]
+        span = first["endValue"] - first["startValue"]
+        if sum(first["weights"]) < span - 1 or span < 1.5e9:
+            return "weights %d over a span of %d" % (sum(first["weights"]),
+                                                     span)
+        return ""
+    finally:
+        t.stop()
+
+
+def pick(found, prefixes):
+    """The interpreters among found whose label starts with one of
+    prefixes, one each."""
+    out = []
+    for p in prefixes:
+        for i in found:
+            if i.label.startswith(p) and i not in out:
+                out.append(i)
+                break
+    return out
+
+
+def main():
+    found, skipped = pytargets.interpreters()
+    for label, why in skipped:
+        print("# skip %s: %s" % (label, why))
+    plain = [i for i in found if not i.rootfs]
+    if not plain:
+        TAP.report(None, "figures", "no interpreter on this machine")
+        return TAP.finish()
+    modern = [i for i in plain if not i.label.startswith(("pyenv-2.",
+                                                          "pyenv-3.6"))]
+    main_interp = (pick(plain, ["pyenv-3.12", "pyenv-3.11"]) or modern or
+                   plain)[0]
+    TAP.check("cpu time %s" % main_interp.label, check_cpu_time, main_interp,
+              timed=True)
+    for i in pick(found, ["pyenv-2.7", "pyenv-3.8", "pyenv-3.12",
+                          "sid-container-3.14"]):
+        TAP.check("sleeper idle in 20 dumps %s" % i.label,
+                  check_sleeper_idle, i)
+    TAP.check("-d from the first tick %s" % main_interp.label,
+              check_duration, main_interp, timed=True)
+    TAP.check("nothing recorded is not a success %s" % main_interp.label,
+              check_nothing_recorded, main_interp)
+    TAP.check("process trees %s" % main_interp.label, check_trees,
+              main_interp)
+    TAP.check("-- unshare chroot python3.14", check_container_command,
+              skip="no sid rootfs with python3.14")
+    for i in pick(modern, ["pyenv-3.8", "pyenv-3.12", "pyenv-3.13"]):
+        TAP.check("short asyncio program %s" % i.label, check_short_asyncio,
+                  i)
+        TAP.check("running task chain %s" % i.label, check_running_chain, i)
+    if modern:
+        TAP.check("push labels of spawned workers %s" % modern[-1].label,
+                  check_push_labels, modern[-1])
+    TAP.check("speedscope %s" % main_interp.label, check_speedscope,
+              main_interp)
+    shutil.rmtree(TMP, ignore_errors=True)
+    return TAP.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
