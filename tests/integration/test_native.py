@@ -148,7 +148,7 @@ def check_record(interp, lib):
         if t.readline().strip() != "ready":
             return "target did not start"
         r = pystitch(["record", "--native", "-p", str(t.pid), "-d", "2",
-                      "-r", "200", "-f", "folded", "-o", out])
+                      "-r", "200", "--idle", "-f", "folded", "-o", out])
         err = r.stderr.decode()
         if r.returncode != 0:
             return "record exited %d: %s" % (r.returncode, err)
