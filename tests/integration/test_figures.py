@@ -294,7 +294,13 @@ def check_push_labels(interp):
         return ""
     finally:
         recv.stop()
+        kids = pytargets.children(t.pid)
         t.stop()
+        for k in kids:
+            try:
+                os.kill(k, 9)
+            except OSError:
+                pass
 
 
 def check_speedscope(interp):
