@@ -10,9 +10,9 @@
 
 #include "native/module.h"
 #include "native/resolve.h"
-#include "native/sample.h"
 #include "proc/proc.h"
 #include "target/internal.h"
+#include "target/native.h"
 #include "util/clock.h"
 #include "util/log.h"
 
