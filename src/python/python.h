@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 #include "disasm/disasm.h"
@@ -157,6 +158,18 @@ int pst_py_check_batched(const struct pst_py *py, const struct pst_mem *mem,
 /* Bytes of a type object read at most: every type_* and ht_* offset ends
  * within them (threadname.c reads them in one piece). */
 #define PST_PY_TYPE_SPAN 2048
+
+/* The 8-byte word at p + off of a local copy of target memory (unaligned,
+ * host byte order). off is a layout offset (int32_t, never PST_NOFF here:
+ * the callers check) or a computed one (size_t): both convert to size_t
+ * unchanged, and every one is within the buffer (pst_py_layout_check() or
+ * the caller's bound). */
+static inline uint64_t pst_py_u64_at(const uint8_t *p, size_t off) {
+  uint64_t v;
+
+  memcpy(&v, p + off, 8);
+  return v;
+}
 
 /* asyncio.c: the _asyncio module's offsets (3.14+), once found; or, for
  * 3.8-3.13 (legacy: asyncio_legacy.c), the task layout of the version and
