@@ -9,6 +9,7 @@
 #include <math.h>
 #include <regex.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,42 +30,55 @@
 #define D PST_CLI_DUMP
 #define I PST_CLI_INFO
 
+/* Where a flag option sets its int to 1. */
+#define FLAG(field) offsetof(struct pst_cli_opts, field)
+
 /* One row an option: its long name, short letter (0: none), argument
- * (no_argument, required_argument) and the commands that take it. */
+ * (no_argument, required_argument), the commands that take it and, for
+ * a flag, its int in struct pst_cli_opts (0: the option has its own
+ * case in take()). */
 static const struct {
   const char *name;
   char letter;
   char arg;
   unsigned char cmds;
+  size_t flag;
 } table[PST_CLI_O_COUNT] = {
     [PST_CLI_O_PID] = {"pid", 'p', required_argument, R | T | D | I},
     [PST_CLI_O_RATE] = {"rate", 'r', required_argument, R | T},
     [PST_CLI_O_DURATION] = {"duration", 'd', required_argument, R | T},
-    [PST_CLI_O_SUBPROCESSES] = {"subprocesses", 's', no_argument, R | T},
-    [PST_CLI_O_ALL] = {"all", 0, no_argument, R | T},
+    [PST_CLI_O_SUBPROCESSES] = {"subprocesses", 's', no_argument, R | T,
+                                FLAG(engine.subprocesses)},
+    [PST_CLI_O_ALL] = {"all", 0, no_argument, R | T, FLAG(engine.all)},
     [PST_CLI_O_MATCH] = {"match", 0, required_argument, R | T},
     [PST_CLI_O_EXCLUDE] = {"exclude", 0, required_argument, R | T},
-    [PST_CLI_O_NO_SANDBOX] = {"no-sandbox", 0, no_argument, R | T},
-    [PST_CLI_O_KEEP_RUNNING] = {"keep-running", 0, no_argument, R},
-    [PST_CLI_O_IDLE] = {"idle", 0, no_argument, R | T},
-    [PST_CLI_O_GIL] = {"gil", 0, no_argument, R | T},
-    [PST_CLI_O_BLOCKING] = {"blocking", 0, no_argument, R},
-    [PST_CLI_O_NONBLOCKING] = {"nonblocking", 0, no_argument, R | T | D | I},
+    [PST_CLI_O_NO_SANDBOX] = {"no-sandbox", 0, no_argument, R | T,
+                              FLAG(engine.no_sandbox)},
+    [PST_CLI_O_KEEP_RUNNING] = {"keep-running", 0, no_argument, R,
+                                FLAG(engine.keep_running)},
+    [PST_CLI_O_IDLE] = {"idle", 0, no_argument, R | T, FLAG(policy.idle)},
+    [PST_CLI_O_GIL] = {"gil", 0, no_argument, R | T, FLAG(policy.gil)},
+    [PST_CLI_O_BLOCKING] = {"blocking", 0, no_argument, R,
+                            FLAG(policy.blocking)},
+    [PST_CLI_O_NONBLOCKING] = {"nonblocking", 0, no_argument, R | T | D | I,
+                               FLAG(policy.nonblocking)},
     [PST_CLI_O_NATIVE] = {"native", 0, no_argument, R | T | D | I},
     [PST_CLI_O_NATIVE_ALL] = {"native-all", 0, no_argument, R | D | I},
-    [PST_CLI_O_ASYNC] = {"async", 0, no_argument, R | D | I},
-    [PST_CLI_O_JSON] = {"json", 0, no_argument, D | I},
+    [PST_CLI_O_ASYNC] = {"async", 0, no_argument, R | D | I,
+                         FLAG(policy.async)},
+    [PST_CLI_O_JSON] = {"json", 0, no_argument, D | I, FLAG(json)},
     [PST_CLI_O_FORMAT] = {"format", 'f', required_argument, R},
     [PST_CLI_O_OUTPUT] = {"output", 'o', required_argument, R},
-    [PST_CLI_O_THREADS] = {"threads", 0, no_argument, R},
-    [PST_CLI_O_FUNCTION] = {"function", 0, no_argument, R},
+    [PST_CLI_O_THREADS] = {"threads", 0, no_argument, R, FLAG(threads)},
+    [PST_CLI_O_FUNCTION] = {"function", 0, no_argument, R, FLAG(function)},
     [PST_CLI_O_ROWS] = {"rows", 'n', required_argument, T},
     [PST_CLI_O_DELAY] = {"delay", 0, required_argument, T},
-    [PST_CLI_O_ONCE] = {"once", 0, no_argument, T},
+    [PST_CLI_O_ONCE] = {"once", 0, no_argument, T, FLAG(once)},
     [PST_CLI_O_SORT] = {"sort", 0, required_argument, T},
-    [PST_CLI_O_LINES] = {"lines", 0, no_argument, T},
-    [PST_CLI_O_SINCE_START] = {"since-start", 0, no_argument, T},
-    [PST_CLI_O_PLAIN] = {"plain", 0, no_argument, T},
+    [PST_CLI_O_LINES] = {"lines", 0, no_argument, T, FLAG(lines)},
+    [PST_CLI_O_SINCE_START] = {"since-start", 0, no_argument, T,
+                               FLAG(since_start)},
+    [PST_CLI_O_PLAIN] = {"plain", 0, no_argument, T, FLAG(plain)},
     [PST_CLI_O_PUSH] = {"push", 0, required_argument, R},
     [PST_CLI_O_PUSH_INTERVAL] = {"push-interval", 0, required_argument, R},
     [PST_CLI_O_APP] = {"app", 0, required_argument, R},
@@ -76,8 +90,8 @@ static const struct {
     [PST_CLI_O_AUTH_FILE] = {"push-auth-file", 0, required_argument, R},
     [PST_CLI_O_ROTATE] = {"rotate", 0, required_argument, R},
     [PST_CLI_O_VERBOSE] = {"verbose", 'v', no_argument, R | T | D | I},
-    [PST_CLI_O_HELP] = {"help", 'h', no_argument, R | T | D | I},
-    [PST_CLI_O_VERSION] = {"version", 'V', no_argument, D | I},
+    [PST_CLI_O_HELP] = {"help", 'h', no_argument, R | T | D | I, FLAG(help)},
+    [PST_CLI_O_VERSION] = {"version", 'V', no_argument, D | I, FLAG(version)},
 };
 
 #undef R
@@ -228,6 +242,10 @@ static int take(struct pst_cli_opts *o, enum pst_cli_opt id, const char *arg,
   struct pst_sampler_opts *e = &o->engine;
   double v;
 
+  if (table[id].flag) {
+    *(int *)(void *)((char *)o + table[id].flag) = 1;
+    return 0;
+  }
   switch (id) {
   case PST_CLI_O_PID:
     if (o->cmd & (PST_CLI_DUMP | PST_CLI_INFO)) {
@@ -247,44 +265,14 @@ static int take(struct pst_cli_opts *o, enum pst_cli_opt id, const char *arg,
       return pst_cli_usage(
           help, "--duration: want seconds in (0, 30 days], got '%s'", arg);
     return 0;
-  case PST_CLI_O_SUBPROCESSES:
-    e->subprocesses = 1;
-    return 0;
-  case PST_CLI_O_ALL:
-    e->all = 1;
-    return 0;
   case PST_CLI_O_MATCH:
   case PST_CLI_O_EXCLUDE:
     return take_regex(o, id, arg);
-  case PST_CLI_O_NO_SANDBOX:
-    e->no_sandbox = 1;
-    return 0;
-  case PST_CLI_O_KEEP_RUNNING:
-    e->keep_running = 1;
-    return 0;
-  case PST_CLI_O_IDLE:
-    o->policy.idle = 1;
-    return 0;
-  case PST_CLI_O_GIL:
-    o->policy.gil = 1;
-    return 0;
-  case PST_CLI_O_BLOCKING:
-    o->policy.blocking = 1;
-    return 0;
-  case PST_CLI_O_NONBLOCKING:
-    o->policy.nonblocking = 1;
-    return 0;
   case PST_CLI_O_NATIVE:
     o->policy.native = o->policy.native ? o->policy.native : 1;
     return 0;
   case PST_CLI_O_NATIVE_ALL:
     o->policy.native = 2;
-    return 0;
-  case PST_CLI_O_ASYNC:
-    o->policy.async = 1;
-    return 0;
-  case PST_CLI_O_JSON:
-    o->json = 1;
     return 0;
   case PST_CLI_O_FORMAT:
     o->format = pst_writer_find(arg);
@@ -296,12 +284,6 @@ static int take(struct pst_cli_opts *o, enum pst_cli_opt id, const char *arg,
     return 0;
   case PST_CLI_O_OUTPUT:
     o->output = arg;
-    return 0;
-  case PST_CLI_O_THREADS:
-    o->threads = 1;
-    return 0;
-  case PST_CLI_O_FUNCTION:
-    o->function = 1;
     return 0;
   case PST_CLI_O_ROWS:
     if (pst_cli_parse_double(arg, 0, ROWS_MAX, &v) || v != (int)v)
@@ -315,28 +297,10 @@ static int take(struct pst_cli_opts *o, enum pst_cli_opt id, const char *arg,
       return pst_cli_usage(
           help, "--delay: want seconds in [0.05, 3600], got '%s'", arg);
     return 0;
-  case PST_CLI_O_ONCE:
-    o->once = 1;
-    return 0;
   case PST_CLI_O_SORT:
     return take_sort(o, arg);
-  case PST_CLI_O_LINES:
-    o->lines = 1;
-    return 0;
-  case PST_CLI_O_SINCE_START:
-    o->since_start = 1;
-    return 0;
-  case PST_CLI_O_PLAIN:
-    o->plain = 1;
-    return 0;
   case PST_CLI_O_VERBOSE:
     o->verbose++;
-    return 0;
-  case PST_CLI_O_HELP:
-    o->help = 1;
-    return 0;
-  case PST_CLI_O_VERSION:
-    o->version = 1;
     return 0;
   default: /* --push, --rotate and theirs */
     return more ? more(ctx, id, arg) : 0;
