@@ -307,23 +307,14 @@ static int take(struct pst_cli_opts *o, enum pst_cli_opt id, const char *arg,
   }
 }
 
-int pst_cli_parse(int argc, char **argv, enum pst_cli_cmd cmd,
-                  struct pst_cli_opts *o, pst_cli_more_fn *more, void *ctx) {
-  /* record and top: options, then -- COMMAND; dump and info name
-   * pystitch's own --help. */
-  int engine = !!(cmd & (PST_CLI_RECORD | PST_CLI_TOP));
-  struct option longopts[PST_CLI_O_COUNT + 1];
-  char shortopts[2 * PST_CLI_O_COUNT + 2];
-  const char *help = engine ? argv[1] : NULL;
-  int nlong = 0, nshort = 0, c, rc;
+/* getopt's tables of the options cmd takes: each long one coded by its
+ * row, each letter with ':' when it takes an argument; '+' first when the
+ * options end at the first non-option (stop: record, top). */
+static void getopt_tables(enum pst_cli_cmd cmd, int stop,
+                          struct option *longopts, char *shortopts) {
+  int nlong = 0, nshort = 0;
 
-  memset(o, 0, sizeof(*o));
-  o->cmd = cmd;
-  o->name = argv[1];
-  o->engine.rate_hz = 100;
-  o->rows = 20;
-  o->delay_s = 1;
-  if (engine)
+  if (stop)
     shortopts[nshort++] = '+';
   for (int id = 0; id < PST_CLI_O_COUNT; id++) {
     if (!(table[id].cmds & cmd))
@@ -338,14 +329,40 @@ int pst_cli_parse(int argc, char **argv, enum pst_cli_cmd cmd,
   }
   longopts[nlong] = (struct option){NULL, 0, NULL, 0};
   shortopts[nshort] = '\0';
+}
 
+/* The row of getopt's answer c for cmd; PST_CLI_O_COUNT for '?' (an
+ * unknown option, or one without its argument). */
+static int row_of(int c, enum pst_cli_cmd cmd) {
+  if (c >= LONG_CODE(0))
+    return c - LONG_CODE(0);
+  for (int id = 0; c != '?' && id < PST_CLI_O_COUNT; id++)
+    if (table[id].letter == c && (table[id].cmds & cmd))
+      return id;
+  return PST_CLI_O_COUNT;
+}
+
+int pst_cli_parse(int argc, char **argv, enum pst_cli_cmd cmd,
+                  struct pst_cli_opts *o, pst_cli_more_fn *more, void *ctx) {
+  /* record and top: options, then -- COMMAND; dump and info name
+   * pystitch's own --help. */
+  int engine = !!(cmd & (PST_CLI_RECORD | PST_CLI_TOP));
+  struct option longopts[PST_CLI_O_COUNT + 1];
+  char shortopts[2 * PST_CLI_O_COUNT + 2];
+  const char *help = engine ? argv[1] : NULL;
+  int c, id, rc;
+
+  memset(o, 0, sizeof(*o));
+  o->cmd = cmd;
+  o->name = argv[1];
+  o->engine.rate_hz = 100;
+  o->rows = 20;
+  o->delay_s = 1;
+  getopt_tables(cmd, engine, longopts, shortopts);
   optind = 2;
   opterr = 0; /* our own one-line messages */
   while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
-    int id = c >= LONG_CODE(0) ? c - LONG_CODE(0) : PST_CLI_O_COUNT;
-    for (int k = 0; c < LONG_CODE(0) && c != '?' && k < PST_CLI_O_COUNT; k++)
-      if (table[k].letter == c && (table[k].cmds & cmd))
-        id = k;
+    id = row_of(c, cmd);
     if (id == PST_CLI_O_COUNT)
       return pst_cli_usage(help, "unknown or incomplete option '%s'",
                            argv[optind - 1]);
