@@ -11,8 +11,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "elf/debuginfo.h"
 #include "elf/elf.h"
-#include "native/debuginfo.h"
 
 /* What analyse.c and libc/tsd.c look up. */
 static const char *const names[] = {

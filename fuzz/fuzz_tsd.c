@@ -19,9 +19,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "elf/debuginfo.h"
 #include "elf/elf.h"
 #include "libc/tsd.h"
-#include "native/debuginfo.h"
 #include "proc/mem.h"
 #include "regions.h"
 #include "util/log.h"

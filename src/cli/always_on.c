@@ -11,6 +11,7 @@
 
 #include "cli/always_on.h"
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "pystitch.h"
 #include "util/log.h"
 #include "util/secret.h"
@@ -21,71 +22,80 @@
 #define DRAIN_MAX_S 30.0
 #define SECRET_MAX 4096
 
-static int usage(const char *what, const char *arg) {
-  return pst_cli_usage_error("record", what, arg);
-}
-
-int pst_always_option(int c, const char *arg, struct pst_always *a) {
+int pst_always_option(struct pst_always *a, enum pst_cli_opt id,
+                      const char *arg) {
   double v;
   char *eq;
 
-  switch (c) {
-  case PST_OPT_PUSH:
+  switch (id) {
+  case PST_CLI_O_PUSH:
     a->url = arg;
-    return 1;
-  case PST_OPT_PUSH_INTERVAL:
+    return 0;
+  case PST_CLI_O_PUSH_INTERVAL:
     if (pst_cli_parse_double(arg, 0, INTERVAL_MAX, &a->interval_s) ||
         a->interval_s < 0.1)
-      return usage("--push-interval: want seconds in [0.1, 3600], got", arg);
-    return 1;
-  case PST_OPT_APP:
+      return pst_cli_usage(
+          "record", "--push-interval: want seconds in [0.1, 3600], got '%s'",
+          arg);
+    return 0;
+  case PST_CLI_O_APP:
     if (pst_push_check_name(arg))
-      return usage("--app: want letters, digits, '_', '.', '-', got", arg);
+      return pst_cli_usage(
+          "record", "--app: want letters, digits, '_', '.', '-', got '%s'",
+          arg);
     a->po.app = arg;
-    return 1;
-  case PST_OPT_LABEL:
+    return 0;
+  case PST_CLI_O_LABEL:
     eq = strchr(arg, '=');
     if (!eq || a->po.nlabels == PST_PUSH_LABELS_MAX)
-      return usage(eq ? "--label: at most 16 labels, got one more"
-                      : "--label: want KEY=VALUE, got",
-                   arg);
+      return pst_cli_usage("record", "%s '%s'",
+                           eq ? "--label: at most 16 labels, got one more"
+                              : "--label: want KEY=VALUE, got",
+                           arg);
     *eq = '\0';
     if (pst_push_check_key(arg) || pst_push_check_value(eq + 1)) {
       *eq = '=';
-      return usage("--label: want KEY=VALUE, KEY of letters, digits, '_' "
-                   "and '.', VALUE without ',{}=', got",
-                   arg);
+      return pst_cli_usage(
+          "record",
+          "--label: want KEY=VALUE, KEY of letters, digits, '_' "
+          "and '.', VALUE without ',{}=', got '%s'",
+          arg);
     }
     a->po.label_keys[a->po.nlabels] = arg;
     a->po.label_values[a->po.nlabels++] = eq + 1;
-    return 1;
-  case PST_OPT_TENANT:
+    return 0;
+  case PST_CLI_O_TENANT:
     if (pst_push_check_value(arg) || strchr(arg, ' '))
-      return usage("--tenant: want a tenant id, got", arg);
+      return pst_cli_usage("record", "--tenant: want a tenant id, got '%s'",
+                           arg);
     a->po.tenant = arg;
-    return 1;
-  case PST_OPT_PUSH_QUEUE:
+    return 0;
+  case PST_CLI_O_PUSH_QUEUE:
     if (pst_cli_parse_double(arg, 0, QUEUE_MAX, &v) || v != (int)v)
-      return usage("--push-queue: want a number of profiles in [1, 100000], "
-                   "got",
-                   arg);
+      return pst_cli_usage(
+          "record",
+          "--push-queue: want a number of profiles in [1, 100000], "
+          "got '%s'",
+          arg);
     a->queue = (int)v;
-    return 1;
-  case PST_OPT_PUSH_TIMEOUT:
+    return 0;
+  case PST_CLI_O_PUSH_TIMEOUT:
     if (pst_cli_parse_double(arg, 0, TIMEOUT_MAX, &a->timeout_s))
-      return usage("--push-timeout: want seconds in (0, 600], got", arg);
-    return 1;
-  case PST_OPT_TOKEN_FILE:
+      return pst_cli_usage(
+          "record", "--push-timeout: want seconds in (0, 600], got '%s'", arg);
+    return 0;
+  case PST_CLI_O_TOKEN_FILE:
     a->token_file = arg;
-    return 1;
-  case PST_OPT_AUTH_FILE:
+    return 0;
+  case PST_CLI_O_AUTH_FILE:
     a->auth_file = arg;
-    return 1;
-  case PST_OPT_ROTATE:
+    return 0;
+  case PST_CLI_O_ROTATE:
     if (pst_cli_parse_double(arg, 0, 30 * 86400.0, &a->rotate_s) ||
         a->rotate_s < 0.1)
-      return usage("--rotate: want seconds in [0.1, 30 days], got", arg);
-    return 1;
+      return pst_cli_usage(
+          "record", "--rotate: want seconds in [0.1, 30 days], got '%s'", arg);
+    return 0;
   default:
     return 0;
   }

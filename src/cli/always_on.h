@@ -1,10 +1,12 @@
 /* always_on.h: `record`'s options for long runs: --push (profiles sent to a
  * Pyroscope-compatible server per interval) and --rotate (a file per
- * window): their parsing, the window consumers they add to the engine,
- * and their lines of the summary.
+ * window): their values (the options themselves are rows of options.c's
+ * table), the window consumers they add to the engine, and their lines of
+ * the summary.
  *
- * Ownership: the struct is the caller's (zeroed, then filled by the
- * option parser and pst_always_take_env()); pst_always_start() creates
+ * Ownership: the struct is the caller's (zeroed, then filled through
+ * pst_always_option() as pst_cli_parse() hands them on, and by
+ * pst_always_take_env()); pst_always_start() creates
  * the consumers and the pusher, pst_always_finish() ends and frees them
  * and wipes the secrets.
  */
@@ -13,37 +15,12 @@
 
 #include <stdint.h>
 
+#include "cli/options.h"
 #include "consumer/record.h"
 #include "consumer/window.h"
 #include "output/writer.h"
 #include "push/push.h"
 #include "sampler/sampler.h"
-
-/* Long option codes, after record's own. */
-enum {
-  PST_OPT_PUSH = 400,
-  PST_OPT_PUSH_INTERVAL,
-  PST_OPT_APP,
-  PST_OPT_LABEL,
-  PST_OPT_TENANT,
-  PST_OPT_PUSH_QUEUE,
-  PST_OPT_PUSH_TIMEOUT,
-  PST_OPT_TOKEN_FILE,
-  PST_OPT_AUTH_FILE,
-  PST_OPT_ROTATE
-};
-#define PST_ALWAYS_LONGOPTS                                                    \
-  {"push", required_argument, NULL, PST_OPT_PUSH},                             \
-      {"push-interval", required_argument, NULL, PST_OPT_PUSH_INTERVAL},       \
-      {"app", required_argument, NULL, PST_OPT_APP},                           \
-      {"label", required_argument, NULL, PST_OPT_LABEL},                       \
-      {"tenant", required_argument, NULL, PST_OPT_TENANT},                     \
-      {"push-queue", required_argument, NULL, PST_OPT_PUSH_QUEUE},             \
-      {"push-timeout", required_argument, NULL, PST_OPT_PUSH_TIMEOUT},         \
-      {"push-token-file", required_argument, NULL, PST_OPT_TOKEN_FILE},        \
-      {"push-auth-file", required_argument, NULL, PST_OPT_AUTH_FILE}, {        \
-    "rotate", required_argument, NULL, PST_OPT_ROTATE                          \
-  }
 
 struct pst_always {
   /* --push */
@@ -66,9 +43,11 @@ struct pst_always {
   uint64_t files, file_errors;
 };
 
-/* Takes record's option c when it is one of these: 1 when it was, 0 when
- * not, PST_EXIT_USAGE on a bad value (the message printed). */
-int pst_always_option(int c, const char *arg, struct pst_always *a);
+/* Takes record's option id (one of options.h's PST_CLI_O_PUSH ...
+ * PST_CLI_O_ROTATE, as pst_cli_parse() hands it on) into *a: 0, or
+ * PST_EXIT_USAGE on a bad value (the message printed). */
+int pst_always_option(struct pst_always *a, enum pst_cli_opt id,
+                      const char *arg);
 
 /* Takes the push secrets out of the environment (PYSTITCH_PUSH_TOKEN,
  * PYSTITCH_PUSH_BASIC_AUTH), their bytes wiped in place, so that no

@@ -2,6 +2,7 @@
 #include <stdio.h>
 
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "output/json.h"
 #include "pystitch.h"
 #include "util/clock.h"
@@ -216,26 +217,20 @@ static int read_tasks(struct pst_target *t, pid_t pid, int flags,
   return n < 0 ? 0 : n;
 }
 
-int pst_cmd_dump(const struct pst_opts *o) {
+int pst_cmd_dump(const struct pst_cli_opts *o) {
   const struct pst_thread *th;
   struct pst_target *t;
   const struct pst_task *tasks = NULL;
   double t0, snap_ms;
   int n, rc, flags, ntasks = 0;
-  /* Every thread, its state shown; exact by default: a stack that keeps
-   * moving while it is read is read again with only its thread stopped
-   * (--nonblocking: never stop). */
-  struct pst_policy policy = {.mode = PST_MODE_WALL,
-                              .states = 1,
-                              .nonblocking = o->nonblocking,
-                              .native = o->native,
-                              .async = o->async};
+  struct pst_policy policy;
 
-  rc = pst_cli_open(o, &t);
+  rc = pst_cli_open(o->pid, &t);
   if (rc)
     return rc;
   t0 = pst_now_ms();
   n = pst_target_refresh(t);
+  pst_cli_sampling(&o->policy, PST_CLI_DUMP, &policy);
   flags = pst_policy_flags(&policy);
   if (n >= 0)
     n = pst_target_sample(t, flags, &th);
@@ -252,11 +247,11 @@ int pst_cmd_dump(const struct pst_opts *o) {
             "too big to read (over 1 MiB): their frames show the function's "
             "first line\n",
             (unsigned long long)pst_target_line_tables_cut(t), (int)o->pid);
-  if (o->async)
+  if (o->policy.async)
     ntasks = read_tasks(t, o->pid, flags, &tasks);
   if (o->json) {
-    print_json(pst_target_info(t), th, n, snap_ms, o->async);
-    if (o->async) {
+    print_json(pst_target_info(t), th, n, snap_ms, o->policy.async);
+    if (o->policy.async) {
       print_tasks_json(tasks, ntasks);
       printf("}\n");
     }

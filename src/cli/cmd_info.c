@@ -2,6 +2,7 @@
 #include <stdio.h>
 
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "pystitch.h"
 #include "util/esc.h"
 
@@ -20,14 +21,14 @@ static const char *method_text(enum pst_map_method m) {
   }
 }
 
-int pst_cmd_info(const struct pst_opts *o) {
+int pst_cmd_info(const struct pst_cli_opts *o) {
   const struct pst_target_info *i;
   const struct pst_thread *th;
   struct pst_target *t;
   char e[PST_ESC_SIZE]; /* paths and names of the target, escaped */
   int n, rc;
 
-  rc = pst_cli_open(o, &t);
+  rc = pst_cli_open(o->pid, &t);
   if (rc)
     return rc;
   i = pst_target_info(t);

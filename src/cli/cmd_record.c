@@ -1,10 +1,6 @@
 /* cmd_record.c: `pystitch record`: sample targets at a steady rate, then
  * write a profile (flame graph, speedscope, pprof, folded, Chrome trace). */
 #include <errno.h>
-#include <getopt.h>
-#include <limits.h>
-#include <math.h>
-#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +9,7 @@
 
 #include "cli/always_on.h"
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "consumer/record.h"
 #include "output/writer.h"
 #include "proc/proc.h"
@@ -20,9 +17,6 @@
 #include "sampler/sampler.h"
 #include "sandbox/sandbox.h"
 #include "util/log.h"
-
-#define RATE_MAX 20000.0            /* Hz: beyond, samples overlap */
-#define DURATION_MAX (30.0 * 86400) /* seconds */
 
 static const char record_usage[] =
     "usage: pystitch record [options] -p PID[,PID...]\n"
@@ -89,209 +83,6 @@ static const char record_usage[] =
     "  pystitch record -f speedscope -- python3 app.py --workers 4\n"
     "  pystitch record --all --push http://pyroscope:4040 --label env=prod\n";
 
-int pst_cli_usage_error(const char *cmd, const char *what, const char *arg) {
-  fprintf(stderr, "pystitch: error: %s '%s' (see 'pystitch %s --help')\n", what,
-          arg, cmd);
-  return PST_EXIT_USAGE;
-}
-
-static int usage_error(const char *what, const char *arg) {
-  return pst_cli_usage_error("record", what, arg);
-}
-
-int pst_cli_sampler_option(int c, const char *arg, const char *cmd,
-                           struct pst_sampler_opts *o, int *verbose) {
-  switch (c) {
-  case 'p':
-    if (pst_cli_parse_pids(arg, o))
-      return pst_cli_usage_error(cmd, "--pid: not a list of process ids:", arg);
-    return 1;
-  case 'r':
-    if (pst_cli_parse_double(arg, 0, RATE_MAX, &o->rate_hz))
-      return pst_cli_usage_error(
-          cmd, "--rate: want a number of Hz in (0, 20000], got", arg);
-    return 1;
-  case 'd':
-    if (pst_cli_parse_double(arg, 0, DURATION_MAX, &o->duration_s))
-      return pst_cli_usage_error(
-          cmd, "--duration: want seconds in (0, 30 days], got", arg);
-    return 1;
-  case 's':
-    o->subprocesses = 1;
-    return 1;
-  case PST_OPT_IDLE: /* --gil wins, whatever the order */
-    if (o->policy.mode != PST_MODE_GIL)
-      o->policy.mode = PST_MODE_WALL;
-    return 1;
-  case PST_OPT_GIL:
-    o->policy.mode = PST_MODE_GIL;
-    return 1;
-  case PST_OPT_NATIVE:
-    o->policy.native = o->policy.native ? o->policy.native : 1;
-    return 1;
-  case PST_OPT_NONBLOCKING:
-    o->policy.nonblocking = 1;
-    return 1;
-  case PST_OPT_ALL:
-    o->all = 1;
-    return 1;
-  case PST_OPT_NO_SANDBOX:
-    o->no_sandbox = 1;
-    return 1;
-  case PST_OPT_MATCH:
-  case PST_OPT_EXCLUDE: {
-    /* Static: the engine borrows them for the whole run. */
-    static regex_t match_re, exclude_re;
-    regex_t *re = c == PST_OPT_MATCH ? &match_re : &exclude_re;
-    if ((c == PST_OPT_MATCH ? o->match : o->exclude) ||
-        regcomp(re, arg, REG_EXTENDED | REG_NOSUB))
-      return pst_cli_usage_error(
-          cmd,
-          c == PST_OPT_MATCH ? "--match: want one extended regular expression, "
-                               "got"
-                             : "--exclude: want one extended regular "
-                               "expression, got",
-          arg);
-    if (c == PST_OPT_MATCH)
-      o->match = re;
-    else
-      o->exclude = re;
-    return 1;
-  }
-  case 'v':
-    (*verbose)++;
-    return 1;
-  default:
-    return 0;
-  }
-}
-
-int pst_cli_parse_double(const char *s, double lo, double hi, double *out) {
-  char *end;
-  double v;
-
-  errno = 0;
-  v = strtod(s, &end);
-  if (errno || end == s || *end || !isfinite(v) || v <= lo || v > hi)
-    return -1;
-  *out = v;
-  return 0;
-}
-
-int pst_cli_parse_pids(const char *s, struct pst_sampler_opts *o) {
-  char *copy = strdup(s), *tok, *save = NULL;
-  int err = 0;
-
-  if (!copy)
-    return -1;
-  for (tok = strtok_r(copy, ",", &save); tok;
-       tok = strtok_r(NULL, ",", &save)) {
-    char *end;
-    long v;
-    errno = 0;
-    v = strtol(tok, &end, 10);
-    if (errno || end == tok || *end || v <= 0 || v > INT_MAX ||
-        o->npids == PST_SAMPLER_PIDS_MAX) {
-      err = -1;
-      break;
-    }
-    o->pids[o->npids++] = (pid_t)v;
-  }
-  free(copy);
-  return err || o->npids == 0 ? -1 : 0;
-}
-
-/* -p PID or -- COMMAND, exactly one of them (cmd: "record", "top"). 0 or
- * PST_EXIT_USAGE, with the message printed. */
-int pst_cli_check_targets(const struct pst_sampler_opts *o, const char *cmd) {
-  if ((o->match || o->exclude) && !o->all) {
-    fprintf(stderr,
-            "pystitch: error: --match and --exclude go with --all "
-            "(see 'pystitch %s --help')\n",
-            cmd);
-    return PST_EXIT_USAGE;
-  }
-  if (o->all && (o->npids || o->argv)) {
-    fprintf(stderr,
-            "pystitch: error: --all takes every Python process: no -p or "
-            "-- COMMAND with it (see 'pystitch %s --help')\n",
-            cmd);
-    return PST_EXIT_USAGE;
-  }
-  if (o->all)
-    return 0;
-  if (!o->npids && !o->argv) {
-    fprintf(stderr,
-            "pystitch: error: %s needs -p PID, -- COMMAND or --all "
-            "(see 'pystitch %s --help')\n",
-            cmd, cmd);
-    return PST_EXIT_USAGE;
-  }
-  if (o->argv && o->npids) {
-    fprintf(stderr,
-            "pystitch: error: give -p PID or -- COMMAND, not both "
-            "(see 'pystitch %s --help')\n",
-            cmd);
-    return PST_EXIT_USAGE;
-  }
-  return 0;
-}
-
-void pst_cli_sandbox(const struct pst_sampler_opts *o, void *arg) {
-  const char *out = arg;
-  struct pst_sandbox_opts so = {0};
-
-  if (o->no_sandbox) {
-    pst_info("--no-sandbox: every privilege kept");
-    return;
-  }
-  so.filter = o->all;
-  /* A command started as sudo's user is signalled at the end. */
-  so.keep_kill = o->argv && !o->keep_running && geteuid() == 0 &&
-                 getenv("SUDO_UID") != NULL;
-  /* A file written at the end (not our own descriptor, -o -): its
-   * directory decides whether CAP_DAC_OVERRIDE stays. */
-  if (out && *out && pst_writer_own_fd(out) < 0) {
-    char *dir = pst_writer_dir_of(out);
-    so.keep_dac_override = dir && pst_sandbox_dir_needs_override(dir);
-    if (so.keep_dac_override)
-      pst_info("sandbox: CAP_DAC_OVERRIDE kept: %s is not ours to write", dir);
-    free(dir);
-  }
-  pst_sandbox_enter(&so);
-}
-
-/* The exit code of pst_sampler_run()'s error err, its message printed. */
-int pst_cli_sampler_error(const struct pst_sampler_opts *o, int err) {
-  if (err == -ENOENT && o->argv) {
-    fprintf(stderr, "pystitch: error: command not found: %s\n", o->argv[0]);
-    return PST_EXIT_NO_PROCESS;
-  }
-  return pst_cli_explain(o->npids ? o->pids[0] : 0, err);
-}
-
-const char *pst_cli_output_why(int err) {
-  switch (err) {
-  case -EPERM:
-    return "a FIFO, device or socket owned by another user in a directory "
-           "others can write to (it may have been planted): not written; "
-           "remove it or choose another -o";
-  case -ENXIO:
-    return "nothing reads it (start the FIFO's reader first; a socket "
-           "cannot be written) or choose another -o";
-  case -ESTALE:
-    return "it was replaced while being opened (someone else writes that "
-           "directory); choose another -o";
-  case -EBADF:
-    return "that descriptor is not open for writing; redirect it "
-           "(3>FILE) or choose another -o";
-  case -ELOOP:
-    return "it became a symlink while being opened; choose another -o";
-  default:
-    return pst_strerror(err);
-  }
-}
-
 /* The output must be creatable before we spend time recording: its
  * directory exists and is writable, the path is not a directory, a
  * descriptor it names is open, a special file at it is not planted
@@ -354,31 +145,9 @@ static void default_output(const struct pst_sampler_opts *o,
            o->npids ? (int)o->pids[0] : 0, stamp, w->ext);
 }
 
-/* What an error of a thread-sample means, for the summary. */
-static const char *error_reason(int err) {
-  switch (err) {
-  case PST_ETORN:
-    return "torn";
-  case -ESRCH:
-    return "gone";
-  case -EFAULT:
-    return "EFAULT (memory unreadable: freed or unmapped while read)";
-  case PST_EBADDATA:
-    return "EBADDATA (not a frame or code object when read)";
-  case -EAGAIN:
-    return "EAGAIN (thread in D or T state: not stopped for --native)";
-  case -ENOMEM:
-    return "ENOMEM (out of memory)";
-  case -EPERM:
-    return "EPERM (ptrace refused)";
-  default:
-    return NULL;
-  }
-}
-
 /* "9 torn, 0 gone, 3 EFAULT: ...; 1 ENOSYS: ...": every kind named. */
-void pst_cli_error_kinds(const struct pst_sampler_stats *st, char *buf,
-                         size_t len) {
+static void error_kinds(const struct pst_sampler_stats *st, char *buf,
+                        size_t len) {
   size_t off;
 
   off = (size_t)snprintf(buf, len, "%llu torn, %llu gone",
@@ -386,7 +155,7 @@ void pst_cli_error_kinds(const struct pst_sampler_stats *st, char *buf,
                          (unsigned long long)st->gone);
   for (int k = 0; k < PST_SAMPLER_ERRKINDS && off < len; k++) {
     int code = st->errkinds[k].code;
-    const char *why = error_reason(code);
+    const char *why = pst_cli_error_reason(code);
     if (!code || code == PST_ETORN || code == -ESRCH)
       continue;
     if (why)
@@ -416,7 +185,7 @@ static void summary(const struct pst_sampler_stats *st) {
   uint64_t all = st->samples + st->errors;
   char kinds[1024];
 
-  pst_cli_error_kinds(st, kinds, sizeof(kinds));
+  error_kinds(st, kinds, sizeof(kinds));
   fprintf(stderr,
           "pystitch: %llu errors (%.2f%%: %s), %llu idle samples left out, "
           "%llu late ticks, max lag %.1f ms\n",
@@ -485,104 +254,50 @@ static void summary(const struct pst_sampler_stats *st) {
             (unsigned long long)st->native_errors);
 }
 
+/* record's --push and --rotate options, for the parser. */
+static int always_option(void *ctx, enum pst_cli_opt id, const char *arg) {
+  return pst_always_option(ctx, id, arg);
+}
+
 int pst_cmd_record(int argc, char **argv) {
-  enum {
-    O_THREADS = PST_OPT_OWN,
-    O_FUNCTION,
-    O_BLOCKING,
-    O_NATIVE_ALL,
-    O_KEEP_RUNNING,
-    O_ASYNC
-  };
-  static const struct option longopts[] = {
-      PST_CLI_SAMPLER_LONGOPTS,
-      {"format", required_argument, NULL, 'f'},
-      {"output", required_argument, NULL, 'o'},
-      {"threads", no_argument, NULL, O_THREADS},
-      {"function", no_argument, NULL, O_FUNCTION},
-      {"blocking", no_argument, NULL, O_BLOCKING},
-      {"native-all", no_argument, NULL, O_NATIVE_ALL},
-      {"keep-running", no_argument, NULL, O_KEEP_RUNNING},
-      {"async", no_argument, NULL, O_ASYNC},
-      PST_ALWAYS_LONGOPTS,
-      {NULL, 0, NULL, 0}};
-  struct pst_sampler_opts o = {.rate_hz = 100, .policy.mark_native = 1};
+  struct pst_cli_opts cli;
+  struct pst_sampler_opts *o = &cli.engine;
   struct pst_record_view view = {0, 0, 0};
   struct pst_record_consumer *rc_consumer = NULL;
   struct pst_consumer consumers[PST_SAMPLER_CONSUMERS_MAX];
   struct pst_always always;
   int nc = 0, whole;
-  const struct pst_writer_ops *w = pst_writer_find("flamegraph");
+  const struct pst_writer_ops *w;
   struct pst_sampler_stats st;
   struct pst_profile *prof = NULL;
-  const char *output = NULL;
+  const char *output;
   char defpath[512];
   char first[4096] = "";
-  int c, verbose = 0, err, rc;
+  int err, rc;
 
   memset(&always, 0, sizeof(always));
-  optind = 2;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, "+f:o:" PST_CLI_SAMPLER_SHORTOPTS,
-                          longopts, NULL)) != -1) {
-    rc = pst_cli_sampler_option(c, optarg, "record", &o, &verbose);
-    if (rc == 1)
-      continue;
-    if (rc)
-      return rc;
-    rc = pst_always_option(c, optarg, &always);
-    if (rc == 1)
-      continue;
-    if (rc)
-      return rc;
-    switch (c) {
-    case 'f':
-      w = pst_writer_find(optarg);
-      if (!w)
-        return usage_error("--format: unknown format (flamegraph, "
-                           "speedscope, pprof, folded, chrome)",
-                           optarg);
-      break;
-    case 'o':
-      output = optarg;
-      break;
-    case O_THREADS:
-      view.thread_roots = 1;
-      break;
-    case O_FUNCTION:
-      view.by_function = 1;
-      break;
-    case O_BLOCKING:
-      o.policy.blocking = 1;
-      break;
-    case O_NATIVE_ALL:
-      o.policy.native = 2;
-      break;
-    case O_KEEP_RUNNING:
-      o.keep_running = 1;
-      break;
-    case O_ASYNC:
-      o.policy.async = 1;
-      break;
-    case 'h':
-      fputs(record_usage, stdout);
-      return PST_EXIT_OK;
-    default:
-      return usage_error("unknown or incomplete option", argv[optind - 1]);
-    }
+  rc = pst_cli_parse(argc, argv, PST_CLI_RECORD, &cli, always_option, &always);
+  if (rc)
+    return rc;
+  if (cli.help) {
+    fputs(record_usage, stdout);
+    return PST_EXIT_OK;
   }
-  if (optind < argc)
-    o.argv = argv + optind;
+  pst_cli_sampling(&cli.policy, PST_CLI_RECORD, &o->policy);
+  w = cli.format ? cli.format : pst_writer_find("flamegraph");
+  output = cli.output;
+  view.thread_roots = cli.threads;
+  view.by_function = cli.function;
   rc = pst_always_take_env(&always);
   if (rc)
     return rc;
-  rc = pst_cli_check_targets(&o, "record");
+  rc = pst_cli_check_targets(&cli);
   if (rc)
     return rc;
-  pst_log_set_level(verbose);
+  pst_log_set_level(cli.verbose);
   whole = pst_always_whole_file(&always, output);
   if (whole && !output) {
-    default_output(&o, w, defpath, sizeof(defpath));
+    default_output(o, w, defpath, sizeof(defpath));
     output = defpath;
   }
   if (output) {
@@ -596,12 +311,12 @@ int pst_cmd_record(int argc, char **argv) {
     if (rc)
       return rc;
   }
-  o.progress = isatty(2);
-  view.process_roots = o.npids > 1 || o.subprocesses || o.all;
+  o->progress = isatty(2);
+  view.process_roots = o->npids > 1 || o->subprocesses || o->all;
   if (whole) {
-    prof = pst_profile_new((uint64_t)(1e9 / o.rate_hz));
+    prof = pst_profile_new((uint64_t)(1e9 / o->rate_hz));
     if (prof)
-      pst_profile_set_cpu(prof, o.policy.mode == PST_MODE_CPU);
+      pst_profile_set_cpu(prof, o->policy.mode == PST_MODE_CPU);
     if (!prof || pst_record_consumer_new(prof, &view, &rc_consumer)) {
       pst_profile_free(prof);
       fprintf(stderr, "pystitch: error: out of memory\n");
@@ -610,21 +325,21 @@ int pst_cmd_record(int argc, char **argv) {
     consumers[nc++] =
         (struct pst_consumer){&pst_record_consumer_ops, rc_consumer};
   }
-  rc = pst_always_start(&always, &o, &view, output, w, consumers, &nc);
+  rc = pst_always_start(&always, o, &view, output, w, consumers, &nc);
   if (rc) {
     pst_always_finish(&always, 0);
     pst_record_consumer_free(rc_consumer);
     pst_profile_free(prof);
     return rc;
   }
-  o.ready = pst_cli_sandbox;
-  o.ready_arg = first;
-  err = pst_sampler_run(&o, consumers, nc, &st);
+  o->ready = pst_cli_sandbox;
+  o->ready_arg = first;
+  err = pst_sampler_run(o, consumers, nc, &st);
   pst_record_consumer_free(rc_consumer);
   pst_always_finish(&always, !err);
   if (err) {
     pst_profile_free(prof);
-    return pst_cli_sampler_error(&o, err);
+    return pst_cli_sampler_error(o, err);
   }
   if (st.child_stopped && st.child_exited)
     fprintf(stderr,

@@ -2,7 +2,6 @@
  * table by function every --delay seconds, full-screen on a terminal
  * (cli/top_screen.c) or as plain text, from the same engine as record. */
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,14 +10,12 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "cli/top_screen.h"
 #include "consumer/top.h"
 #include "pystitch.h"
 #include "sampler/sampler.h"
 #include "util/esc.h"
-
-#define DELAY_MAX 3600.0
-#define ROWS_MAX 1000
 
 static const char top_usage[] =
     "usage: pystitch top [options] -p PID[,PID...]\n"
@@ -101,16 +98,12 @@ static void error_kinds(struct printer *p, const struct pst_sampler_stats *st,
   for (int k = 0; k < PST_SAMPLER_ERRKINDS && off < len; k++) {
     int code = st->errkinds[k].code;
     uint64_t n = st->errkinds[k].count - p->kinds_at[k];
-    const char *name = code == PST_ETORN ? "torn"
-                       : code == -ESRCH  ? "gone"
-                                         : pst_errname(code);
     p->kinds_at[k] = st->errkinds[k].count;
     if (!code || !n)
       continue;
-    if (!strncmp(name, "PST_", 4))
-      name += 4;
-    off += (size_t)snprintf(buf + off, len - off, "%s%llu %s",
-                            off ? ", " : ": ", (unsigned long long)n, name);
+    off +=
+        (size_t)snprintf(buf + off, len - off, "%s%llu %s", off ? ", " : ": ",
+                         (unsigned long long)n, pst_cli_error_name(code));
   }
 }
 
@@ -356,90 +349,35 @@ static const struct pst_consumer_ops printer_ops = {
     .tick = printer_tick,
 };
 
-static int usage_error(const char *what, const char *arg) {
-  return pst_cli_usage_error("top", what, arg);
-}
-
 int pst_cmd_top(int argc, char **argv) {
-  enum { O_DELAY = PST_OPT_OWN, O_ONCE, O_SORT, O_LINES, O_SINCE, O_PLAIN };
-  static const struct option longopts[] = {
-      PST_CLI_SAMPLER_LONGOPTS,
-      {"rows", required_argument, NULL, 'n'},
-      {"delay", required_argument, NULL, O_DELAY},
-      {"once", no_argument, NULL, O_ONCE},
-      {"sort", required_argument, NULL, O_SORT},
-      {"lines", no_argument, NULL, O_LINES},
-      {"since-start", no_argument, NULL, O_SINCE},
-      {"plain", no_argument, NULL, O_PLAIN},
-      {NULL, 0, NULL, 0}};
-  static const char *sorts[] = {"own", "total", "own-time", "total-time"};
-  struct pst_sampler_opts o = {.rate_hz = 100, .policy.mark_native = 1};
-  struct printer p = {.delay_s = 1, .rows = 20, .o = &o};
+  struct pst_cli_opts cli;
+  struct pst_sampler_opts *o = &cli.engine;
+  struct printer p = {.o = o};
   struct pst_consumer consumers[3];
   struct pst_sampler_stats st;
-  int c, verbose = 0, by_line = 0, plain = 0, nconsumers = 2, err, k;
-  double rows;
+  int nconsumers = 2, err;
 
-  optind = 2;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, "+n:" PST_CLI_SAMPLER_SHORTOPTS, longopts,
-                          NULL)) != -1) {
-    err = pst_cli_sampler_option(c, optarg, "top", &o, &verbose);
-    if (err == 1)
-      continue;
-    if (err)
-      return err;
-    switch (c) {
-    case 'n':
-      if (pst_cli_parse_double(optarg, 0, ROWS_MAX, &rows) || rows != (int)rows)
-        return usage_error("--rows: want a whole number in [1, 1000], got",
-                           optarg);
-      p.rows = (int)rows;
-      break;
-    case O_DELAY:
-      if (pst_cli_parse_double(optarg, 0, DELAY_MAX, &p.delay_s) ||
-          p.delay_s < 0.05)
-        return usage_error("--delay: want seconds in [0.05, 3600], got",
-                           optarg);
-      break;
-    case O_ONCE:
-      p.once = 1;
-      break;
-    case O_SORT:
-      for (k = 0; k < 4 && strcmp(optarg, sorts[k]); k++)
-        ;
-      if (k == 4)
-        return usage_error("--sort: want own, total, own-time or "
-                           "total-time, got",
-                           optarg);
-      p.sort = (enum pst_top_sort)k;
-      break;
-    case O_LINES:
-      by_line = 1;
-      break;
-    case O_SINCE:
-      p.since_start = 1;
-      break;
-    case O_PLAIN:
-      plain = 1;
-      break;
-    case 'h':
-      fputs(top_usage, stdout);
-      return PST_EXIT_OK;
-    default:
-      return usage_error("unknown or incomplete option", argv[optind - 1]);
-    }
-  }
-  if (optind < argc)
-    o.argv = argv + optind;
-  err = pst_cli_check_targets(&o, "top");
+  err = pst_cli_parse(argc, argv, PST_CLI_TOP, &cli, NULL, NULL);
   if (err)
     return err;
-  if (p.once && (!o.duration_s || o.duration_s > p.delay_s))
-    o.duration_s = p.delay_s;
-  pst_log_set_level(verbose);
+  if (cli.help) {
+    fputs(top_usage, stdout);
+    return PST_EXIT_OK;
+  }
+  pst_cli_sampling(&cli.policy, PST_CLI_TOP, &o->policy);
+  p.delay_s = cli.delay_s;
+  p.rows = cli.rows;
+  p.once = cli.once;
+  p.since_start = cli.since_start;
+  p.sort = (enum pst_top_sort)cli.sort;
+  err = pst_cli_check_targets(&cli);
+  if (err)
+    return err;
+  if (p.once && (!o->duration_s || o->duration_s > p.delay_s))
+    o->duration_s = p.delay_s;
+  pst_log_set_level(cli.verbose);
   p.buf = calloc((size_t)p.rows, sizeof(*p.buf));
-  if (!p.buf || pst_top_new(by_line, &p.top)) {
+  if (!p.buf || pst_top_new(cli.lines, &p.top)) {
     free(p.buf);
     fprintf(stderr, "pystitch: error: out of memory\n");
     return PST_EXIT_ERROR;
@@ -447,24 +385,24 @@ int pst_cmd_top(int argc, char **argv) {
   p.cpu_at = cpu_seconds();
   consumers[0] = (struct pst_consumer){&pst_top_consumer_ops, p.top};
   consumers[1] = (struct pst_consumer){&printer_ops, &p};
-  if (!plain && !p.once && isatty(1)) {
+  if (!cli.plain && !p.once && isatty(1)) {
     p.keys.sort = p.sort;
     p.keys.since_start = p.since_start;
     p.keys.threads = 1;
     /* The l key: both aggregations are kept. */
-    if (!by_line && pst_top_new(1, &p.line) == 0) {
+    if (!cli.lines && pst_top_new(1, &p.line) == 0) {
       consumers[2] = (struct pst_consumer){&pst_top_consumer_ops, p.line};
       nconsumers = 3;
     }
-    p.keys.by_line = by_line;
+    p.keys.by_line = cli.lines;
     p.screen = pst_top_screen_open() == 0;
     snprintf(p.header, sizeof(p.header), "pystitch top: sampling...");
     if (p.screen)
       draw(&p);
   }
-  o.ready = pst_cli_sandbox;
-  o.ready_arg = NULL;
-  err = pst_sampler_run(&o, consumers, nconsumers, &st);
+  o->ready = pst_cli_sandbox;
+  o->ready_arg = NULL;
+  err = pst_sampler_run(o, consumers, nconsumers, &st);
   if (p.screen) {
     if (!err && !p.keys.quit && !st.interrupted)
       screen_wait(&p, &st);
@@ -482,5 +420,5 @@ int pst_cmd_top(int argc, char **argv) {
   pst_top_free(p.top);
   pst_top_free(p.line);
   free(p.buf);
-  return err ? pst_cli_sampler_error(&o, err) : PST_EXIT_OK;
+  return err ? pst_cli_sampler_error(o, err) : PST_EXIT_OK;
 }

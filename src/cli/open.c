@@ -69,13 +69,13 @@ int pst_cli_explain(pid_t pid, int err) {
   return PST_EXIT_ERROR;
 }
 
-int pst_cli_open(const struct pst_opts *o, struct pst_target **t) {
-  int err = pst_target_open(o->pid, t);
+int pst_cli_open(pid_t pid, struct pst_target **t) {
+  int err = pst_target_open(pid, t);
 
   /* A process caught starting up gets a second to be ready. */
   for (int i = 0; err == PST_ENOTREADY && i < 100; i++) {
     usleep(10000);
-    err = pst_target_open(o->pid, t);
+    err = pst_target_open(pid, t);
   }
-  return err ? pst_cli_explain(o->pid, err) : 0;
+  return err ? pst_cli_explain(pid, err) : 0;
 }

@@ -3,9 +3,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "consumer/window.h"
+#include "util/clock.h"
 
 /* A profile being filled, with the record consumer that fills it. */
 struct slot {
@@ -33,12 +33,6 @@ struct pst_window_consumer {
   uint64_t now_t;     /* the last tick's engine time */
   uint64_t next_roll; /* engine time at which the windows end */
 };
-
-static uint64_t wall_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 static void slot_drop(struct slot *s) {
   if (!s)
@@ -71,7 +65,7 @@ static void slot_emit(struct pst_window_consumer *c, struct slot *s,
   if (!s->prof || !pst_profile_samples(s->prof))
     return;
   span = (struct pst_window_span){.from_unix_ns = s->from_ns,
-                                  .until_unix_ns = wall_ns(),
+                                  .until_unix_ns = pst_wall_ns(),
                                   .proc = proc,
                                   .samples = pst_profile_samples(s->prof)};
   if (c->o.emit(c->o.arg, s->prof, &span) < 0) {

@@ -3,9 +3,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "elf/debuginfo.h"
 #include "elf/elf.h"
 #include "libc/tsd.h"
-#include "native/debuginfo.h"
 #include "pystitch/errno.h"
 #include "util/log.h"
 

@@ -14,8 +14,8 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "elf/debuginfo.h"
 #include "elf/elf.h"
-#include "native/debuginfo.h"
 #include "native/module.h"
 #include "native/symtab.h"
 #include "pystitch.h"

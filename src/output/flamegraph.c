@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "output/writer.h"
+#include "util/array.h"
 #include "util/esc.h"
 #include "util/hash.h"
 
@@ -126,15 +127,9 @@ static int tree_layout(struct tree *t, char *const *labels) {
     uint64_t x = t->v[i].start;
 
     for (uint32_t c = t->v[i].child; c != NONE; c = t->v[c].next) {
-      if (k == sib_cap) {
-        size_t cap = sib_cap ? sib_cap * 2 : 64;
-        struct sibling *ns = realloc(sib, cap * sizeof(*ns));
-        if (!ns) {
-          free(sib);
-          return -ENOMEM;
-        }
-        sib = ns;
-        sib_cap = cap;
+      if (pst_array_reserve((void **)&sib, &sib_cap, k + 1, sizeof(*sib))) {
+        free(sib);
+        return -ENOMEM;
       }
       sib[k++] = (struct sibling){labels[t->v[c].frame], c};
     }

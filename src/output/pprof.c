@@ -223,14 +223,9 @@ static int aggregate(const struct pst_profile *p, struct pprof *pp,
         pp->aggs[i].weight += w;
         continue;
       }
-      if (pp->naggs == pp->aggs_cap) {
-        size_t cap = pp->aggs_cap ? pp->aggs_cap * 2 : 256;
-        struct agg *v = realloc(pp->aggs, cap * sizeof(*v));
-        if (!v)
-          goto out;
-        pp->aggs = v;
-        pp->aggs_cap = cap;
-      }
+      if (pst_array_reserve((void **)&pp->aggs, &pp->aggs_cap, pp->naggs + 1,
+                            sizeof(*pp->aggs)))
+        goto out;
       slot[s] = (uint32_t)pp->naggs;
       pp->aggs[pp->naggs++] = (struct agg){t, s, runs[r].count, w};
     }

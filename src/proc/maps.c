@@ -11,6 +11,7 @@
 
 #include "proc/maps.h"
 #include "proc/rootfs.h"
+#include "util/array.h"
 
 /* One line of a maps file (its newline removed) into *mp: 0, -EINVAL, or
  * -ENOMEM. The path is everything after the inode, spaces included: the
@@ -51,16 +52,9 @@ int pst_maps_read(FILE *f, struct pst_maps *m) {
   while ((len = getline(&line, &lcap, f)) > 0) {
     if (line[len - 1] == '\n')
       line[len - 1] = '\0';
-    if (m->n == cap) {
-      struct pst_map *nv;
-      cap = cap ? cap * 2 : 64;
-      nv = realloc(m->v, cap * sizeof(*nv));
-      if (!nv) {
-        err = -ENOMEM;
-        goto out;
-      }
-      m->v = nv;
-    }
+    err = pst_array_reserve((void **)&m->v, &cap, m->n + 1, sizeof(*m->v));
+    if (err)
+      goto out;
     err = parse_line(line, &m->v[m->n]);
     if (err)
       goto out;

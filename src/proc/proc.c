@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "proc/proc.h"
+#include "util/array.h"
 
 ssize_t pst_proc_read(const char *path, char *buf, size_t len) {
   ssize_t n, total = 0;
@@ -91,7 +92,7 @@ int pst_proc_status(pid_t pid, struct pst_proc_status *st) {
 int pst_proc_tasks(pid_t pid, pid_t **tids) {
   char path[64];
   struct dirent *de;
-  pid_t *v = NULL, *nv;
+  pid_t *v = NULL;
   size_t n = 0, cap = 0;
   DIR *d;
   int err = 0;
@@ -103,15 +104,9 @@ int pst_proc_tasks(pid_t pid, pid_t **tids) {
   while ((de = readdir(d)) != NULL) {
     if (de->d_name[0] < '0' || de->d_name[0] > '9')
       continue;
-    if (n == cap) {
-      cap = cap ? cap * 2 : 32;
-      nv = realloc(v, cap * sizeof(*v));
-      if (!nv) {
-        err = -ENOMEM;
-        goto out;
-      }
-      v = nv;
-    }
+    err = pst_array_reserve((void **)&v, &cap, n + 1, sizeof(*v));
+    if (err)
+      goto out;
     v[n++] = (pid_t)atoi(de->d_name);
   }
 out:

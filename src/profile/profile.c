@@ -3,10 +3,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "profile/profile.h"
 #include "util/array.h"
+#include "util/clock.h"
 #include "util/hash.h"
 #include "util/strtab.h"
 
@@ -121,14 +121,12 @@ static int64_t stack_id(struct pst_profile *p, const uint32_t *ids, size_t n) {
 
 struct pst_profile *pst_profile_new(uint64_t period_ns) {
   struct pst_profile *p = calloc(1, sizeof(*p));
-  struct timespec ts;
 
   if (!p)
     return NULL;
   p->period_ns = period_ns;
   p->cpu = 1; /* pst_profile_set_cpu(p, 0) for wall time */
-  clock_gettime(CLOCK_REALTIME, &ts);
-  p->start_unix_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+  p->start_unix_ns = pst_wall_ns();
   p->strings = pst_strtab_new();
   p->stack_off = calloc(2, sizeof(*p->stack_off));
   p->stacks_cap = 2;

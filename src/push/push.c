@@ -11,6 +11,7 @@
 
 #include "output/writer.h"
 #include "push/push.h"
+#include "util/clock.h"
 #include "util/log.h"
 #include "util/secret.h"
 
@@ -42,15 +43,15 @@ struct pst_push {
   struct item **q; /* oldest first */
   size_t nq;
   int stopping;
-  double deadline; /* monotonic seconds: when stopping, give up then */
+  uint64_t deadline_ns; /* pst_now_ns(): when stopping, give up then */
   struct pst_push_stats st;
   int failing; /* in a run of failures (logged once) */
 };
 
-static double mono_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+/* pst_now_ns() seconds from now (the monotonic clock, which the condition
+ * variable waits on too). */
+static uint64_t after_ns(double seconds) {
+  return pst_now_ns() + (seconds > 0 ? (uint64_t)(seconds * 1e9) : 0);
 }
 
 /* ---- names and labels ---- */
@@ -331,7 +332,7 @@ static int on_progress(void *arg, curl_off_t a, curl_off_t b, curl_off_t c,
 
   (void)a, (void)b, (void)c, (void)d;
   pthread_mutex_lock(&ps->mu);
-  stop = ps->stopping && mono_s() > ps->deadline;
+  stop = ps->stopping && pst_now_ns() > ps->deadline_ns;
   pthread_mutex_unlock(&ps->mu);
   return stop;
 }
@@ -422,12 +423,12 @@ static int send_one(struct pst_push *ps, CURL *h, const struct item *it,
  * deadline. */
 static void wait_for(struct pst_push *ps, double seconds) {
   struct timespec ts;
-  double until = mono_s() + seconds;
+  uint64_t until = after_ns(seconds);
 
-  if (ps->stopping && until > ps->deadline)
-    until = ps->deadline;
-  ts.tv_sec = (time_t)until;
-  ts.tv_nsec = (long)((until - (double)ts.tv_sec) * 1e9);
+  if (ps->stopping && until > ps->deadline_ns)
+    until = ps->deadline_ns;
+  ts.tv_sec = (time_t)(until / 1000000000ULL);
+  ts.tv_nsec = (long)(until % 1000000000ULL);
   pthread_cond_timedwait(&ps->cv, &ps->mu, &ts);
 }
 
@@ -477,7 +478,7 @@ static void *sender(void *arg) {
     int r;
     while (!ps->nq && !ps->stopping)
       pthread_cond_wait(&ps->cv, &ps->mu);
-    if (!ps->nq || (ps->stopping && mono_s() >= ps->deadline))
+    if (!ps->nq || (ps->stopping && pst_now_ns() >= ps->deadline_ns))
       break;
     it = ps->q[0];
     memmove(ps->q, ps->q + 1, --ps->nq * sizeof(*ps->q));
@@ -667,7 +668,7 @@ void pst_push_close(struct pst_push *ps, double drain_s,
                     struct pst_push_stats *st) {
   pthread_mutex_lock(&ps->mu);
   ps->stopping = 1;
-  ps->deadline = mono_s() + drain_s;
+  ps->deadline_ns = after_ns(drain_s);
   pthread_cond_signal(&ps->cv);
   pthread_mutex_unlock(&ps->mu);
   if (ps->started)

@@ -170,7 +170,7 @@ static int read_stub(const struct pst_elf *e, const struct syms *sy, int sym,
  * (facts.md section 2), checked for plausibility, else the layout table. */
 static int find_key(struct pst_py *py, const struct pst_elf *e,
                     const struct syms *sy, uint64_t bias, struct pst_mem *mem,
-                    enum pst_arch arch, struct pst_target_info *info) {
+                    enum pst_arch arch, struct pst_py_found *found) {
   uint8_t code[STUB_BYTES];
   struct read_ctx rc = {mem};
   char shape[96] = "", why[96] = "";
@@ -180,7 +180,7 @@ static int find_key(struct pst_py *py, const struct pst_elf *e,
   int is_load = 0, err;
 
   if (py->version_hex < 0x0306) {
-    snprintf(info->key_method, sizeof(info->key_method),
+    snprintf(found->key_method, sizeof(found->key_method),
              "none: CPython 2.7 keeps no pthread key on Linux; threads "
              "mapped by the thread-state list");
     return 0;
@@ -198,7 +198,7 @@ static int find_key(struct pst_py *py, const struct pst_elf *e,
                             &py->tls_offset, shape, sizeof(shape), NULL,
                             0) == 0) {
     py->tls = 1;
-    snprintf(info->key_method, sizeof(info->key_method),
+    snprintf(found->key_method, sizeof(found->key_method),
              "none: a thread-local at the thread pointer %s0x%llx "
              "(disassembly of PyGILState_GetThisThreadState: %s)",
              py->tls_offset < 0 ? "-" : "+",
@@ -232,7 +232,7 @@ static int find_key(struct pst_py *py, const struct pst_elf *e,
     }
   }
   if (err == 0) {
-    snprintf(info->key_method, sizeof(info->key_method),
+    snprintf(found->key_method, sizeof(found->key_method),
              "disassembly of PyGILState_GetThisThreadState: %s", shape);
     if (py->lay.rt_tss != PST_NOFF &&
         key_addr != py->runtime + (uint64_t)py->lay.rt_tss + 4)
@@ -242,24 +242,24 @@ static int find_key(struct pst_py *py, const struct pst_elf *e,
                py->lay.rt_tss + 4);
   } else if (py->runtime && py->lay.rt_tss != PST_NOFF) {
     key_addr = py->runtime + (uint64_t)py->lay.rt_tss + 4;
-    snprintf(info->key_method, sizeof(info->key_method),
+    snprintf(found->key_method, sizeof(found->key_method),
              "layout table _PyRuntime+0x%x (disassembly failed: %s)",
              py->lay.rt_tss + 4, why);
-    pst_warn("TSS key: %s", info->key_method);
+    pst_warn("TSS key: %s", found->key_method);
   } else {
-    snprintf(info->key_method, sizeof(info->key_method),
+    snprintf(found->key_method, sizeof(found->key_method),
              "none (disassembly failed: %s); threads mapped by the "
              "thread-state list",
              why);
-    pst_warn("TSS key: %s", info->key_method);
+    pst_warn("TSS key: %s", found->key_method);
     return 0;
   }
   if (pst_mem_read(mem, key_addr, &key, 4) || key < 0 || key >= 1024) {
     pst_warn("TSS key at 0x%llx unreadable or out of range (%d); threads "
              "mapped by the thread-state list",
              (unsigned long long)key_addr, (int)key);
-    snprintf(info->key_method + strlen(info->key_method),
-             sizeof(info->key_method) - strlen(info->key_method),
+    snprintf(found->key_method + strlen(found->key_method),
+             sizeof(found->key_method) - strlen(found->key_method),
              "; key value invalid, list used");
     return 0;
   }
@@ -334,17 +334,17 @@ static void long_shift(struct pst_py *py, struct pst_mem *mem) {
 }
 
 static int open_python_elf(pid_t pid, const struct pst_maps *maps,
-                           struct pst_target_info *info,
+                           const char *exe, struct pst_py_found *found,
                            const struct pst_map **mpp, struct pst_elf **ep,
                            struct syms *sy) {
   const struct pst_map *mp = pst_maps_find_file(maps, is_libpython);
   int fd, err;
 
   if (mp) {
-    snprintf(info->libpython, sizeof(info->libpython), "%s", mp->path);
+    snprintf(found->libpython, sizeof(found->libpython), "%s", mp->path);
   } else {
     for (size_t i = 0; i < maps->n && !mp; i++)
-      if (!strcmp(maps->v[i].path, info->exe))
+      if (!strcmp(maps->v[i].path, exe))
         mp = &maps->v[i];
     if (!mp)
       return PST_ENOTPY;
@@ -367,7 +367,7 @@ static int open_python_elf(pid_t pid, const struct pst_maps *maps,
 }
 
 static int layout_for(struct pst_py *py, struct pst_mem *mem,
-                      struct pst_target_info *info) {
+                      struct pst_py_found *found) {
   int hex = py->version_hex, err;
 
   if (hex >= 0x030d) {
@@ -377,35 +377,35 @@ static int layout_for(struct pst_py *py, struct pst_mem *mem,
                                &hex);
     if (err)
       return err;
-    snprintf(info->layout_method, sizeof(info->layout_method),
+    snprintf(found->layout_method, sizeof(found->layout_method),
              "_Py_DebugOffsets in _PyRuntime (version 0x%x)", hex);
     return 0;
   }
   err = pst_py_layout_builtin_copy(hex, &py->lay);
   if (err)
     return err;
-  snprintf(info->layout_method, sizeof(info->layout_method),
+  snprintf(found->layout_method, sizeof(found->layout_method),
            "built-in table for %d.%d (tools/gen-offsets.sh)", hex >> 8,
            hex & 0xff);
   return 0;
 }
 
 static int layout_checked(struct pst_py *py, struct pst_mem *mem,
-                          struct pst_target_info *info) {
+                          struct pst_py_found *found) {
   char why[128];
-  int err = layout_for(py, mem, info);
+  int err = layout_for(py, mem, found);
 
   if (err)
     return err;
   err = pst_py_layout_check(&py->lay, why, sizeof(why));
   if (err)
-    pst_err("CPython %s layout rejected: %s", info->version, why);
+    pst_err("CPython %s layout rejected: %s", found->version, why);
   return err;
 }
 
 int pst_py_analyse(struct pst_py *py, pid_t pid, const struct pst_maps *maps,
-                   struct pst_mem *mem, enum pst_arch arch,
-                   struct pst_target_info *info) {
+                   struct pst_mem *mem, enum pst_arch arch, const char *exe,
+                   struct pst_py_found *found) {
   const struct pst_map *mp = NULL;
   struct pst_elf *e = NULL;
   struct syms sy;
@@ -413,7 +413,8 @@ int pst_py_analyse(struct pst_py *py, pid_t pid, const struct pst_maps *maps,
   uint32_t pyver;
   int err;
 
-  err = open_python_elf(pid, maps, info, &mp, &e, &sy);
+  memset(found, 0, sizeof(*found));
+  err = open_python_elf(pid, maps, exe, found, &mp, &e, &sy);
   if (err)
     return err;
   err = pst_elf_bias(e, mp->start, mp->offset, &bias);
@@ -423,7 +424,7 @@ int pst_py_analyse(struct pst_py *py, pid_t pid, const struct pst_maps *maps,
   /* Version: Py_Version (3.11+), else the file name. */
   if (sy.v[SYM_VERSION] && pst_elf_read(e, sy.v[SYM_VERSION], &pyver, 4) == 0) {
     py->version_hex = (int)(pyver >> 16);
-    snprintf(info->version, sizeof(info->version), "%u.%u.%u", pyver >> 24,
+    snprintf(found->version, sizeof(found->version), "%u.%u.%u", pyver >> 24,
              (pyver >> 16) & 0xff, (pyver >> 8) & 0xff);
   } else {
     const char *base = strrchr(mp->path, '/');
@@ -432,7 +433,7 @@ int pst_py_analyse(struct pst_py *py, pid_t pid, const struct pst_maps *maps,
       err = PST_EPYVERSION;
       goto out;
     }
-    version_string(e, py->version_hex, info->version, sizeof(info->version));
+    version_string(e, py->version_hex, found->version, sizeof(found->version));
   }
   if (sy.v[SYM_RUNTIME])
     py->runtime = sy.v[SYM_RUNTIME] + bias;
@@ -444,11 +445,9 @@ int pst_py_analyse(struct pst_py *py, pid_t pid, const struct pst_maps *maps,
     py->tstate_current = sy.v[SYM_TSTATE_CUR] + bias;
   object_types(py, &sy, bias);
 
-  err = layout_checked(py, mem, info);
+  err = layout_checked(py, mem, found);
   if (err)
     goto out;
-  info->version_hex = py->version_hex;
-  info->free_threaded = py->lay.free_threaded;
   /* Frames that belong to no Python function: FRAME_OWNED_BY_CSTACK (3)
    * in 3.12-3.13; 3.14 added FRAME_OWNED_BY_INTERPRETER (3) and moved the
    * C stack to 4 (pycore_frame.h): owners from this value on are shims.
@@ -471,14 +470,10 @@ int pst_py_analyse(struct pst_py *py, pid_t pid, const struct pst_maps *maps,
     err = PST_ENOTREADY;
     goto out;
   }
-  err = find_key(py, e, &sy, bias, mem, arch, info);
+  err = find_key(py, e, &sy, bias, mem, arch, found);
   if (err)
     goto out;
   long_shift(py, mem);
-  info->runtime_addr = py->runtime;
-  info->interp_addr = py->interp;
-  info->key_addr = py->key_addr;
-  info->key = py->key;
   py->codes = pst_code_cache_new();
   if (!py->codes)
     err = -ENOMEM;

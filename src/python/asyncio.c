@@ -40,12 +40,6 @@
 #define CHAIN_MAX 64       /* coroutines in one task's chain */
 #define SET_SLOTS_MAX 4096 /* awaited_by set table */
 
-static uint64_t u64_at(const uint8_t *p, size_t off) {
-  uint64_t v;
-  memcpy(&v, p + off, 8);
-  return v;
-}
-
 static int match_asyncio(const char *base) {
   return strncmp(base, "_asyncio.", 9) == 0;
 }
@@ -179,7 +173,7 @@ static char *task_name(struct pst_py *py, struct pst_mem *mem, uint64_t obj,
 
   if (!obj || !ok)
     return NULL;
-  type = u64_at(buf, (size_t)l->ob_type);
+  type = pst_py_u64_at(buf, (size_t)l->ob_type);
   if (py->long_type && type == py->long_type) {
     if (pst_py_int_parse(py, buf, PST_PY_INT_LEN(py), &v) == 0 &&
         asprintf(&s, "Task-%llu", (unsigned long long)v) < 0)
@@ -203,7 +197,7 @@ static char *task_name(struct pst_py *py, struct pst_mem *mem, uint64_t obj,
  * readable coroutine (a future, a wrapper not followed, a finished one):
  * the chain ends. */
 static int coro_type_ok(const struct pst_py *py, const uint8_t *gen) {
-  uint64_t type = u64_at(gen, (size_t)py->lay.ob_type);
+  uint64_t type = pst_py_u64_at(gen, (size_t)py->lay.ob_type);
 
   return !py->coro_type || type == py->coro_type ||
          (py->gen_type && type == py->gen_type);
@@ -222,10 +216,10 @@ static int coro_decode(const struct pst_py *py, uint64_t coro,
                                      : gen[l->gen_frame_state] - 256;
   if (!state_live(py, st))
     return PST_EBADDATA;
-  *code = u64_at(fr, (size_t)l->if_code) & ~(uint64_t)7;
+  *code = pst_py_u64_at(fr, (size_t)l->if_code) & ~(uint64_t)7;
   *sp = 0;
   if (state_awaits(py, st) && l->if_stackpointer != PST_NOFF) {
-    uint64_t p = u64_at(fr, (size_t)l->if_stackpointer) & ~(uint64_t)3;
+    uint64_t p = pst_py_u64_at(fr, (size_t)l->if_stackpointer) & ~(uint64_t)3;
     if (p > coro + 16 && p < coro + (1u << 20)) /* inside the frame */
       *sp = p;
   } else if (state_awaits(py, st) && py->aio.legacy) {
@@ -251,7 +245,7 @@ static int fo_state(const struct pst_py *py, const uint8_t *fr) {
 
   if (a->f_state != PST_NOFF)
     return (int8_t)fr[a->f_state];
-  return fr[a->f_executing] || !u64_at(fr, (size_t)a->f_stack) ? 0 : -1;
+  return fr[a->f_executing] || !pst_py_u64_at(fr, (size_t)a->f_stack) ? 0 : -1;
 }
 
 /* The PyFrameObject at frame (fr: its first PST_PY_AIO_FRAME_READ bytes)
@@ -262,14 +256,14 @@ static int fo_state(const struct pst_py *py, const uint8_t *fr) {
 static int fo_decode(const struct pst_py *py, uint64_t frame, const uint8_t *fr,
                      uint64_t *code, uint64_t *sp, int64_t *lasti) {
   const struct pst_py_aio *a = &py->aio;
-  uint64_t vs = u64_at(fr, (size_t)a->f_valuestack), top;
+  uint64_t vs = pst_py_u64_at(fr, (size_t)a->f_valuestack), top;
   int st = fo_state(py, fr);
   int32_t li, depth;
 
   if (st < -2 || st > 0)
     return PST_EBADDATA;
   memcpy(&li, fr + py->lay.f_lasti, 4);
-  *code = u64_at(fr, (size_t)py->lay.f_code);
+  *code = pst_py_u64_at(fr, (size_t)py->lay.f_code);
   *lasti = li;
   *sp = 0;
   if (st != -1 || li < 0 || vs <= frame || vs >= frame + (1u << 20))
@@ -278,7 +272,7 @@ static int fo_decode(const struct pst_py *py, uint64_t frame, const uint8_t *fr,
     memcpy(&depth, fr + a->f_stack, 4);
     top = depth >= 1 && depth < (1 << 16) ? vs + (uint64_t)depth * 8 : 0;
   } else { /* f_stacktop */
-    top = u64_at(fr, (size_t)a->f_stack);
+    top = pst_py_u64_at(fr, (size_t)a->f_stack);
     top = top > vs && top - vs < (8u << 16) ? top : 0;
   }
   *sp = top;
@@ -290,7 +284,7 @@ static void waiters(struct pst_py *py, struct pst_mem *mem,
                     const struct pst_py_aio *a, const uint8_t *buf,
                     struct pst_py_task *t) {
   const struct pst_py_layout *l = &py->lay;
-  uint64_t ab = u64_at(buf, a->task_awaited_by), mask_table[2], *table;
+  uint64_t ab = pst_py_u64_at(buf, a->task_awaited_by), mask_table[2], *table;
   int64_t mask;
 
   t->nwaiters = 0;
@@ -342,7 +336,7 @@ static int read_list(struct pst_py *py, struct pst_mem *mem, uint64_t head,
     err = pst_mem_read(mem, addr, buf, a->task_size);
     /* Each node's prev is the node before: a list that changed under
      * the walk (or a cycle) is dropped whole. */
-    if (err == 0 && u64_at(buf, a->task_node + 8) != prev)
+    if (err == 0 && pst_py_u64_at(buf, a->task_node + 8) != prev)
       err = PST_ETORN;
     if (err) {
       *n = first;
@@ -355,12 +349,12 @@ static int read_list(struct pst_py *py, struct pst_mem *mem, uint64_t head,
     t->running = addr == running;
     t->is_task = buf[a->task_is_task] != 0;
     for (int c = 0; c < a->nchk; c++)
-      t->chk[c] = u64_at(buf, a->chk_off[c]);
-    t->name_obj = u64_at(buf, a->task_name);
-    t->coro = u64_at(buf, a->task_coro) & ~(uint64_t)7;
+      t->chk[c] = pst_py_u64_at(buf, a->chk_off[c]);
+    t->name_obj = pst_py_u64_at(buf, a->task_name);
+    t->coro = pst_py_u64_at(buf, a->task_coro) & ~(uint64_t)7;
     waiters(py, mem, a, buf, t);
     (*n)++;
-    node = u64_at(buf, a->task_node); /* llist_node.next */
+    node = pst_py_u64_at(buf, a->task_node); /* llist_node.next */
   }
   return 0;
 }
@@ -458,23 +452,23 @@ static void stamp(const struct pst_py *py, const uint8_t *gen, struct seen *s) {
 
   if (py->aio.frameobj) {
     s->state = (uint8_t)fo_state(py, gen);
-    s->w[0] = u64_at(gen, (size_t)l->f_code);
+    s->w[0] = pst_py_u64_at(gen, (size_t)l->f_code);
     memcpy(&i32, gen + l->f_lasti, 4);
     s->w[1] = (uint32_t)i32;
     /* f_stacktop, or 3.10's int f_stackdepth */
     memcpy(&i32, gen + py->aio.f_stack, 4);
     s->w[2] = py->aio.f_state != PST_NOFF
                   ? (uint32_t)i32
-                  : u64_at(gen, (size_t)py->aio.f_stack);
+                  : pst_py_u64_at(gen, (size_t)py->aio.f_stack);
     return;
   }
   fr = gen + l->gen_iframe;
   stack =
       l->if_stackpointer != PST_NOFF ? l->if_stackpointer : py->aio.if_stacktop;
   s->state = gen[l->gen_frame_state];
-  s->w[0] = u64_at(fr, (size_t)l->if_code);
-  s->w[1] = u64_at(fr, (size_t)l->if_instr);
-  s->w[2] = stack > 0 ? u64_at(fr, (size_t)stack) : 0;
+  s->w[0] = pst_py_u64_at(fr, (size_t)l->if_code);
+  s->w[1] = pst_py_u64_at(fr, (size_t)l->if_instr);
+  s->w[2] = stack > 0 ? pst_py_u64_at(fr, (size_t)stack) : 0;
 }
 
 /* Every level of every chain read again in one batch: a task any of
@@ -557,11 +551,11 @@ static int verify_chains(const struct pst_py *py, struct pst_mem *mem,
       /* Its name, coroutine and waiters' words: another task at a freed
        * one's address would have other ones. */
       for (int c = 0; c < a->nchk; c++)
-        t->torn |= u64_at(p, a->chk_off[c] - lo) != t->chk[c];
+        t->torn |= pst_py_u64_at(p, a->chk_off[c] - lo) != t->chk[c];
     } else if (what[j] == P_TOP) {
       t->torn |= memcmp(p, s->top, 16) != 0;
     } else if (what[j] == P_CORO && a->frameobj) {
-      t->torn |= u64_at(p, (size_t)a->gi_frame) != s->frame;
+      t->torn |= pst_py_u64_at(p, (size_t)a->gi_frame) != s->frame;
     } else {
       stamp(py, p, &now);
       /* A coroutine running now (its task's, innermost): its instruction
@@ -655,7 +649,7 @@ static int read_chains(struct pst_py *py, struct pst_mem *mem,
       b->cur[i] = (struct seen){0};
       b->cur[i].coro = tasks[i].coro;
       if (b->ok[j] && py->aio.frameobj && coro_type_ok(py, gen) &&
-          (b->cur[i].frame = u64_at(gen, (size_t)py->aio.gi_frame))) {
+          (b->cur[i].frame = pst_py_u64_at(gen, (size_t)py->aio.gi_frame))) {
         b->who[m++] = i; /* its frame object: read next */
         continue;
       }
@@ -694,7 +688,7 @@ static int read_chains(struct pst_py *py, struct pst_mem *mem,
       f->ip = 0;
       if (py->aio.frameobj && b->sp[i]) /* co_code's byte after f_lasti */
         b->opat[i] =
-            u64_at(b->buf + (size_t)j * hsize, (size_t)py->aio.co_code) +
+            pst_py_u64_at(b->buf + (size_t)j * hsize, (size_t)py->aio.co_code) +
             (uint64_t)py->lay.bytes_data +
             (uint64_t)(py->version_hex >= 0x030a ? (b->lasti[i] + 1) * 2
                                                  : b->lasti[i] + 2);

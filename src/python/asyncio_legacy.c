@@ -80,12 +80,6 @@ struct pst_py_aio_type {
 
 enum { MEMO_DATA, MEMO_THREAD_ID, MEMO_CHILDREN, MEMO_PARENT };
 
-static uint64_t u64_at(const uint8_t *p, size_t off) {
-  uint64_t v;
-  memcpy(&v, p + off, 8);
-  return v;
-}
-
 void pst_py_aio_legacy_exit(struct pst_py_aio *a) {
   free(a->types);
   a->types = NULL;
@@ -109,10 +103,10 @@ static int set_head(const struct pst_py *py, const uint8_t *buf,
                     uint64_t *table, int64_t *mask) {
   const struct pst_py_layout *l = &py->lay;
 
-  if (py->set_type && u64_at(buf, (size_t)l->ob_type) != py->set_type)
+  if (py->set_type && pst_py_u64_at(buf, (size_t)l->ob_type) != py->set_type)
     return PST_EBADDATA;
   memcpy(mask, buf + l->set_mask, 8);
-  *table = u64_at(buf, (size_t)l->set_table);
+  *table = pst_py_u64_at(buf, (size_t)l->set_table);
   if (*mask < 0 || *mask >= SET_SLOTS_CORRUPT || ((*mask + 1) & *mask) ||
       !*table)
     return PST_EBADDATA;
@@ -644,7 +638,8 @@ int pst_py_aio_legacy_list(struct pst_py *py, struct pst_mem *mem,
     /* A task of another type (a Python Task, a freed object read while
      * the set changed) is not read at these offsets. */
     uint32_t state;
-    if (!ok[i] || kind_of(py, mem, u64_at(b, (size_t)l->ob_type)) != KIND_TASK)
+    if (!ok[i] ||
+        kind_of(py, mem, pst_py_u64_at(b, (size_t)l->ob_type)) != KIND_TASK)
       continue;
     memcpy(&state, b + a->task_state, 4);
     if (state != 0) /* done or cancelled */
@@ -653,12 +648,12 @@ int pst_py_aio_legacy_list(struct pst_py *py, struct pst_mem *mem,
     t->addr = cand[i];
     t->is_task = 1;
     for (int c = 0; c < a->nchk; c++)
-      t->chk[c] = u64_at(b, a->chk_off[c]);
-    t->name_obj = u64_at(b, a->task_name);
-    t->coro = u64_at(b, a->task_coro) & ~(uint64_t)7;
-    x[*n - first] =
-        (struct extra){u64_at(b, a->task_loop), u64_at(b, a->task_cb0),
-                       u64_at(b, a->task_waiter)};
+      t->chk[c] = pst_py_u64_at(b, a->chk_off[c]);
+    t->name_obj = pst_py_u64_at(b, a->task_name);
+    t->coro = pst_py_u64_at(b, a->task_coro) & ~(uint64_t)7;
+    x[*n - first] = (struct extra){pst_py_u64_at(b, a->task_loop),
+                                   pst_py_u64_at(b, a->task_cb0),
+                                   pst_py_u64_at(b, a->task_waiter)};
     s.addr[s.n] = cand[i]; /* cand is sorted: so is s */
     s.idx[s.n++] = *n - first;
     (*n)++;

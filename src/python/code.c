@@ -99,12 +99,6 @@ int pst_code_cache_flush(struct pst_code_cache *c) {
   return 0;
 }
 
-static uint64_t u64_at(const uint8_t *p, int32_t off) {
-  uint64_t v;
-  memcpy(&v, p + off, 8);
-  return v;
-}
-
 static int32_t i32_at(const uint8_t *p, int32_t off) {
   int32_t v;
   memcpy(&v, p + off, 4);
@@ -362,12 +356,12 @@ static void make_sig(const struct pst_py *py, const uint8_t *hdr,
   const struct pst_py_layout *l = &py->lay;
 
   memset(sig, 0, sizeof(*sig));
-  sig->type = u64_at(hdr, l->ob_type);
-  sig->name =
-      u64_at(hdr, l->co_qualname != PST_NOFF ? l->co_qualname : l->co_name);
-  sig->filename = u64_at(hdr, l->co_filename);
-  sig->table =
-      u64_at(hdr, l->co_linetable != PST_NOFF ? l->co_linetable : l->co_lnotab);
+  sig->type = pst_py_u64_at(hdr, l->ob_type);
+  sig->name = pst_py_u64_at(hdr, l->co_qualname != PST_NOFF ? l->co_qualname
+                                                            : l->co_name);
+  sig->filename = pst_py_u64_at(hdr, l->co_filename);
+  sig->table = pst_py_u64_at(hdr, l->co_linetable != PST_NOFF ? l->co_linetable
+                                                              : l->co_lnotab);
   sig->firstlineno = i32_at(hdr, l->co_firstlineno);
 }
 

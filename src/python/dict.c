@@ -37,12 +37,6 @@
 #define NAME_MAX_LEN 63       /* names looked up are short identifiers */
 #define MODULES_MAX (1 << 17) /* sys.modules entries: torch has ~3000 */
 
-static uint64_t u64_at(const uint8_t *p, int32_t off) {
-  uint64_t v;
-  memcpy(&v, p + off, 8);
-  return v;
-}
-
 static int64_t i64_at(const uint8_t *p, int32_t off) {
   int64_t v;
   memcpy(&v, p + off, 8);
@@ -56,18 +50,18 @@ int pst_py_dict_head_parse(const struct pst_py *py, const uint8_t *buf,
                            int64_t max, struct pst_py_dict_head *h) {
   const struct pst_py_layout *l = &py->lay;
 
-  if (py->dict_type && u64_at(buf, l->ob_type) != py->dict_type)
+  if (py->dict_type && pst_py_u64_at(buf, l->ob_type) != py->dict_type)
     return PST_EBADDATA;
   memset(h, 0, sizeof(*h));
   h->used = i64_at(buf, l->dict_ma_used);
   if (h->used < 0 || h->used > max)
     return PST_EBADDATA;
   if (l->dict_ma_table != PST_NOFF) { /* 2.7 */
-    h->keys = u64_at(buf, l->dict_ma_table);
+    h->keys = pst_py_u64_at(buf, l->dict_ma_table);
     h->mask = i64_at(buf, l->dict_ma_mask);
   } else {
-    h->keys = u64_at(buf, l->dict_ma_keys);
-    h->values = u64_at(buf, l->dict_ma_values);
+    h->keys = pst_py_u64_at(buf, l->dict_ma_keys);
+    h->values = pst_py_u64_at(buf, l->dict_ma_values);
   }
   return h->keys ? 0 : PST_EBADDATA;
 }
@@ -134,14 +128,14 @@ int pst_py_dict_items_parse(const struct pst_py_dict_table *t,
   for (int64_t i = 0; i < t->n && k < max; i++) {
     const uint8_t *e = ents + i * t->esize + t->key_off;
     struct pst_py_dict_item it;
-    it.key = u64_at(e, 0);
+    it.key = pst_py_u64_at(e, 0);
     if (t->values) {
       if (i >= t->nvalues)
         break;
       it.value = vals[i];
       it.slot = t->values + 8 * (uint64_t)i;
     } else {
-      it.value = u64_at(e, 8);
+      it.value = pst_py_u64_at(e, 8);
       it.slot = t->entries + (uint64_t)(i * t->esize + t->key_off + 8);
     }
     if (it.key && it.value)
@@ -243,7 +237,7 @@ static int str_is(const struct pst_py *py, const uint8_t *s, size_t len,
 
   if (len < data)
     return -1;
-  if (py->str_type && u64_at(s, l->ob_type) != py->str_type)
+  if (py->str_type && pst_py_u64_at(s, l->ob_type) != py->str_type)
     return 0;
   if (i64_at(s, l->str_length) != (int64_t)nlen)
     return 0;
@@ -381,7 +375,7 @@ int pst_py_int_parse(const struct pst_py *py, const uint8_t *buf, size_t len,
 
   if (len < (size_t)l->ob_type + 16)
     return -ENOBUFS;
-  type = u64_at(buf, l->ob_type);
+  type = pst_py_u64_at(buf, l->ob_type);
   if (py->version_hex < 0x0300 &&
       (py->int_type ? type == py->int_type
                     : !py->long_type || type != py->long_type)) {
@@ -396,7 +390,7 @@ int pst_py_int_parse(const struct pst_py *py, const uint8_t *buf, size_t len,
   if (l->long_tag != PST_NOFF) {
     /* 3.12+ lv_tag: digit count << 3 | sign (0 positive, 1 zero, 2
      * negative); bit 2 is not the sign (3.14 marks small ints there). */
-    uint64_t tag = u64_at(buf, l->long_tag);
+    uint64_t tag = pst_py_u64_at(buf, l->long_tag);
     if ((tag & 3) == 3 || (tag & 3) == 2)
       return PST_EBADDATA;
     nd = (tag & 3) == 1 ? 0 : (int64_t)(tag >> 3);

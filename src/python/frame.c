@@ -10,12 +10,6 @@
 
 #define TSTATES_MAX 4096 /* a longer list is a cycle or garbage */
 
-static uint64_t u64_at(const uint8_t *p, int32_t off) {
-  uint64_t v;
-  memcpy(&v, p + off, 8);
-  return v;
-}
-
 int pst_py_tstates(struct pst_py *py, struct pst_mem *mem, uint64_t *tstates,
                    int max) {
   uint64_t ts;
@@ -37,7 +31,7 @@ int pst_py_tstates(struct pst_py *py, struct pst_mem *mem, uint64_t *tstates,
 int64_t pst_py_frame_lasti(const struct pst_py *py, const uint8_t *fr,
                            uint64_t code) {
   const struct pst_py_layout *l = &py->lay;
-  uint64_t instr = u64_at(fr, l->if_instr);
+  uint64_t instr = pst_py_u64_at(fr, l->if_instr);
 
   /* 3.14t+: a thread other than the first to run the code runs its own
    * copy of the bytecode (co_tlbc->entries[tlbc_index]), elsewhere: no
@@ -276,8 +270,8 @@ static int visit(struct pst_py *py, uint64_t frame, const uint8_t *buf,
   if (pst_array_reserve((void **)&sc->visit, &sc->visit_cap, sc->nvisit + 1,
                         sizeof(*sc->visit)))
     return -ENOMEM;
-  sc->visit[sc->nvisit++] = (struct pst_py_visit){frame, u64_at(buf, link_off),
-                                                  u64_at(buf, code_off)};
+  sc->visit[sc->nvisit++] = (struct pst_py_visit){
+      frame, pst_py_u64_at(buf, link_off), pst_py_u64_at(buf, code_off)};
   return 0;
 }
 
@@ -327,8 +321,9 @@ static int walk_frameobjects(struct pst_py *py, struct pst_mem *mem,
       return err;
     memcpy(&lasti, buf + l->f_lasti, 4);
     /* Each frame object has its own eval-loop call. */
-    raw[n++] = (struct raw_frame){frame, u64_at(buf, l->f_code), lasti, 1};
-    frame = u64_at(buf, l->f_back);
+    raw[n++] =
+        (struct raw_frame){frame, pst_py_u64_at(buf, l->f_code), lasti, 1};
+    frame = pst_py_u64_at(buf, l->f_back);
   }
   return n;
 }
@@ -359,7 +354,7 @@ static int walk_iframes(struct pst_py *py, struct pst_mem *mem,
       err = visit(py, frame, buf, l->if_previous, l->if_code);
     if (err)
       return err;
-    frame = u64_at(buf, l->if_previous);
+    frame = pst_py_u64_at(buf, l->if_previous);
     /* 3.12+: an eval-loop call pushes a shim (owned by the C stack)
      * under the first frame it runs: the frame above a shim is an entry. */
     if (l->if_owner != PST_NOFF && py->version_hex >= 0x030c &&
@@ -372,7 +367,7 @@ static int walk_iframes(struct pst_py *py, struct pst_mem *mem,
         py->shims[py->nshims++] = self;
       continue;
     }
-    code = u64_at(buf, l->if_code) & ~(uint64_t)py->tag_mask;
+    code = pst_py_u64_at(buf, l->if_code) & ~(uint64_t)py->tag_mask;
     if (py->none && code == py->none) {
       if (n > 0)
         raw[n - 1].entry = 1;
@@ -476,8 +471,8 @@ static int same_visit(const struct pst_py_layout *l,
   size_t span;
 
   link_span(l, &link_o, &code_o, &lo, &span);
-  return u64_at(again, link_o - lo) == v->link &&
-         u64_at(again, code_o - lo) == v->code;
+  return pst_py_u64_at(again, link_o - lo) == v->link &&
+         pst_py_u64_at(again, code_o - lo) == v->code;
 }
 
 void pst_py_check_prepare(struct pst_py *py, uint64_t tstate,

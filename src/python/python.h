@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 #include "disasm/disasm.h"
@@ -158,6 +159,18 @@ int pst_py_check_batched(const struct pst_py *py, const struct pst_mem *mem,
  * within them (threadname.c reads them in one piece). */
 #define PST_PY_TYPE_SPAN 2048
 
+/* The 8-byte word at p + off of a local copy of target memory (unaligned,
+ * host byte order). off is a layout offset (int32_t, never PST_NOFF here:
+ * the callers check) or a computed one (size_t): both convert to size_t
+ * unchanged, and every one is within the buffer (pst_py_layout_check() or
+ * the caller's bound). */
+static inline uint64_t pst_py_u64_at(const uint8_t *p, size_t off) {
+  uint64_t v;
+
+  memcpy(&v, p + off, 8);
+  return v;
+}
+
 /* asyncio.c: the _asyncio module's offsets (3.14+), once found; or, for
  * 3.8-3.13 (legacy: asyncio_legacy.c), the task layout of the version and
  * where asyncio.tasks keeps its tasks. */
@@ -269,13 +282,25 @@ struct pst_py {
 void pst_py_init(struct pst_py *py);
 void pst_py_exit(struct pst_py *py);
 
-/* Analyses the target's interpreter: finds libpython or the executable,
- * the version, the structure layout, _PyRuntime, the main interpreter and
- * the thread-state key, and fills the Python parts of *info. Returns 0,
- * PST_ENOTPY, PST_EPYVERSION, or -errno. */
+/* What pst_py_analyse() found that struct pst_py does not keep: names
+ * and how things were found, for the report. The target copies them, with
+ * struct pst_py's addresses, into its pst_target_info (target.c alone
+ * fills that). Sizes as there. */
+struct pst_py_found {
+  char libpython[512];    /* shared libpython, "" when static */
+  char version[32];       /* "3.12.1" or "3.12" */
+  char key_method[160];   /* disassembly shape or fallback used */
+  char layout_method[96]; /* builtin table, or _Py_DebugOffsets */
+};
+
+/* Analyses the target's interpreter: finds libpython or the executable
+ * (exe: its path as the target sees it, from /proc/PID/exe), the version,
+ * the structure layout, _PyRuntime, the main interpreter and the
+ * thread-state key, into *py and *found. Returns 0, PST_ENOTPY,
+ * PST_EPYVERSION, or -errno. */
 int pst_py_analyse(struct pst_py *py, pid_t pid, const struct pst_maps *maps,
-                   struct pst_mem *mem, enum pst_arch arch,
-                   struct pst_target_info *info);
+                   struct pst_mem *mem, enum pst_arch arch, const char *exe,
+                   struct pst_py_found *found);
 
 /* Checks that every offset pst_py_walk() and the code and string readers
  * use on a local buffer fits in it (a corrupt or hostile _Py_DebugOffsets

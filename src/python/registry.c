@@ -33,6 +33,7 @@
 
 #include "python/dict.h"
 #include "python/python.h"
+#include "util/array.h"
 #include "util/log.h"
 
 #define MODULES_MAX (1 << 17) /* sys.modules entries: torch has ~3000 */
@@ -63,13 +64,14 @@ struct pst_py_reg {
   uint8_t *copy; /* the bytes of keys read (copy_len of them) */
   size_t copy_len, copy_cap;
   struct reg_int *ints, *next; /* int keys seen, and being read */
-  int nints, ints_cap;
+  int nints;
+  size_t ints_cap;
   int *by_addr; /* indices of ints, sorted by address */
   struct pst_py_dict_item *items;
-  int items_cap;
+  size_t items_cap;
   struct pst_mem_iov *iov;
   uint8_t *ok;
-  int iov_cap;
+  size_t iov_cap;
   uint64_t resolves; /* resolutions done (for tests) */
 };
 
@@ -90,46 +92,35 @@ uint64_t pst_py_registry_resolves(const struct pst_py *py) {
   return py->reg ? py->reg->resolves : 0;
 }
 
-/* Grows *p (of *cap elements of size sz) to at least n. 0 or -ENOMEM. */
-static int grow(void **p, int *cap, int n, size_t sz) {
-  void *q;
-  int c = *cap ? *cap : 16;
-
-  if (n <= *cap)
-    return 0;
-  while (c < n)
-    c *= 2;
-  q = realloc(*p, (size_t)c * sz);
-  if (!q)
-    return -ENOMEM;
-  *p = q;
-  *cap = c;
-  return 0;
-}
-
-/* Both int arrays to at least n elements (r->ints keeps its content). */
+/* The three int arrays to at least n elements (r->ints keeps its
+ * content), with one capacity. */
 static int grow_ints(struct pst_py_reg *r, int n) {
-  int cap = r->ints_cap, cap2 = r->ints_cap, err;
+  size_t cap = r->ints_cap, cap2 = r->ints_cap;
+  int err;
 
-  if (n <= r->ints_cap)
+  if ((size_t)n <= r->ints_cap)
     return 0;
-  err = grow((void **)&r->ints, &cap, n, sizeof(*r->ints));
+  err = pst_array_reserve((void **)&r->ints, &cap, (size_t)n, sizeof(*r->ints));
   if (err == 0)
-    err = grow((void **)&r->next, &cap2, cap, sizeof(*r->next));
+    err = pst_array_reserve((void **)&r->next, &cap2, cap, sizeof(*r->next));
   cap2 = r->ints_cap;
   if (err == 0)
-    err = grow((void **)&r->by_addr, &cap2, cap, sizeof(*r->by_addr));
+    err = pst_array_reserve((void **)&r->by_addr, &cap2, cap,
+                            sizeof(*r->by_addr));
   if (err == 0)
     r->ints_cap = cap;
   return err;
 }
 
+/* r->iov and r->ok to at least n elements, with one capacity. */
 static int grow_iov(struct pst_py_reg *r, int n) {
-  int cap = r->iov_cap, err = grow((void **)&r->iov, &cap, n, sizeof(*r->iov));
+  size_t cap = r->iov_cap;
+  int err =
+      pst_array_reserve((void **)&r->iov, &cap, (size_t)n, sizeof(*r->iov));
 
   if (err == 0) {
     cap = r->iov_cap;
-    err = grow((void **)&r->ok, &cap, n, 1);
+    err = pst_array_reserve((void **)&r->ok, &cap, (size_t)n, 1);
   }
   if (err == 0)
     r->iov_cap = cap;
@@ -330,8 +321,8 @@ static int read_active(struct pst_py *py, struct pst_mem *mem,
     err = copy_keys(mem, r, &t);
   if (err)
     return err == PST_EBADDATA ? STALE : err;
-  err =
-      grow((void **)&r->items, &r->items_cap, (int)t.n + 1, sizeof(*r->items));
+  err = pst_array_reserve((void **)&r->items, &r->items_cap, (size_t)t.n + 1,
+                          sizeof(*r->items));
   if (err)
     return err;
   n = pst_py_dict_items_parse(&t, r->copy + (t.entries - t.keys), NULL,

@@ -15,10 +15,10 @@
 #include <string.h>
 
 #include "native/module.h"
-#include "native/sample.h"
 #include "proc/proc.h"
 #include "proc/ptrace.h"
 #include "target/internal.h"
+#include "target/native.h"
 #include "util/array.h"
 #include "util/log.h"
 

@@ -11,9 +11,9 @@
 
 #include "native/module.h"
 #include "native/resolve.h"
-#include "native/sample.h"
 #include "proc/proc.h"
 #include "target/internal.h"
+#include "target/native.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/strtab.h"
@@ -43,6 +43,23 @@ static int check_process(pid_t pid, struct pst_target_info *info) {
   info->nspid = st.nspid;
   err = pst_proc_exe(pid, info->exe, sizeof(info->exe));
   return err == -EACCES ? -EPERM : err;
+}
+
+/* The Python half of the report, from the analysis (analyse.c): target.c
+ * alone fills pst_target_info. */
+static void python_info(struct pst_target_info *info, const struct pst_py *py,
+                        const struct pst_py_found *f) {
+  snprintf(info->libpython, sizeof(info->libpython), "%s", f->libpython);
+  snprintf(info->version, sizeof(info->version), "%s", f->version);
+  info->version_hex = py->version_hex;
+  info->free_threaded = py->lay.free_threaded;
+  snprintf(info->layout_method, sizeof(info->layout_method), "%s",
+           f->layout_method);
+  info->runtime_addr = py->runtime;
+  info->interp_addr = py->interp;
+  info->key_addr = py->key_addr;
+  info->key = py->key;
+  snprintf(info->key_method, sizeof(info->key_method), "%s", f->key_method);
 }
 
 /* Reads the main thread's pointer at open. -EPERM when we may not trace
@@ -80,6 +97,7 @@ static uint64_t boot_ticks(void) {
 }
 
 int pst_target_open(pid_t pid, struct pst_target **out) {
+  struct pst_py_found found;
   struct pst_target *t;
   double t0 = pst_now_ms();
   int err;
@@ -103,9 +121,11 @@ int pst_target_open(pid_t pid, struct pst_target **out) {
     err = PST_ENOTREADY;
     goto err;
   }
-  err = pst_py_analyse(&t->py, pid, &t->maps, &t->mem, t->arch, &t->info);
+  err = pst_py_analyse(&t->py, pid, &t->maps, &t->mem, t->arch, t->info.exe,
+                       &found);
   if (err)
     goto err_perm;
+  python_info(&t->info, &t->py, &found);
   err = pst_tsd_analyse(pid, &t->maps, t->arch, &t->tsd);
   if (err)
     goto err;

@@ -1,8 +1,10 @@
-/* clock.h: the monotonic clock, for durations (never the wall clock).
+/* clock.h: the two clocks: the monotonic clock, for durations, and the
+ * wall clock, for the dates written into profiles.
  *
  * CLOCK_MONOTONIC: not changed by settimeofday or NTP steps, so a
- * difference of two readings is an elapsed time. Through the vDSO: no
- * system call.
+ * difference of two readings is an elapsed time. CLOCK_REALTIME: Unix
+ * time, which may jump; never used for a duration. Both through the vDSO:
+ * no system call.
  */
 #ifndef PST_CLOCK_H
 #define PST_CLOCK_H
@@ -14,5 +16,8 @@ uint64_t pst_now_ns(void);
 
 /* The same in milliseconds, with fractions, for reports. */
 double pst_now_ms(void);
+
+/* Nanoseconds since the Unix epoch (the wall clock). */
+uint64_t pst_wall_ns(void);
 
 #endif

@@ -106,6 +106,7 @@ static int capture(pid_t pid, const struct pst_target_info *opened,
                    const char *note) {
   struct pst_frame frames[WALK_MAX];
   struct pst_target_info info;
+  struct pst_py_found found;
   struct pst_fixture_rec rec = {0};
   struct pst_fixture fx;
   struct pst_maps maps;
@@ -123,7 +124,8 @@ static int capture(pid_t pid, const struct pst_target_info *opened,
   pst_py_init(&py);
   err = pst_maps_load(pid, &maps);
   if (err == 0)
-    err = pst_py_analyse(&py, pid, &maps, &mem, test_host_arch(), &info);
+    err = pst_py_analyse(&py, pid, &maps, &mem, test_host_arch(), info.exe,
+                         &found);
   if (err)
     goto out;
 

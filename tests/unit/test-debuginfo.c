@@ -1,4 +1,4 @@
-/* test-debuginfo.c: separate debug files (src/native/debuginfo.c) and their
+/* test-debuginfo.c: separate debug files (src/elf/debuginfo.c) and their
  * symbols merged into a module's table (symtab.c, module.c): a library built
  * and split here (build-id directory, .gnu_debuglink in the module's
  * .debug/ and under a debug directory, a target in its own root, mismatched
@@ -15,9 +15,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "elf/debuginfo.h"
 #include "elf/elf.h"
 #include "helpers.h"
-#include "native/debuginfo.h"
 #include "native/module.h"
 #include "native/symtab.h"
 #include "proc/maps.h"

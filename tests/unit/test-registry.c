@@ -212,6 +212,7 @@ struct reader {
 
 static void reader_open(struct reader *r, pid_t pid) {
   struct pst_target_info info;
+  struct pst_py_found found;
   int err;
 
   memset(r, 0, sizeof(*r));
@@ -222,7 +223,8 @@ static void reader_open(struct reader *r, pid_t pid) {
   pst_mem_init(&r->mem, pid);
   pst_py_init(&r->py);
   ASSERT_EQ(pst_maps_load(pid, &r->maps), 0);
-  err = pst_py_analyse(&r->py, pid, &r->maps, &r->mem, test_host_arch(), &info);
+  err = pst_py_analyse(&r->py, pid, &r->maps, &r->mem, test_host_arch(),
+                       info.exe, &found);
   if (err)
     TEST_FAIL("pst_py_analyse: %s", pst_strerror(err));
 }

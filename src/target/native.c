@@ -1,15 +1,15 @@
-/* sample.c: one thread's native and Python stacks read while it is
- * stopped, symbolised through a per-process cache and merged (sample.h). */
+/* native.c: one thread's native and Python stacks read while it is
+ * stopped, symbolised through a per-process cache and merged (native.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "native/merge.h"
-#include "native/sample.h"
 #include "native/unwind.h"
 #include "proc/ptrace.h"
 #include "python/python.h"
+#include "target/native.h"
 #include "util/dmcache.h"
 #include "util/log.h"
 #include "util/strtab.h"

@@ -30,8 +30,8 @@
  *
  * Only the caller's thread; no state between calls.
  */
-#ifndef PST_NATIVE_DEBUGINFO_H
-#define PST_NATIVE_DEBUGINFO_H
+#ifndef PST_ELF_DEBUGINFO_H
+#define PST_ELF_DEBUGINFO_H
 
 #include <stddef.h>
 #include <stdint.h>

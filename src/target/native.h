@@ -1,5 +1,7 @@
-/* sample.h: one thread's native stack merged with its Python stack
+/* native.h: one thread's native stack merged with its Python stack
  * (`--native`): stop the thread, unwind, walk, resume, symbolise, merge.
+ * In target/, not native/: it composes native/ (unwind, symbolise, merge)
+ * with python/ (the walk); native/ does not include python/.
  *
  * One struct pst_native_sampler per target process: it owns the unwinder
  * (unwind.h), the strings of native frame names and modules, a
@@ -15,8 +17,8 @@
  *
  * Threads: the loop thread only (it stops threads with ptrace).
  */
-#ifndef PST_NATIVE_SAMPLE_H
-#define PST_NATIVE_SAMPLE_H
+#ifndef PST_TARGET_NATIVE_H
+#define PST_TARGET_NATIVE_H
 
 #include <stdint.h>
 #include <sys/types.h>

@@ -3,7 +3,8 @@
  *
  * The image and every candidate are untrusted: notes and the link are
  * parsed with bounds checks against their section's size. No state is kept
- * between calls: the caller (module.c) remembers what it found.
+ * between calls: the callers (native/module.c, libc/tsd.c) remember what
+ * they found. In elf/, below both of them.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,8 +17,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "elf/debuginfo.h"
 #include "elf/elf.h"
-#include "native/debuginfo.h"
 #include "proc/rootfs.h"
 #include "pystitch.h"
 #include "util/log.h"
