@@ -37,8 +37,11 @@ static const char record_usage[] =
     "                         Ctrl-C or --duration\n"
     "      --match REGEX      with --all: only command lines matching REGEX\n"
     "      --exclude REGEX    with --all: not those matching REGEX\n"
-    "      --idle             keep samples of idle threads\n"
-    "      --gil              only the thread holding the GIL\n"
+    "      --mode MODE        cpu (default): threads on a CPU, each sample\n"
+    "                         worth the CPU time it used; wall: every\n"
+    "                         thread, worth the time (default with\n"
+    "                         --async); gil: the thread holding the GIL\n"
+    "      --idle, --gil      --mode wall, --mode gil\n"
     "      --threads          a root frame per thread\n"
     "      --function         aggregate by function instead of line\n"
     "      --blocking         stop each thread while its stack is read\n"
@@ -181,6 +184,44 @@ static void summary_file(const char *path, const struct pst_writer_ops *w,
 }
 
 /* The rest: errors by kind, lateness, native figures. */
+/* A recording of nothing is not a success: says why, returns the exit
+ * code (0 when there are samples). The profile was written anyway. */
+static int nothing(const struct pst_sampler_opts *o,
+                   const struct pst_sampler_stats *st) {
+  static const char *const mode[] = {"cpu", "wall", "gil"};
+
+  if (!st->processes) {
+    if (o->argv)
+      fprintf(stderr, "pystitch: error: no Python process was recorded: "
+                      "the command never ran Python (nor did what it "
+                      "started)\n");
+    else if (o->all)
+      fprintf(stderr, "pystitch: error: no Python process was recorded: "
+                      "none was found%s\n",
+              o->match || o->exclude ? " that --match/--exclude keep" : "");
+    else
+      fprintf(stderr, "pystitch: error: no Python process was recorded: "
+                      "none ran under the process%s given\n",
+              o->npids > 1 ? "es" : "");
+    return PST_EXIT_NOT_PYTHON;
+  }
+  if (st->samples || st->task_samples)
+    return PST_EXIT_OK;
+  if (o->policy.mode == PST_MODE_CPU)
+    fprintf(stderr, "pystitch: error: no samples: no thread ran on a CPU "
+                    "while it was sampled (mode cpu); --mode wall records "
+                    "threads that wait too\n");
+  else if (o->policy.mode == PST_MODE_GIL)
+    fprintf(stderr, "pystitch: error: no samples: no thread held the GIL "
+                    "while it was sampled (mode gil); --mode wall records "
+                    "every thread\n");
+  else
+    fprintf(stderr, "pystitch: error: no samples (mode %s): %llu thread "
+                    "samples could not be read (see the errors above)\n",
+            mode[o->policy.mode], (unsigned long long)st->errors);
+  return PST_EXIT_NO_SAMPLES;
+}
+
 static void summary(const struct pst_sampler_stats *st) {
   uint64_t all = st->samples + st->errors;
   char kinds[1024];
@@ -357,7 +398,8 @@ int pst_cmd_record(int argc, char **argv) {
             (unsigned long long)st.samples, st.processes,
             st.processes == 1 ? "" : "es", st.elapsed_s);
     summary(&st);
-    return pst_sandbox_violations() ? PST_EXIT_SANDBOX : PST_EXIT_OK;
+    rc = nothing(o, &st);
+    return pst_sandbox_violations() ? PST_EXIT_SANDBOX : rc;
   }
   err = pst_writer_save(w, prof, output);
   if (err) {
@@ -369,5 +411,6 @@ int pst_cmd_record(int argc, char **argv) {
   summary_file(output, w, &st, prof);
   summary(&st);
   pst_profile_free(prof);
-  return pst_sandbox_violations() ? PST_EXIT_SANDBOX : PST_EXIT_OK;
+  rc = nothing(o, &st);
+  return pst_sandbox_violations() ? PST_EXIT_SANDBOX : rc;
 }

@@ -56,6 +56,7 @@ static const struct {
                               FLAG(engine.no_sandbox)},
     [PST_CLI_O_KEEP_RUNNING] = {"keep-running", 0, no_argument, R,
                                 FLAG(engine.keep_running)},
+    [PST_CLI_O_MODE] = {"mode", 0, required_argument, R | T},
     [PST_CLI_O_IDLE] = {"idle", 0, no_argument, R | T, FLAG(policy.idle)},
     [PST_CLI_O_GIL] = {"gil", 0, no_argument, R | T, FLAG(policy.gil)},
     [PST_CLI_O_BLOCKING] = {"blocking", 0, no_argument, R,
@@ -172,7 +173,12 @@ void pst_cli_sampling(const struct pst_cli_policy *p, enum pst_cli_cmd cmd,
     out->states = 1;
     return;
   }
-  out->mode = p->gil ? PST_MODE_GIL : p->idle ? PST_MODE_WALL : PST_MODE_CPU;
+  /* --mode; --gil and --idle are its old names (--gil first); with
+   * --async alone, wall: where the tasks wait, all of them */
+  out->mode = p->mode  ? (enum pst_mode)(p->mode - 1)
+              : p->gil ? PST_MODE_GIL
+              : p->idle || p->async ? PST_MODE_WALL
+                                    : PST_MODE_CPU;
   out->blocking = p->blocking;
   out->mark_native = 1; /* a native-only thread's CPU shows, marked */
 }
@@ -300,6 +306,17 @@ static int take(struct pst_cli_opts *o, enum pst_cli_opt id, const char *arg,
     return 0;
   case PST_CLI_O_SORT:
     return take_sort(o, arg);
+  case PST_CLI_O_MODE:
+    if (!strcmp(arg, "cpu"))
+      o->policy.mode = 1 + PST_MODE_CPU;
+    else if (!strcmp(arg, "wall"))
+      o->policy.mode = 1 + PST_MODE_WALL;
+    else if (!strcmp(arg, "gil"))
+      o->policy.mode = 1 + PST_MODE_GIL;
+    else
+      return pst_cli_usage(help, "--mode: want cpu, wall or gil, got '%s'",
+                           arg);
+    return 0;
   case PST_CLI_O_VERBOSE:
     o->verbose++;
     return 0;

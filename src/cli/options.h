@@ -35,6 +35,7 @@ enum pst_cli_opt {
   PST_CLI_O_NO_SANDBOX,
   PST_CLI_O_KEEP_RUNNING,
   /* which threads are read, and how: the sampling policy */
+  PST_CLI_O_MODE,
   PST_CLI_O_IDLE,
   PST_CLI_O_GIL,
   PST_CLI_O_BLOCKING,
@@ -77,6 +78,7 @@ enum pst_cli_opt {
 /* The sampling policy the options ask for: which threads are read and
  * how. pst_cli_sampling() turns it into what the engine and dump take. */
 struct pst_cli_policy {
+  int mode;        /* --mode: 1 + enum pst_mode, 0: not given */
   int idle;        /* --idle: idle threads too */
   int gil;         /* --gil: only the thread holding the GIL */
   int blocking;    /* --blocking: stop each thread while it is read */
