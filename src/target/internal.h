@@ -2,9 +2,12 @@
  * tracked thread, and the functions one file provides to the others.
  *
  * Files: target.c (open, close, info), threads.c (refresh, thread
- * identity, mapping to thread states, names), sample.c (one tick: which
- * threads are read, the Python walk with its pipelined torn-read check,
- * and the native path through src/native/sample.h).
+ * identity, mapping to thread states, names), policy.c (the options'
+ * policy made flags, and fitted to this target), sample.c (one tick:
+ * which threads are read, the Python walk with its pipelined torn-read
+ * check, the marker frames), native.c (--native: one thread stopped,
+ * both stacks, merged; native.h), tasks.c (asyncio tasks, a task's chain
+ * as a stack).
  *
  * Ownership: struct pst_target owns everything here: the tracked threads
  * (with their stat fds), the view and frame pool of the last sample, and

@@ -1,6 +1,6 @@
 /* sample.c: one tick of a target: which threads are read, and reading
  * them: the Python walk with its pipelined torn-read check, or (--native)
- * the native path of src/native/sample.h.
+ * the native path of target/native.h.
  *
  * Torn reads: the stack is walked while the thread runs. The thread's
  * current frame (and its code) as the walk began and as read after it

@@ -70,7 +70,7 @@ def stop(p):
     p.wait()
 
 
-# ---- files a target names (native/debuginfo.c, proc/maps.c, elf/elf.c) ----
+# ---- files a target names (elf/debuginfo.c, proc/maps.c, elf/elf.c) ----
 
 
 LIB_SRC = r"""
