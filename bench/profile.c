@@ -6,8 +6,8 @@
  * samples, 3000 functions,
  * names with XML, JSON and folded specials and ill-formed UTF-8), or from a
  * folded file (-f, e.g. a recording's), once through
- * pst_profile_add_interned() (the sampler's path) and once through
- * pst_profile_add(). Then writes it -r times in every format to /dev/null.
+ * pst__profile_add_interned() (the sampler's path) and once through
+ * pst__profile_add(). Then writes it -r times in every format to /dev/null.
  * Prints nanoseconds per sample and per frame for the builds and
  * milliseconds per write (the best of the repeats).
  *
@@ -62,7 +62,7 @@ struct sample {
 };
 
 struct input {
-  struct pst_prof_frame *pool; /* frames, strings owned by names */
+  struct pst__prof_frame *pool; /* frames, strings owned by names */
   char **names;
   size_t npool;
   uint32_t *frames; /* all samples' frame indices, root first */
@@ -73,7 +73,7 @@ struct input {
 
 static void add_name(struct input *in, char *name, char *file, int line) {
   in->names[in->npool] = name;
-  in->pool[in->npool++] = (struct pst_prof_frame){name, file, line};
+  in->pool[in->npool++] = (struct pst__prof_frame){name, file, line};
 }
 
 static int gen(struct input *in, size_t n) {
@@ -205,40 +205,40 @@ static int load_folded(struct input *in, const char *path) {
   return 0;
 }
 
-/* Builds the profile of in; interned: through pst_profile_add_interned()
+/* Builds the profile of in; interned: through pst__profile_add_interned()
  * with the strings interned once beforehand, as the sampler does. */
-static struct pst_profile *build(const struct input *in, int interned,
-                                 double *ms) {
-  struct pst_profile *p = pst_profile_new(10000000);
-  struct pst_prof_frame *pool = malloc((in->npool + 1) * sizeof(*pool));
-  struct pst_prof_frame st[DEPTH_MAX * 4];
+static struct pst__profile *build(const struct input *in, int interned,
+                                  double *ms) {
+  struct pst__profile *p = pst__profile_new(10000000);
+  struct pst__prof_frame *pool = malloc((in->npool + 1) * sizeof(*pool));
+  struct pst__prof_frame st[DEPTH_MAX * 4];
   double t0;
   int proc;
 
   if (!p || !pool)
     exit(1);
-  proc = pst_profile_process(p, 100, "python bench.py", -1, -1, -1);
+  proc = pst__profile_process(p, 100, "python bench.py", -1, -1, -1);
   for (int t = 0; t < NTHREADS; t++)
-    pst_profile_thread(p, (uint32_t)proc, 1000 + t, "worker");
+    pst__profile_thread(p, (uint32_t)proc, 1000 + t, "worker");
   for (size_t i = 0; i < in->npool; i++) {
     pool[i] = in->pool[i];
     if (interned) {
-      pool[i].name = pst_profile_intern(p, pool[i].name);
-      pool[i].file = pst_profile_intern(p, pool[i].file);
+      pool[i].name = pst__profile_intern(p, pool[i].name);
+      pool[i].file = pst__profile_intern(p, pool[i].file);
     }
   }
-  t0 = pst_now_ms();
+  t0 = pst__now_ms();
   for (size_t i = 0; i < in->ns; i++) {
     const struct sample *s = &in->s[i];
     uint32_t n = s->n > DEPTH_MAX * 4 ? DEPTH_MAX * 4 : s->n;
 
     for (uint32_t d = 0; d < n; d++)
       st[d] = pool[in->frames[s->first + d]];
-    if ((interned ? pst_profile_add_interned : pst_profile_add)(
+    if ((interned ? pst__profile_add_interned : pst__profile_add)(
             p, s->thread, st, n, i * 10000000ULL, 10000000) != 0)
       exit(1);
   }
-  *ms = pst_now_ms() - t0;
+  *ms = pst__now_ms() - t0;
   free(pool);
   return p;
 }
@@ -249,7 +249,7 @@ int main(int argc, char **argv) {
   size_t n = 100000;
   int repeats = 5, opt;
   double ms_i = 1e30, ms_s = 1e30, ms;
-  struct pst_profile *p = NULL;
+  struct pst__profile *p = NULL;
 
   while ((opt = getopt(argc, argv, "n:r:f:o:")) != -1) {
     switch (opt) {
@@ -277,33 +277,33 @@ int main(int argc, char **argv) {
     return 1;
   }
   for (int r = 0; r < repeats; r++) {
-    struct pst_profile *q = build(&in, 0, &ms);
+    struct pst__profile *q = build(&in, 0, &ms);
     if (ms < ms_s)
       ms_s = ms;
-    pst_profile_free(q);
+    pst__profile_free(q);
     q = build(&in, 1, &ms);
     if (ms < ms_i)
       ms_i = ms;
     if (p)
-      pst_profile_free(p);
+      pst__profile_free(p);
     p = q;
   }
   printf("input: %zu samples, %zu frames, %zu distinct frames, %zu stacks\n",
-         in.ns, in.nframes, pst_profile_nframes(p), pst_profile_nstacks(p));
+         in.ns, in.nframes, pst__profile_nframes(p), pst__profile_nstacks(p));
   printf("%-24s %8.1f ns/sample %6.2f ns/frame\n", "add_interned",
          ms_i * 1e6 / (double)in.ns, ms_i * 1e6 / (double)in.nframes);
   printf("%-24s %8.1f ns/sample %6.2f ns/frame\n", "add (strings hashed)",
          ms_s * 1e6 / (double)in.ns, ms_s * 1e6 / (double)in.nframes);
-  for (const struct pst_writer_ops *const *w = pst_writer_list(); *w; w++) {
+  for (const struct pst__writer_ops *const *w = pst__writer_list(); *w; w++) {
     double best = 1e30;
 
     for (int r = 0; r < repeats; r++) {
       FILE *f = fopen("/dev/null", "wb");
-      double t0 = pst_now_ms();
+      double t0 = pst__now_ms();
       if (!f || (*w)->write(p, f) != 0)
         return 1;
       fclose(f);
-      ms = pst_now_ms() - t0;
+      ms = pst__now_ms() - t0;
       if (ms < best)
         best = ms;
     }
@@ -311,10 +311,10 @@ int main(int argc, char **argv) {
     if (outdir) {
       char path[4096];
       snprintf(path, sizeof(path), "%s/profile%s", outdir, (*w)->ext);
-      if (pst_writer_save(*w, p, path) != 0)
+      if (pst__writer_save(*w, p, path) != 0)
         return 1;
     }
   }
-  pst_profile_free(p);
+  pst__profile_free(p);
   return 0;
 }

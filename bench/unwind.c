@@ -39,11 +39,11 @@ sigprocmask(int how, const sigset_t *set, sigset_t *old) {
   return real(how, set, old);
 }
 
-static double now_us(void) { return (double)pst_now_ns() / 1e3; }
+static double now_us(void) { return (double)pst__now_ns() / 1e3; }
 
 static const struct {
   const char *name;
-  enum pst_unwind_cache policy;
+  enum pst__unwind_cache policy;
   const char *libunwind;
 } policies[] = {
     {"none", PST_UNWIND_CACHE_NONE, "UNW_CACHE_NONE"},
@@ -52,40 +52,40 @@ static const struct {
 };
 
 static int run(pid_t pid, pid_t tid, int pi, int n) {
-  struct pst_mem mem;
-  struct pst_unwinder *u;
-  struct pst_unwind_stats s0, s1;
+  struct pst__mem mem;
+  struct pst__unwinder *u;
+  struct pst__unwind_stats s0, s1;
   uint64_t ips[256], sps[256], reads0;
   unsigned long masks0;
   double t0, t_unwind, t_sample;
   int err, frames = 0;
 
-  pst_mem_init(&mem, pid);
-  err = pst_unwinder_new(pid, &mem, NULL, &u);
+  pst__mem_init(&mem, pid);
+  err = pst__unwinder_new(pid, &mem, NULL, &u);
   if (!err)
-    err = pst_unwinder_set_cache(u, policies[pi].policy);
+    err = pst__unwinder_set_cache(u, policies[pi].policy);
   if (err) {
     fprintf(stderr, "unwinder: %s\n", pst_strerror(err));
     return 1;
   }
   /* Warm-up: modules opened, libunwind's cache filled. */
-  if ((err = pst_ptrace_stop(tid)) != 0) {
+  if ((err = pst__ptrace_stop(tid)) != 0) {
     fprintf(stderr, "stop %d: %s\n", (int)tid, pst_strerror(err));
     return 1;
   }
-  frames = pst_unwind_thread(u, tid, ips, sps, 256);
-  pst_unwinder_stats(u, &s0);
+  frames = pst__unwind_thread(u, tid, ips, sps, 256);
+  pst__unwinder_stats(u, &s0);
   reads0 = mem.reads;
   masks0 = n_sigprocmask;
   t0 = now_us();
   for (int i = 0; i < n; i++)
-    if (pst_unwind_thread(u, tid, ips, sps, 256) != frames) {
+    if (pst__unwind_thread(u, tid, ips, sps, 256) != frames) {
       fprintf(stderr, "unwind %d: frame count changed\n", i);
       break;
     }
   t_unwind = (now_us() - t0) / n;
-  pst_ptrace_resume(tid);
-  pst_unwinder_stats(u, &s1);
+  pst__ptrace_resume(tid);
+  pst__unwinder_stats(u, &s1);
   printf("%-9s %-21s %4d frames  %7.2f us/unwind  %5.2f us/frame  "
          "%.2f process_vm_readv  %.2f rt_sigprocmask per unwind\n",
          policies[pi].name, policies[pi].libunwind, frames, t_unwind,
@@ -95,16 +95,16 @@ static int run(pid_t pid, pid_t tid, int pi, int n) {
   /* Whole samples: the thread stopped and resumed around each unwind. */
   t0 = now_us();
   for (int i = 0; i < n / 10; i++) {
-    if (pst_ptrace_stop(tid) != 0)
+    if (pst__ptrace_stop(tid) != 0)
       break;
-    pst_unwind_thread(u, tid, ips, sps, 256);
-    pst_ptrace_resume(tid);
+    pst__unwind_thread(u, tid, ips, sps, 256);
+    pst__ptrace_resume(tid);
   }
   t_sample = (now_us() - t0) / (n / 10);
   printf("%-9s %-21s %4s         %7.2f us/sample (stop + unwind + resume)\n",
          policies[pi].name, "", "", t_sample);
-  pst_unwinder_free(u);
-  pst_mem_exit(&mem);
+  pst__unwinder_free(u);
+  pst__mem_exit(&mem);
   return 0;
 }
 

@@ -29,19 +29,20 @@ static int read64(void *arg, uint64_t addr, uint64_t *out) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  struct pst_tsd_layout tsd;
+  struct pst__tsd_layout tsd;
   uint64_t out;
   int is_load;
   char why[128], shape[128];
 
-  (void)pst_disasm_tsd_layout(FUZZ_ARCH, data, size, CODE_ADDR, &tsd, why,
-                              sizeof(why));
-  (void)pst_disasm_tss_key(FUZZ_ARCH, data, size, CODE_ADDR, read64, NULL, &out,
-                           &is_load, shape, sizeof(shape), why, sizeof(why));
-  (void)pst_disasm_global_getter(FUZZ_ARCH, data, size, CODE_ADDR, read64, NULL,
-                                 &out, why, sizeof(why));
+  (void)pst__disasm_tsd_layout(FUZZ_ARCH, data, size, CODE_ADDR, &tsd, why,
+                               sizeof(why));
+  (void)pst__disasm_tss_key(FUZZ_ARCH, data, size, CODE_ADDR, read64, NULL,
+                            &out, &is_load, shape, sizeof(shape), why,
+                            sizeof(why));
+  (void)pst__disasm_global_getter(FUZZ_ARCH, data, size, CODE_ADDR, read64,
+                                  NULL, &out, why, sizeof(why));
   /* Small buffers: messages must be cut, never overflow. */
-  (void)pst_disasm_tss_key(FUZZ_ARCH, data, size, CODE_ADDR, read64, NULL, &out,
-                           &is_load, shape, 3, why, 1);
+  (void)pst__disasm_tss_key(FUZZ_ARCH, data, size, CODE_ADDR, read64, NULL,
+                            &out, &is_load, shape, 3, why, 1);
   return 0;
 }

@@ -40,12 +40,12 @@ static const char *const names[] = {
 static const char *const sections[] = {".rodata", ".text", ".dynsym", ".symtab",
                                        ".bss",    ".data", ""};
 
-static void read_at(const struct pst_elf *e, uint64_t vaddr, size_t len) {
+static void read_at(const struct pst__elf *e, uint64_t vaddr, size_t len) {
   uint8_t buf[256];
   if (len > sizeof(buf))
     len = sizeof(buf);
   /* The buffer must be fully written on success (memset past filesz). */
-  if (pst_elf_read(e, vaddr, buf, len) == 0) {
+  if (pst__elf_read(e, vaddr, buf, len) == 0) {
     volatile uint8_t sink = 0;
     for (size_t i = 0; i < len; i++)
       sink ^= buf[i];
@@ -55,7 +55,7 @@ static void read_at(const struct pst_elf *e, uint64_t vaddr, size_t len) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   uint64_t values[NNAMES], sizes[NNAMES], v, sz, addr, bias;
-  struct pst_elf *e;
+  struct pst__elf *e;
   const void *bytes;
   int fd;
 
@@ -66,23 +66,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     close(fd);
     return 0;
   }
-  if (pst_elf_open(fd, &e) != 0)
-    return 0; /* fd closed by pst_elf_open */
-  (void)pst_elf_machine(e);
-  (void)pst_elf_type(e);
-  if (pst_elf_symbols(e, names, NNAMES, values, sizes) > 0)
+  if (pst__elf_open(fd, &e) != 0)
+    return 0; /* fd closed by pst__elf_open */
+  (void)pst__elf_machine(e);
+  (void)pst__elf_type(e);
+  if (pst__elf_symbols(e, names, NNAMES, values, sizes) > 0)
     for (size_t i = 0; i < NNAMES; i++)
       if (values[i])
         read_at(e, values[i], (size_t)sizes[i]);
-  (void)pst_elf_symbols(e, names, 2, values, NULL);
-  if (pst_elf_symbol(e, "Py_Version", &v, &sz) == 0)
+  (void)pst__elf_symbols(e, names, 2, values, NULL);
+  if (pst__elf_symbol(e, "Py_Version", &v, &sz) == 0)
     read_at(e, v, 4);
   for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++) {
-    if (pst_elf_section(e, sections[i], &addr, &sz) == 0) {
+    if (pst__elf_section(e, sections[i], &addr, &sz) == 0) {
       read_at(e, addr, (size_t)sz);
       read_at(e, addr + sz - 1, 8); /* across the end */
     }
-    bytes = pst_elf_section_bytes(e, sections[i], &sz);
+    bytes = pst__elf_section_bytes(e, sections[i], &sz);
     if (bytes && sz) {
       volatile uint8_t sink =
           ((const uint8_t *)bytes)[0] ^ ((const uint8_t *)bytes)[sz - 1];
@@ -96,17 +96,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const char *link;
     size_t id_len;
     uint32_t crc;
-    if (pst_debuginfo_build_id(e, &id, &id_len) == 0) {
+    if (pst__debuginfo_build_id(e, &id, &id_len) == 0) {
       volatile uint8_t sink = id[0] ^ id[id_len - 1];
       (void)sink;
     }
-    if (pst_debuginfo_debuglink(e, &link, &crc) == 0) {
+    if (pst__debuginfo_debuglink(e, &link, &crc) == 0) {
       volatile size_t sink = strlen(link);
       (void)sink;
     }
   }
-  (void)pst_elf_bias(e, 0x7f0000000000, 0, &bias);
-  (void)pst_elf_bias(e, 0x7f0000001000, 0x1000, &bias);
-  pst_elf_close(e);
+  (void)pst__elf_bias(e, 0x7f0000000000, 0, &bias);
+  (void)pst__elf_bias(e, 0x7f0000001000, 0x1000, &bias);
+  pst__elf_close(e);
   return 0;
 }

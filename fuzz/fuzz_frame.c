@@ -5,7 +5,7 @@
  * _Py_DebugOffsets reader (debug_offsets.c) and the layout check.
  *
  * The target's memory is a random image (frame_image.h) read through the
- * replay mode of the one memory reader (pst_mem_init_image, proc/mem.h):
+ * replay mode of the one memory reader (pst__mem_init_image, proc/mem.h):
  * the walker runs exactly as on a live process whose memory is garbage,
  * torn or hostile, and must only ever fail with an error code. Seeds are
  * well-formed images of every layout (gen_frame_seeds.c). */
@@ -16,19 +16,19 @@
 #include "frame_image.h"
 #include "python/python.h"
 
-static struct pst_code_cache *cache;
+static struct pst__code_cache *cache;
 
 static uint64_t at(uint32_t off) { return off ? IMAGE_BASE + off : 0; }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   struct pst_frame frames[64];
   struct frame_header h;
-  struct pst_mem_region region;
-  struct pst_mem mem;
-  struct pst_py py;
+  struct pst__mem_region region;
+  struct pst__mem mem;
+  struct pst__py py;
   uint64_t tstates[16], top[2], top2[2], holder, tid, nid, interp, thread_obj;
-  struct pst_py_hint hint;
-  struct pst_py_check check;
+  struct pst__py_hint hint;
+  struct pst__py_check check;
   char why[128];
   int version, truncated, n;
 
@@ -36,26 +36,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   memcpy(&h, data, sizeof(h));
   region =
-      (struct pst_mem_region){IMAGE_BASE, data + sizeof(h), size - sizeof(h)};
-  pst_mem_init_image(&mem, &region, 1);
-  pst_py_init(&py);
+      (struct pst__mem_region){IMAGE_BASE, data + sizeof(h), size - sizeof(h)};
+  pst__mem_init_image(&mem, &region, 1);
+  pst__py_init(&py);
   version = versions[h.version % NVERSIONS];
   if (version == 0) {
     uint64_t runtime_size;
-    if (pst_py_debug_offsets(&mem, at(h.runtime), &py.lay, &runtime_size,
-                             &py.version_hex))
+    if (pst__py_debug_offsets(&mem, at(h.runtime), &py.lay, &runtime_size,
+                              &py.version_hex))
       goto out;
   } else {
-    const struct pst_py_layout *l = version == 0x030d
-                                        ? pst_py_layout_reference_313()
-                                        : pst_py_layout_builtin(version);
+    const struct pst__py_layout *l = version == 0x030d
+                                         ? pst__py_layout_reference_313()
+                                         : pst__py_layout_builtin(version);
     if (!l)
       abort(); /* the table list and the harness disagree */
     py.lay = *l;
     py.version_hex = version;
   }
   /* As attaching does: a layout that fails the check is refused. */
-  if (pst_py_layout_check(&py.lay, why, sizeof(why)))
+  if (pst__py_layout_check(&py.lay, why, sizeof(why)))
     goto out;
   py.runtime = py.version_hex >= 0x0307 ? at(h.runtime) : 0;
   py.interp = at(h.interp);
@@ -68,20 +68,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   py.tag_mask = (h.flags & FLAG_TAG_MASK) || py.version_hex >= 0x030e ? 7 : 0;
   /* One cache for every input, flushed after each (see below): a fresh
    * one per input made the harness ten times slower. */
-  if (!cache && !(cache = pst_code_cache_new()))
+  if (!cache && !(cache = pst__code_cache_new()))
     abort();
   py.codes = cache;
 
-  (void)pst_py_tstates(&py, &mem, tstates, 16);
-  (void)pst_py_gil_holder(&py, &mem, &holder);
-  (void)pst_py_tstate_ids(&py, &mem, at(h.tstate), &tid, &nid, &interp);
+  (void)pst__py_tstates(&py, &mem, tstates, 16);
+  (void)pst__py_gil_holder(&py, &mem, &holder);
+  (void)pst__py_tstate_ids(&py, &mem, at(h.tstate), &tid, &nid, &interp);
   /* The hint starts empty (first walk: no guesses) and carries the
    * first walk's addresses into the second (guessed reads). */
   memset(&hint, 0, sizeof(hint));
   hint.owner_interp = (h.flags & FLAG_THREAD_OBJ) ? at(h.interp) : 0;
-  n = pst_py_walk(&py, &mem, at(h.tstate), &hint, NULL, frames, 1 + h.max % 64,
-                  &truncated, (h.flags & FLAG_THREAD_OBJ) ? &thread_obj : NULL,
-                  top);
+  n = pst__py_walk(&py, &mem, at(h.tstate), &hint, NULL, frames, 1 + h.max % 64,
+                   &truncated, (h.flags & FLAG_THREAD_OBJ) ? &thread_obj : NULL,
+                   top);
   if (n > 1 + h.max % 64)
     abort();
   if (getenv("FUZZ_FRAME_VERBOSE")) /* to check that the seeds walk */
@@ -95,35 +95,35 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       abort();
   /* A second walk goes through the code cache's hit path and the
    * guessed reads, carrying the first walk's torn-read check. */
-  pst_py_check_prepare(&py, at(h.tstate), &hint, top, &check);
-  (void)pst_py_walk(&py, &mem, at(h.tstate), &hint, &check, frames,
-                    1 + h.max % 64, &truncated, NULL, top2);
-  (void)pst_py_check_done(&py, &mem, &check);
+  pst__py_check_prepare(&py, at(h.tstate), &hint, top, &check);
+  (void)pst__py_walk(&py, &mem, at(h.tstate), &hint, &check, frames,
+                     1 + h.max % 64, &truncated, NULL, top2);
+  (void)pst__py_check_done(&py, &mem, &check);
   if (n >= 0 && (h.flags & FLAG_THREAD_OBJ) && thread_obj) {
     char *name = NULL;
-    if (pst_py_thread_name(&py, &mem, thread_obj, &name) == 0)
+    if (pst__py_thread_name(&py, &mem, thread_obj, &name) == 0)
       free(name);
   }
   /* threading._active through the interpreter's sys.modules, twice (the
    * second call takes the cached path). */
   {
-    struct pst_py_thread_ent ents[16];
+    struct pst__py_thread_ent ents[16];
     for (int i = 0; i < 2; i++) {
-      int k = pst_py_thread_registry(&py, &mem, ents, 16);
+      int k = pst__py_thread_registry(&py, &mem, ents, 16);
       if (k > 16)
         abort();
       for (int j = 0; j < k && j < 2; j++) {
         char *name = NULL;
-        if (pst_py_thread_name(&py, &mem, ents[j].thread_obj, &name) == 0)
+        if (pst__py_thread_name(&py, &mem, ents[j].thread_obj, &name) == 0)
           free(name);
       }
     }
   }
 out:
-  if (py.codes && pst_code_cache_flush(py.codes))
+  if (py.codes && pst__code_cache_flush(py.codes))
     abort();
-  py.codes = NULL; /* not pst_py_exit's to free */
-  pst_py_exit(&py);
-  pst_mem_exit(&mem);
+  py.codes = NULL; /* not pst__py_exit's to free */
+  pst__py_exit(&py);
+  pst__mem_exit(&mem);
   return 0;
 }

@@ -28,16 +28,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int at = a == -1 ? addr : a;
     switch (data[0] % 4) {
     case 0:
-      sink = pst_py_line_lnotab(tab, len, first, at, 0);
+      sink = pst__py_line_lnotab(tab, len, first, at, 0);
       break;
     case 1:
-      sink = pst_py_line_lnotab(tab, len, first, at, 1);
+      sink = pst__py_line_lnotab(tab, len, first, at, 1);
       break;
     case 2:
-      sink = pst_py_line_310(tab, len, first, at);
+      sink = pst__py_line_310(tab, len, first, at);
       break;
     default:
-      sink = pst_py_line_311(tab, len, first, at);
+      sink = pst__py_line_311(tab, len, first, at);
       break;
     }
   }

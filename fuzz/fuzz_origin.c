@@ -47,7 +47,7 @@ struct header {
 #define FLAG_NO_MEM 64u       /* no memory reader */
 #define FLAG_LOOKUP_FAIL 128u /* the lookup of fn fails */
 
-static struct pst_mem_region regions[REGIONS_MAX];
+static struct pst__mem_region regions[REGIONS_MAX];
 
 struct names {
   const struct header *h;
@@ -59,7 +59,7 @@ static size_t image(const uint8_t *p, size_t n) {
   return fuzz_regions(p, n, regions, REGIONS_MAX);
 }
 
-static int lookup(void *opaque, uint64_t addr, struct pst_resolved *out) {
+static int lookup(void *opaque, uint64_t addr, struct pst__resolved *out) {
   const struct names *nm = opaque;
   const struct header *h = nm->h;
   int run;
@@ -88,8 +88,8 @@ static void check_str(const char *s, size_t size) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static const size_t lens[] = {0, 1, 2, 9, PST_ORIGIN_LABEL_MAX, 300};
   struct names nm;
-  struct pst_origin o;
-  struct pst_mem mem;
+  struct pst__origin o;
+  struct pst__mem mem;
   struct header h;
   char *copy, *buf;
   size_t pos = 0, n;
@@ -113,9 +113,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (pos > n)
       pos = n;
   }
-  pst_mem_init_image(&mem, regions, image(data + sizeof(h) + pos, n - pos));
-  pst_origin_describe_with(lookup, &nm, h.flags & FLAG_NO_MEM ? NULL : &mem,
-                           h.fn, h.arg, &o);
+  pst__mem_init_image(&mem, regions, image(data + sizeof(h) + pos, n - pos));
+  pst__origin_describe_with(lookup, &nm, h.flags & FLAG_NO_MEM ? NULL : &mem,
+                            h.fn, h.arg, &o);
   check_str(o.label, sizeof(o.label));
   check_str(o.func, sizeof(o.func));
   check_str(o.module, sizeof(o.module));
@@ -126,22 +126,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
     if (!(buf = malloc(lens[i] ? lens[i] : 1)))
       break;
-    pst_origin_thread_name(h.flags & FLAG_NO_COMM ? NULL : nm.s[4],
-                           h.flags & FLAG_NO_MAIN ? NULL : nm.s[5], &o, h.tid,
-                           buf, lens[i]);
+    pst__origin_thread_name(h.flags & FLAG_NO_COMM ? NULL : nm.s[4],
+                            h.flags & FLAG_NO_MAIN ? NULL : nm.s[5], &o, h.tid,
+                            buf, lens[i]);
     if (lens[i])
       check_str(buf, lens[i]);
-    pst_origin_thread_name(nm.s[4], nm.s[5], NULL, h.tid, buf, lens[i]);
+    pst__origin_thread_name(nm.s[4], nm.s[5], NULL, h.tid, buf, lens[i]);
     for (int k = 0; k < NSTR; k++) {
-      pst_origin_shorten(nm.s[k], buf, lens[i]);
+      pst__origin_shorten(nm.s[k], buf, lens[i]);
       if (lens[i])
         check_str(buf, lens[i]);
     }
     free(buf);
   }
-  pst_origin_unknown(nm.s[0], &o);
+  pst__origin_unknown(nm.s[0], &o);
   check_str(o.detail, sizeof(o.detail));
-  pst_mem_exit(&mem);
+  pst__mem_exit(&mem);
   free(copy);
   return 0;
 }

@@ -1,6 +1,6 @@
 /* fuzz_proc.c: libFuzzer harness for the /proc text parsers (src/proc/proc.c,
  * src/proc/maps.c). The first byte picks the file, the rest is its text:
- * maps (through a memory stream, as pst_maps_load reads the file; then the
+ * maps (through a memory stream, as pst__maps_load reads the file; then the
  * lookups every user makes), status, stat (the state and start time of a
  * thread, and a process's image), schedstat, environ (the RANK variables),
  * cmdline, cgroup (the container's name) and a children list. A target
@@ -32,8 +32,8 @@ static int is_libpython(const char *base) {
 }
 
 static void fuzz_maps(const char *text, size_t len) {
-  struct pst_maps m;
-  const struct pst_map *mp;
+  struct pst__maps m;
+  const struct pst__map *mp;
   FILE *f;
 
   if (!len)
@@ -41,25 +41,25 @@ static void fuzz_maps(const char *text, size_t len) {
   f = fmemopen((void *)text, len, "r");
   if (!f)
     return;
-  if (pst_maps_read(f, &m) == 0) {
+  if (pst__maps_read(f, &m) == 0) {
     for (size_t i = 0; i < m.n; i++) {
-      const struct pst_map *v = &m.v[i];
+      const struct pst__map *v = &m.v[i];
       if (v->start >= v->end || (i && v->start < m.v[i - 1].end))
         abort(); /* accepted maps must be sorted and apart */
-      if (pst_maps_find(&m, v->start) != v ||
-          pst_maps_find(&m, v->end - 1) != v)
+      if (pst__maps_find(&m, v->start) != v ||
+          pst__maps_find(&m, v->end - 1) != v)
         abort();
-      if (pst_maps_file_base(&m, v) > v)
+      if (pst__maps_file_base(&m, v) > v)
         abort(); /* the base is the lowest mapping of its file */
       if (strlen(v->path) >= len)
         abort();
     }
-    (void)pst_maps_find(&m, 0);
-    (void)pst_maps_find(&m, UINT64_MAX);
-    mp = pst_maps_find_file(&m, is_libpython);
+    (void)pst__maps_find(&m, 0);
+    (void)pst__maps_find(&m, UINT64_MAX);
+    mp = pst__maps_find_file(&m, is_libpython);
     if (mp && mp->path[0] != '/')
       abort();
-    pst_maps_exit(&m);
+    pst__maps_exit(&m);
   } else if (m.n || m.v) {
     abort(); /* a failure leaves nothing behind */
   }
@@ -69,26 +69,26 @@ static void fuzz_maps(const char *text, size_t len) {
 static void fuzz_text(int kind, char *text, size_t len) {
   switch (kind) {
   case F_STATUS: {
-    struct pst_proc_status st;
-    if (pst_proc_parse_status(text, 4242, &st) == 0 &&
+    struct pst__proc_status st;
+    if (pst__proc_parse_status(text, 4242, &st) == 0 &&
         (strlen(st.name) >= sizeof(st.name) || st.tgid < 0 || st.ppid < 0 ||
          st.tracer < 0 || st.nspid < 0))
       abort();
     break;
   }
   case F_STAT: {
-    struct pst_proc_image im;
+    struct pst__proc_image im;
     uint64_t start;
     char state;
-    (void)pst_proc_parse_stat(text, &state, &start);
-    (void)pst_proc_parse_stat(text, &state, NULL);
-    (void)pst_proc_parse_stat(text, NULL, NULL);
-    (void)pst_proc_parse_image(text, &im);
+    (void)pst__proc_parse_stat(text, &state, &start);
+    (void)pst__proc_parse_stat(text, &state, NULL);
+    (void)pst__proc_parse_stat(text, NULL, NULL);
+    (void)pst__proc_parse_image(text, &im);
     break;
   }
   case F_SCHEDSTAT: {
     uint64_t run, wait;
-    (void)pst_proc_parse_schedstat(text, &run, &wait);
+    (void)pst__proc_parse_schedstat(text, &run, &wait);
     break;
   }
   case F_ENVIRON: {
@@ -96,12 +96,12 @@ static void fuzz_text(int kind, char *text, size_t len) {
                                        "="};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
       int v;
-      (void)pst_proc_env_int(text, len, keys[i], &v);
+      (void)pst__proc_env_int(text, len, keys[i], &v);
     }
     break;
   }
   case F_CMDLINE:
-    pst_proc_args_join(text, len);
+    pst__proc_args_join(text, len);
     if (strlen(text) > len)
       abort();
     break;
@@ -111,8 +111,8 @@ static void fuzz_text(int kind, char *text, size_t len) {
     if (!copy)
       return;
     memcpy(copy, text, len + 1);
-    pst_proc_cgroup_name(text, out, sizeof(out));
-    pst_proc_cgroup_name(copy, tiny, sizeof(tiny));
+    pst__proc_cgroup_name(text, out, sizeof(out));
+    pst__proc_cgroup_name(copy, tiny, sizeof(tiny));
     if (strlen(out) >= sizeof(out) || tiny[0])
       abort();
     free(copy);
@@ -121,7 +121,7 @@ static void fuzz_text(int kind, char *text, size_t len) {
   case F_CHILDREN: {
     const char *p = text;
     pid_t pid;
-    while (pst_proc_next_pid(&p, &pid))
+    while (pst__proc_next_pid(&p, &pid))
       if (pid <= 0 || p > text + len)
         abort();
     break;
@@ -138,7 +138,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   kind = data[0] % F_COUNT;
   len = size - 1;
-  /* Exactly the bytes read and the NUL pst_proc_read adds: ASan sees any
+  /* Exactly the bytes read and the NUL pst__proc_read adds: ASan sees any
    * read past them. */
   text = malloc(len + 1);
   if (!text)

@@ -8,7 +8,7 @@
  * An input is a header (struct header: the version and the addresses
  * analysis found) and the image as records {u64 address, u32 length,
  * bytes}; a record cut short ends the image. The image is read through the
- * replay mode of the one memory reader (pst_mem_init_image), so the readers
+ * replay mode of the one memory reader (pst__mem_init_image), so the readers
  * run as on a live process whose memory is hostile. Seeds: the registry
  * fixtures captured from pyenv's CPythons 2.7, 3.6, 3.11, 3.12 and the sid
  * rootfs's 3.14 (tests/fixtures/registry-*.txt), converted by
@@ -37,18 +37,18 @@ struct header {
   uint64_t coro_type, gen_type, method_type, set_type;
 };
 
-static struct pst_code_cache *cache;
-static struct pst_mem_region regions[REGIONS_MAX];
+static struct pst__code_cache *cache;
+static struct pst__mem_region regions[REGIONS_MAX];
 
 /* The regions of the image: how many. */
 static size_t image(const uint8_t *p, size_t n) {
   return fuzz_regions(p, n, regions, REGIONS_MAX);
 }
 
-/* struct pst_py as analysis leaves it for a target of h's version: 0, or
+/* struct pst__py as analysis leaves it for a target of h's version: 0, or
  * nonzero when the layout is unknown or refused (as attaching refuses). */
-static int setup(const struct header *h, struct pst_mem *mem,
-                 struct pst_py *py) {
+static int setup(const struct header *h, struct pst__mem *mem,
+                 struct pst__py *py) {
   char why[128];
   int hex;
 
@@ -69,13 +69,13 @@ static int setup(const struct header *h, struct pst_mem *mem,
   py->set_type = h->set_type;
   py->long_shift = h->long_shift == 15 ? 15 : 30;
   if (py->version_hex >= 0x030d) {
-    if (!h->runtime || pst_py_debug_offsets(mem, h->runtime, &py->lay,
-                                            &py->runtime_size, &hex))
+    if (!h->runtime || pst__py_debug_offsets(mem, h->runtime, &py->lay,
+                                             &py->runtime_size, &hex))
       return -1;
-  } else if (pst_py_layout_builtin_copy(py->version_hex, &py->lay)) {
+  } else if (pst__py_layout_builtin_copy(py->version_hex, &py->lay)) {
     return -1;
   }
-  if (pst_py_layout_check(&py->lay, why, sizeof(why)))
+  if (pst__py_layout_check(&py->lay, why, sizeof(why)))
     return -1;
   py->owner_shim = 3;
   py->tag_mask = py->version_hex >= 0x030e ? 7 : 0;
@@ -84,11 +84,11 @@ static int setup(const struct header *h, struct pst_mem *mem,
   return 0;
 }
 
-static void names(struct pst_py *py, struct pst_mem *mem,
-                  const struct pst_py_thread_ent *ents, int n) {
+static void names(struct pst__py *py, struct pst__mem *mem,
+                  const struct pst__py_thread_ent *ents, int n) {
   for (int i = 0; i < n; i++) {
     char *name = NULL;
-    if (pst_py_thread_name(py, mem, ents[i].thread_obj, &name) == 0) {
+    if (pst__py_thread_name(py, mem, ents[i].thread_obj, &name) == 0) {
       if (!name || strlen(name) > 1 << 20)
         abort();
       if (getenv("FUZZ_PYIMAGE_VERBOSE")) /* to check that the seeds read */
@@ -98,7 +98,7 @@ static void names(struct pst_py *py, struct pst_mem *mem,
   }
 }
 
-static void dicts(struct pst_py *py, struct pst_mem *mem) {
+static void dicts(struct pst__py *py, struct pst__mem *mem) {
   /* One name per module (each lookup scans a dict's keys: sys.modules'
    * hundreds cost the harness most of its time). */
   static const char *const mods[][2] = {{"threading", "_main_thread"},
@@ -108,17 +108,17 @@ static void dicts(struct pst_py *py, struct pst_mem *mem) {
 
   for (size_t i = 0; i < sizeof(mods) / sizeof(mods[0]); i++) {
     uint64_t kmemo = 0;
-    if (pst_py_module_dict(py, mem, mods[i][0], &memo, &dict) ||
-        pst_py_dict_get_str(py, mem, dict, 4096, mods[i][1], &kmemo, &value,
-                            &slot))
+    if (pst__py_module_dict(py, mem, mods[i][0], &memo, &dict) ||
+        pst__py_dict_get_str(py, mem, dict, 4096, mods[i][1], &kmemo, &value,
+                             &slot))
       continue;
     kmemo = 0;
-    (void)pst_py_instance_attr(py, mem, value, "_name", &kmemo, &value, &slot);
+    (void)pst__py_instance_attr(py, mem, value, "_name", &kmemo, &value, &slot);
   }
 }
 
-static void tasks(struct pst_py *py, struct pst_mem *mem) {
-  static struct pst_py_task t[TASKS_MAX];
+static void tasks(struct pst__py *py, struct pst__mem *mem) {
+  static struct pst__py_task t[TASKS_MAX];
   static struct pst_frame frames[FRAMES_MAX];
   uint64_t ts[16];
   int nts, n;
@@ -127,13 +127,13 @@ static void tasks(struct pst_py *py, struct pst_mem *mem) {
     return; /* 3.14+ finds its offsets in an ELF section, not in memory */
   /* Before 3.14 the maps are not looked at: the sets are found in
    * memory, through sys.modules. */
-  if (pst_py_aio_find(py, 0, NULL, mem))
+  if (pst__py_aio_find(py, 0, NULL, mem))
     return;
-  nts = pst_py_tstates(py, mem, ts, 16);
+  nts = pst__py_tstates(py, mem, ts, 16);
   if (nts < 0)
     nts = 0;
   for (int pass = 0; pass < 2; pass++) { /* the second with what it kept */
-    n = pst_py_aio_tasks(py, mem, ts, nts, t, TASKS_MAX, frames, FRAMES_MAX);
+    n = pst__py_aio_tasks(py, mem, ts, nts, t, TASKS_MAX, frames, FRAMES_MAX);
     if (n > TASKS_MAX)
       abort();
     for (int i = 0; i < n; i++) {
@@ -151,18 +151,18 @@ static void tasks(struct pst_py *py, struct pst_mem *mem) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  struct pst_py_thread_ent ents[64];
-  struct pst_mem mem;
-  struct pst_py py;
+  struct pst__py_thread_ent ents[64];
+  struct pst__mem mem;
+  struct pst__py py;
   struct header h;
   int n;
 
   if (size < sizeof(h))
     return 0;
   memcpy(&h, data, sizeof(h));
-  pst_mem_init_image(&mem, regions, image(data + sizeof(h), size - sizeof(h)));
-  pst_py_init(&py);
-  if (!cache && !(cache = pst_code_cache_new()))
+  pst__mem_init_image(&mem, regions, image(data + sizeof(h), size - sizeof(h)));
+  pst__py_init(&py);
+  if (!cache && !(cache = pst__code_cache_new()))
     abort();
   if (setup(&h, &mem, &py)) {
     if (getenv("FUZZ_PYIMAGE_VERBOSE"))
@@ -171,7 +171,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   /* The registry twice: the second call takes the cached path. */
   for (int i = 0; i < 2; i++) {
-    n = pst_py_thread_registry(&py, &mem, ents, 64);
+    n = pst__py_thread_registry(&py, &mem, ents, 64);
     if (n > 64)
       abort();
     names(&py, &mem, ents, n < 0 ? 0 : n);
@@ -179,10 +179,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   dicts(&py, &mem);
   tasks(&py, &mem);
 out:
-  if (pst_code_cache_flush(cache))
+  if (pst__code_cache_flush(cache))
     abort();
-  py.codes = NULL; /* not pst_py_exit's to free */
-  pst_py_exit(&py);
-  pst_mem_exit(&mem);
+  py.codes = NULL; /* not pst__py_exit's to free */
+  pst__py_exit(&py);
+  pst__mem_exit(&mem);
   return 0;
 }

@@ -2,7 +2,7 @@
  * routine layout decision from a libc's ELF (glibc's _thread_db_*
  * descriptors, the decoded pthread_getspecific, the defaults), then the
  * emulation of pthread_getspecific and the start routine read over a
- * memory image (pst_mem_init_image), as on a live process whose libc file
+ * memory image (pst__mem_init_image), as on a live process whose libc file
  * and memory are hostile.
  *
  * An input is a header (struct header), then hdr.elf_len bytes of ELF
@@ -46,7 +46,7 @@ struct header {
 #define FLAG_L2_ONLY 16u
 #define FLAG_START 32u
 
-static struct pst_mem_region regions[REGIONS_MAX];
+static struct pst__mem_region regions[REGIONS_MAX];
 
 /* The regions of the image: how many. */
 static size_t image(const uint8_t *p, size_t n) {
@@ -54,7 +54,7 @@ static size_t image(const uint8_t *p, size_t n) {
 }
 
 /* Every string of tsd must end inside its array. */
-static void check(const struct pst_tsd *tsd) {
+static void check(const struct pst__tsd *tsd) {
   if (!memchr(tsd->libc_path, 0, sizeof(tsd->libc_path)) ||
       !memchr(tsd->method, 0, sizeof(tsd->method)) ||
       !memchr(tsd->start_method, 0, sizeof(tsd->start_method)))
@@ -64,12 +64,12 @@ static void check(const struct pst_tsd *tsd) {
 /* The layout analysis leaves from the ELF at p: 0, or nonzero when the
  * file is not one (then nothing is looked up, as attaching stops). */
 static int analyse(const struct header *h, const uint8_t *p,
-                   struct pst_tsd *tsd) {
+                   struct pst__tsd *tsd) {
   /* No debug file is looked for outside a directory that does not
    * exist: the result must not depend on this machine's files. */
-  struct pst_debuginfo_where w = {.path = "/nonexistent/fuzz/libc.so.6",
-                                  .dirs = "/nonexistent/fuzz"};
-  struct pst_elf *e;
+  struct pst__debuginfo_where w = {.path = "/nonexistent/fuzz/libc.so.6",
+                                   .dirs = "/nonexistent/fuzz"};
+  struct pst__elf *e;
   int fd, err;
 
   fd = memfd_create("fuzz-tsd", MFD_CLOEXEC);
@@ -79,21 +79,21 @@ static int analyse(const struct header *h, const uint8_t *p,
     close(fd);
     return -1;
   }
-  if (pst_elf_open(fd, &e) != 0)
-    return -1; /* fd closed by pst_elf_open */
+  if (pst__elf_open(fd, &e) != 0)
+    return -1; /* fd closed by pst__elf_open */
   memset(tsd, 0, sizeof(*tsd));
   strcpy(tsd->libc_path, w.path);
   tsd->is_musl = !!(h->flags & FLAG_MUSL);
-  err = pst_tsd_analyse_elf(
+  err = pst__tsd_analyse_elf(
       e, &w, h->flags & FLAG_AARCH64 ? PST_ARCH_AARCH64 : PST_ARCH_X86_64, tsd);
-  pst_elf_close(e);
+  pst__elf_close(e);
   check(tsd);
   if (tsd->is_musl && tsd->has_start)
     abort(); /* musl keeps no start routine */
   return err;
 }
 
-static void from_header(const struct header *h, struct pst_tsd *tsd) {
+static void from_header(const struct header *h, struct pst__tsd *tsd) {
   memset(tsd, 0, sizeof(*tsd));
   tsd->layout.offset = h->offset;
   tsd->layout.multiplier = h->multiplier;
@@ -108,14 +108,14 @@ static void from_header(const struct header *h, struct pst_tsd *tsd) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static const unsigned keys[] = {0, 1, 31, 32, 33, 1023, 1024, UINT32_MAX};
-  struct pst_tsd tsd;
-  struct pst_mem mem;
+  struct pst__tsd tsd;
+  struct pst__mem mem;
   struct header h;
   uint64_t v, fn, arg;
   size_t rest;
   int err;
 
-  pst_log_level = PST_LOG_ERR; /* a layout warning per input otherwise */
+  pst__log_level = PST_LOG_ERR; /* a layout warning per input otherwise */
   if (size < sizeof(h))
     return 0;
   memcpy(&h, data, sizeof(h));
@@ -128,19 +128,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   } else {
     from_header(&h, &tsd);
   }
-  pst_mem_init_image(&mem, regions,
-                     image(data + sizeof(h) + h.elf_len, rest - h.elf_len));
+  pst__mem_init_image(&mem, regions,
+                      image(data + sizeof(h) + h.elf_len, rest - h.elf_len));
   for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-    (void)pst_tsd_get(&tsd, &mem, h.tp, keys[i], &v);
+    (void)pst__tsd_get(&tsd, &mem, h.tp, keys[i], &v);
   v = fn = 0;
-  err = pst_tsd_get(&tsd, &mem, h.tp, h.key, &v);
-  if (pst_tsd_start_routine(&tsd, &mem, h.tp, &fn, &arg) == 0 && !tsd.has_start)
+  err = pst__tsd_get(&tsd, &mem, h.tp, h.key, &v);
+  if (pst__tsd_start_routine(&tsd, &mem, h.tp, &fn, &arg) == 0 &&
+      !tsd.has_start)
     abort();
   if (getenv("FUZZ_TSD_VERBOSE")) /* to check that the seeds read */
     fprintf(stderr, "%s; %s; key %u: %d 0x%llx; start 0x%llx\n", tsd.method,
             tsd.start_method, h.key, err, (unsigned long long)v,
             (unsigned long long)fn);
-  (void)pst_tsd_start_routine(&tsd, &mem, h.tp, &fn, NULL);
-  pst_mem_exit(&mem);
+  (void)pst__tsd_start_routine(&tsd, &mem, h.tp, &fn, NULL);
+  pst__mem_exit(&mem);
   return 0;
 }

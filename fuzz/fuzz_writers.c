@@ -60,8 +60,8 @@ static const char *string(struct in *in, struct pool *pool) {
   return s;
 }
 
-static struct pst_profile *build_profile(struct in *in) {
-  struct pst_profile *p = pst_profile_new(1 + u32(in) % 100000000);
+static struct pst__profile *build_profile(struct in *in) {
+  struct pst__profile *p = pst__profile_new(1 + u32(in) % 100000000);
   struct pool pool = {{"main", "app.py", "", "<module>", "x;y", "\"q\\",
                        "\xff\xfe", "\xe2\x82\xac"},
                       0};
@@ -76,19 +76,19 @@ static struct pst_profile *build_profile(struct in *in) {
     const char *cmd = string(in, &pool);
     int rank = (int)byte(in) - 2, local = (int)byte(in) - 2,
         world = (int)byte(in) - 2;
-    if (pst_profile_process(p, pid, cmd, rank, local, world) < 0)
+    if (pst__profile_process(p, pid, cmd, rank, local, world) < 0)
       goto fail;
   }
   nthreads = 1 + byte(in) % 4;
   for (unsigned i = 0; i < nthreads; i++) {
-    unsigned proc = byte(in) % (unsigned)pst_profile_nprocesses(p);
+    unsigned proc = byte(in) % (unsigned)pst__profile_nprocesses(p);
     int tid = (int)(u32(in) & 0x3fffff);
-    if (pst_profile_thread(p, proc, tid, string(in, &pool)) < 0)
+    if (pst__profile_thread(p, proc, tid, string(in, &pool)) < 0)
       goto fail;
   }
   while (in->n) {
-    struct pst_prof_frame frames[24];
-    unsigned thread = byte(in) % (unsigned)pst_profile_nthreads(p);
+    struct pst__prof_frame frames[24];
+    unsigned thread = byte(in) % (unsigned)pst__profile_nthreads(p);
     size_t n = byte(in) % 24;
     for (size_t i = 0; i < n; i++) {
       frames[i].name = string(in, &pool);
@@ -96,12 +96,12 @@ static struct pst_profile *build_profile(struct in *in) {
       frames[i].line = (int)u32(in);
     }
     t += byte(in) * 1000u;
-    if (pst_profile_add(p, thread, frames, n, t, byte(in) * 100000u))
+    if (pst__profile_add(p, thread, frames, n, t, byte(in) * 100000u))
       goto fail;
   }
   return p;
 fail:
-  pst_profile_free(p);
+  pst__profile_free(p);
   return NULL;
 }
 
@@ -148,7 +148,7 @@ static int jstring(struct js *j) {
         return 0;
       }
     } else if (c >= 0x80) {
-      size_t k = pst_utf8_len(j->p - 1);
+      size_t k = pst__utf8_len(j->p - 1);
       if (!k || (size_t)(j->end - j->p + 1) < k)
         return 0;
       j->p += k - 1;
@@ -290,12 +290,12 @@ static void check_pprof(const char *buf, size_t len) {
   free(out);
 }
 
-static const struct pst_writer_ops *const writers[] = {
-    &pst_writer_pprof, &pst_writer_speedscope, &pst_writer_folded,
-    &pst_writer_chrome, &pst_writer_flamegraph};
+static const struct pst__writer_ops *const writers[] = {
+    &pst__writer_pprof, &pst__writer_speedscope, &pst__writer_folded,
+    &pst__writer_chrome, &pst__writer_flamegraph};
 #define NWRITERS (sizeof(writers) / sizeof(writers[0]))
 
-static void run(const struct pst_writer_ops *w, const struct pst_profile *p) {
+static void run(const struct pst__writer_ops *w, const struct pst__profile *p) {
   char *buf = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
@@ -308,16 +308,16 @@ static void run(const struct pst_writer_ops *w, const struct pst_profile *p) {
     free(buf);
     return; /* -ENOMEM is the only failure a memory stream gives */
   }
-  if (w == &pst_writer_pprof)
+  if (w == &pst__writer_pprof)
     check_pprof(buf, len);
-  else if (w == &pst_writer_speedscope || w == &pst_writer_chrome)
+  else if (w == &pst__writer_speedscope || w == &pst__writer_chrome)
     check_json(buf, len, w->name);
   free(buf);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   struct in in = {data + 1, size ? size - 1 : 0};
-  struct pst_profile *p;
+  struct pst__profile *p;
   unsigned which;
 
   if (!size)
@@ -329,6 +329,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (unsigned i = 0; i < NWRITERS; i++)
     if (which == NWRITERS || which == i)
       run(writers[i], p);
-  pst_profile_free(p);
+  pst__profile_free(p);
   return 0;
 }

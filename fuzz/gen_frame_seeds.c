@@ -47,7 +47,7 @@ static int32_t max3(int32_t a, int32_t b, int32_t c) {
   return a > b ? (a > c ? a : c) : (b > c ? b : c);
 }
 
-static uint32_t str(const struct pst_py_layout *l, const char *s) {
+static uint32_t str(const struct pst__py_layout *l, const char *s) {
   size_t n = strlen(s);
   uint32_t o = alloc(l->str_ascii_data + (int64_t)n + 1);
   put64(o, l->str_length, n);
@@ -57,7 +57,7 @@ static uint32_t str(const struct pst_py_layout *l, const char *s) {
   return o;
 }
 
-static uint32_t bytes(const struct pst_py_layout *l, const uint8_t *b,
+static uint32_t bytes(const struct pst__py_layout *l, const uint8_t *b,
                       size_t n) {
   uint32_t o = alloc(l->bytes_data + (int64_t)n + 1);
   put64(o, l->bytes_size, n);
@@ -65,7 +65,7 @@ static uint32_t bytes(const struct pst_py_layout *l, const uint8_t *b,
   return o;
 }
 
-static uint32_t code(const struct pst_py_layout *l, int version, uint32_t type,
+static uint32_t code(const struct pst__py_layout *l, int version, uint32_t type,
                      const char *name, const char *file) {
   /* Small valid tables of each format (see code.c). */
   static const uint8_t lnotab[] = {2, 1, 4, 1, 6, 2};
@@ -90,7 +90,7 @@ static uint32_t code(const struct pst_py_layout *l, int version, uint32_t type,
   return o;
 }
 
-static int write_seed(const char *dir, int idx, const struct pst_py_layout *l,
+static int write_seed(const char *dir, int idx, const struct pst__py_layout *l,
                       int version) {
   struct frame_header h = {0};
   uint32_t type, none, runtime, interp, ts, gil, c1, c2, thread, f1, f2;
@@ -189,11 +189,11 @@ int main(int argc, char **argv) {
     return 2;
   }
   for (size_t i = 0; i < NVERSIONS; i++) {
-    const struct pst_py_layout *l;
+    const struct pst__py_layout *l;
     if (!versions[i])
       continue;
-    l = versions[i] == 0x030d ? pst_py_layout_reference_313()
-                              : pst_py_layout_builtin(versions[i]);
+    l = versions[i] == 0x030d ? pst__py_layout_reference_313()
+                              : pst__py_layout_builtin(versions[i]);
     if (l)
       err |= write_seed(argv[1], (int)i, l, versions[i]);
   }

@@ -1,7 +1,7 @@
 /* regions.h: the memory-image part of several harnesses' inputs (fuzz_tsd,
  * fuzz_origin, fuzz_pyimage): a run of regions, each an 8-byte address, a
- * 4-byte length and that many bytes, made into pst_mem_region entries that
- * point into the input (pst_mem_init_image then serves reads from them). */
+ * 4-byte length and that many bytes, made into pst__mem_region entries that
+ * point into the input (pst__mem_init_image then serves reads from them). */
 #ifndef PST_FUZZ_REGIONS_H
 #define PST_FUZZ_REGIONS_H
 
@@ -14,7 +14,7 @@
 /* Fills out[] (at most max) from p[0, n); returns how many. A region that
  * runs past the input ends the run. */
 static inline size_t fuzz_regions(const uint8_t *p, size_t n,
-                                  struct pst_mem_region *out, size_t max) {
+                                  struct pst__mem_region *out, size_t max) {
   size_t k = 0;
 
   while (k < max && n >= 12) {
@@ -26,7 +26,7 @@ static inline size_t fuzz_regions(const uint8_t *p, size_t n,
     n -= 12;
     if (len > n)
       break;
-    out[k++] = (struct pst_mem_region){addr, p, len};
+    out[k++] = (struct pst__mem_region){addr, p, len};
     p += len;
     n -= len;
   }

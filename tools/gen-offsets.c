@@ -1,4 +1,4 @@
-/* gen-offsets.c: print the struct pst_py_layout table of one CPython version.
+/* gen-offsets.c: print the struct pst__py_layout table of one CPython version.
  *
  * Compiled once per interpreter by tools/gen-offsets.sh against that
  * interpreter's own headers:
@@ -9,7 +9,7 @@
  * (never linked against libpython: only offsetof() and sizeof() are used).
  * Run without arguments it prints a C fragment
  *
- *   static const struct pst_py_layout pst_py_layout_XY = { .version = ... };
+ *   static const struct pst__py_layout pst_py_layout_XY = { .version = ... };
  *
  * with every field of PST_PY_LAYOUT_FIELDS (src/python/layout.h) set to its
  * value for this version or to PST_NOFF. A field of the X-list that the code
@@ -400,7 +400,7 @@ int main(int argc, char **argv) {
   if (errors)
     return 1;
 
-  printf("static const struct pst_py_layout pst_py_layout_%s = {\n", suffix);
+  printf("static const struct pst__py_layout pst_py_layout_%s = {\n", suffix);
   printf("  .version = 0x%02x%02x,\n", PY_MAJOR_VERSION, PY_MINOR_VERSION);
   for (int i = 0; i < F_COUNT; i++) {
     char lhs[64], rhs[32];

@@ -22,8 +22,8 @@
 #define DRAIN_MAX_S 30.0
 #define SECRET_MAX 4096
 
-int pst_always_option(struct pst_always *a, enum pst_cli_opt id,
-                      const char *arg) {
+int pst__always_option(struct pst__always *a, enum pst__cli_opt id,
+                       const char *arg) {
   double v;
   char *eq;
 
@@ -32,15 +32,15 @@ int pst_always_option(struct pst_always *a, enum pst_cli_opt id,
     a->url = arg;
     return 0;
   case PST_CLI_O_PUSH_INTERVAL:
-    if (pst_cli_parse_double(arg, 0, INTERVAL_MAX, &a->interval_s) ||
+    if (pst__cli_parse_double(arg, 0, INTERVAL_MAX, &a->interval_s) ||
         a->interval_s < 0.1)
-      return pst_cli_usage(
+      return pst__cli_usage(
           "record", "--push-interval: want seconds in [0.1, 3600], got '%s'",
           arg);
     return 0;
   case PST_CLI_O_APP:
-    if (pst_push_check_name(arg))
-      return pst_cli_usage(
+    if (pst__push_check_name(arg))
+      return pst__cli_usage(
           "record", "--app: want letters, digits, '_', '.', '-', got '%s'",
           arg);
     a->po.app = arg;
@@ -48,14 +48,14 @@ int pst_always_option(struct pst_always *a, enum pst_cli_opt id,
   case PST_CLI_O_LABEL:
     eq = strchr(arg, '=');
     if (!eq || a->po.nlabels == PST_PUSH_LABELS_MAX)
-      return pst_cli_usage("record", "%s '%s'",
-                           eq ? "--label: at most 16 labels, got one more"
-                              : "--label: want KEY=VALUE, got",
-                           arg);
+      return pst__cli_usage("record", "%s '%s'",
+                            eq ? "--label: at most 16 labels, got one more"
+                               : "--label: want KEY=VALUE, got",
+                            arg);
     *eq = '\0';
-    if (pst_push_check_key(arg) || pst_push_check_value(eq + 1)) {
+    if (pst__push_check_key(arg) || pst__push_check_value(eq + 1)) {
       *eq = '=';
-      return pst_cli_usage(
+      return pst__cli_usage(
           "record",
           "--label: want KEY=VALUE, KEY of letters, digits, '_' "
           "and '.', VALUE without ',{}=', got '%s'",
@@ -65,14 +65,14 @@ int pst_always_option(struct pst_always *a, enum pst_cli_opt id,
     a->po.label_values[a->po.nlabels++] = eq + 1;
     return 0;
   case PST_CLI_O_TENANT:
-    if (pst_push_check_value(arg) || strchr(arg, ' '))
-      return pst_cli_usage("record", "--tenant: want a tenant id, got '%s'",
-                           arg);
+    if (pst__push_check_value(arg) || strchr(arg, ' '))
+      return pst__cli_usage("record", "--tenant: want a tenant id, got '%s'",
+                            arg);
     a->po.tenant = arg;
     return 0;
   case PST_CLI_O_PUSH_QUEUE:
-    if (pst_cli_parse_double(arg, 0, QUEUE_MAX, &v) || v != (int)v)
-      return pst_cli_usage(
+    if (pst__cli_parse_double(arg, 0, QUEUE_MAX, &v) || v != (int)v)
+      return pst__cli_usage(
           "record",
           "--push-queue: want a number of profiles in [1, 100000], "
           "got '%s'",
@@ -80,8 +80,8 @@ int pst_always_option(struct pst_always *a, enum pst_cli_opt id,
     a->queue = (int)v;
     return 0;
   case PST_CLI_O_PUSH_TIMEOUT:
-    if (pst_cli_parse_double(arg, 0, TIMEOUT_MAX, &a->timeout_s))
-      return pst_cli_usage(
+    if (pst__cli_parse_double(arg, 0, TIMEOUT_MAX, &a->timeout_s))
+      return pst__cli_usage(
           "record", "--push-timeout: want seconds in (0, 600], got '%s'", arg);
     return 0;
   case PST_CLI_O_TOKEN_FILE:
@@ -91,9 +91,9 @@ int pst_always_option(struct pst_always *a, enum pst_cli_opt id,
     a->auth_file = arg;
     return 0;
   case PST_CLI_O_ROTATE:
-    if (pst_cli_parse_double(arg, 0, 30 * 86400.0, &a->rotate_s) ||
+    if (pst__cli_parse_double(arg, 0, 30 * 86400.0, &a->rotate_s) ||
         a->rotate_s < 0.1)
-      return pst_cli_usage(
+      return pst__cli_usage(
           "record", "--rotate: want seconds in [0.1, 30 days], got '%s'", arg);
     return 0;
   default:
@@ -101,7 +101,7 @@ int pst_always_option(struct pst_always *a, enum pst_cli_opt id,
   }
 }
 
-int pst_always_whole_file(const struct pst_always *a, const char *output) {
+int pst__always_whole_file(const struct pst__always *a, const char *output) {
   if (a->rotate_s > 0)
     return 0;
   return !a->url || output;
@@ -133,20 +133,20 @@ static char *read_secret(const char *path, const char *opt) {
     fprintf(stderr, "pystitch: error: %s: %s is empty\n", opt, path);
     return NULL;
   }
-  s = pst_secret_dup(buf);
+  s = pst__secret_dup(buf);
   explicit_bzero(buf, sizeof(buf));
   if (!s)
     fprintf(stderr, "pystitch: error: out of memory\n");
   return s;
 }
 
-int pst_always_take_env(struct pst_always *a) {
+int pst__always_take_env(struct pst__always *a) {
   int keep = a && a->url, e1, e2;
 
-  e1 = pst_secret_take_env("PYSTITCH_PUSH_TOKEN",
-                           keep && !a->token_file ? &a->env_token : NULL);
-  e2 = pst_secret_take_env("PYSTITCH_PUSH_BASIC_AUTH",
-                           keep && !a->auth_file ? &a->env_basic : NULL);
+  e1 = pst__secret_take_env("PYSTITCH_PUSH_TOKEN",
+                            keep && !a->token_file ? &a->env_token : NULL);
+  e2 = pst__secret_take_env("PYSTITCH_PUSH_BASIC_AUTH",
+                            keep && !a->auth_file ? &a->env_basic : NULL);
   if (e1 || e2) {
     fprintf(stderr, "pystitch: error: out of memory\n");
     return PST_EXIT_ERROR;
@@ -155,9 +155,9 @@ int pst_always_take_env(struct pst_always *a) {
 }
 
 /* The secrets: files named on the command line first, else what
- * pst_always_take_env() took from the environment (PYSTITCH_PUSH_TOKEN,
+ * pst__always_take_env() took from the environment (PYSTITCH_PUSH_TOKEN,
  * PYSTITCH_PUSH_BASIC_AUTH). */
-static int secrets(struct pst_always *a) {
+static int secrets(struct pst__always *a) {
   if (a->token_file) {
     if (!(a->secret_token = read_secret(a->token_file, "--push-token-file")))
       return PST_EXIT_USAGE;
@@ -187,7 +187,7 @@ static int secrets(struct pst_always *a) {
 /* The window's file name: the pattern with its strftime fields at the
  * window's start; a name the last window had gets "-N" before its
  * extension. */
-static int rotate_path(struct pst_always *a, uint64_t from_ns, char *out,
+static int rotate_path(struct pst__always *a, uint64_t from_ns, char *out,
                        size_t len) {
   time_t t = (time_t)(from_ns / 1000000000ULL);
   struct tm tm;
@@ -211,31 +211,31 @@ static int rotate_path(struct pst_always *a, uint64_t from_ns, char *out,
   return 0;
 }
 
-static int rotate_emit(void *arg, const struct pst_profile *prof,
-                       const struct pst_window_span *span) {
-  struct pst_always *a = arg;
+static int rotate_emit(void *arg, const struct pst__profile *prof,
+                       const struct pst__window_span *span) {
+  struct pst__always *a = arg;
   char path[4096];
   int err = rotate_path(a, span->from_unix_ns, path, sizeof(path));
 
   if (!err)
-    err = pst_writer_save(a->w, prof, path);
+    err = pst__writer_save(a->w, prof, path);
   if (err) {
     a->file_errors++;
-    pst_warn("rotate: cannot write %s: %s", path, pst_cli_output_why(err));
+    pst__warn("rotate: cannot write %s: %s", path, pst__cli_output_why(err));
     return err;
   }
   a->files++;
-  pst_info("rotate: wrote %s (%llu samples)", path,
-           (unsigned long long)span->samples);
+  pst__info("rotate: wrote %s (%llu samples)", path,
+            (unsigned long long)span->samples);
   return 0;
 }
 
 /* ---- start, finish ---- */
 
-int pst_always_start(struct pst_always *a, const struct pst_sampler_opts *o,
-                     const struct pst_record_view *view, const char *output,
-                     const struct pst_writer_ops *w, struct pst_consumer *c,
-                     int *n) {
+int pst__always_start(struct pst__always *a, const struct pst__sampler_opts *o,
+                      const struct pst__record_view *view, const char *output,
+                      const struct pst__writer_ops *w, struct pst__consumer *c,
+                      int *n) {
   uint64_t period = (uint64_t)(1e9 / o->rate_hz);
   char why[160];
   int rc, err;
@@ -258,20 +258,20 @@ int pst_always_start(struct pst_always *a, const struct pst_sampler_opts *o,
     }
     a->pattern = output;
     a->w = w;
-    struct pst_window_opts wo = {.window_ns = (uint64_t)(a->rotate_s * 1e9),
-                                 .period_ns = period,
-                                 .cpu = o->policy.mode == PST_MODE_CPU,
-                                 .per_process = 0,
-                                 .view = *view,
-                                 .emit = rotate_emit,
-                                 .arg = a};
-    if (pst_window_consumer_new(&wo, &a->rot_wc))
+    struct pst__window_opts wo = {.window_ns = (uint64_t)(a->rotate_s * 1e9),
+                                  .period_ns = period,
+                                  .cpu = o->policy.mode == PST_MODE_CPU,
+                                  .per_process = 0,
+                                  .view = *view,
+                                  .emit = rotate_emit,
+                                  .arg = a};
+    if (pst__window_consumer_new(&wo, &a->rot_wc))
       return PST_EXIT_ERROR;
-    c[(*n)++] = (struct pst_consumer){&pst_window_consumer_ops, a->rot_wc};
+    c[(*n)++] = (struct pst__consumer){&pst__window_consumer_ops, a->rot_wc};
   }
   if (!a->url)
     return 0;
-  if (pst_push_check_url(a->url, why, sizeof(why))) {
+  if (pst__push_check_url(a->url, why, sizeof(why))) {
     fprintf(stderr, "pystitch: error: --push %s: %s\n", a->url, why);
     return PST_EXIT_USAGE;
   }
@@ -281,34 +281,34 @@ int pst_always_start(struct pst_always *a, const struct pst_sampler_opts *o,
   a->po.rate_hz = o->rate_hz;
   a->po.queue_max = a->queue ? a->queue : 60;
   a->po.timeout_s = a->timeout_s > 0 ? a->timeout_s : 10;
-  err = pst_push_new(&a->po, &a->push);
+  err = pst__push_new(&a->po, &a->push);
   if (err) {
     fprintf(stderr, "pystitch: error: --push: cannot start: %s\n",
             pst_strerror(err));
     return PST_EXIT_ERROR;
   }
   /* Labels say which process and thread: no synthetic roots. */
-  struct pst_window_opts wo = {
+  struct pst__window_opts wo = {
       .window_ns = (uint64_t)((a->interval_s > 0 ? a->interval_s : 10) * 1e9),
       .period_ns = period,
       .cpu = o->policy.mode == PST_MODE_CPU,
       .per_process = 1,
       .view = {.by_function = view->by_function},
-      .emit = pst_push_profile,
+      .emit = pst__push_profile,
       .arg = a->push};
-  if (pst_window_consumer_new(&wo, &a->push_wc))
+  if (pst__window_consumer_new(&wo, &a->push_wc))
     return PST_EXIT_ERROR;
-  c[(*n)++] = (struct pst_consumer){&pst_window_consumer_ops, a->push_wc};
-  pst_info("push: every %.1f s to %s", wo.window_ns / 1e9,
-           pst_push_where(a->push));
+  c[(*n)++] = (struct pst__consumer){&pst__window_consumer_ops, a->push_wc};
+  pst__info("push: every %.1f s to %s", wo.window_ns / 1e9,
+            pst__push_where(a->push));
   return 0;
 }
 
-void pst_always_finish(struct pst_always *a, int report) {
-  struct pst_window_stats ws;
+void pst__always_finish(struct pst__always *a, int report) {
+  struct pst__window_stats ws;
 
   if (a->rot_wc) {
-    pst_window_consumer_stats(a->rot_wc, &ws);
+    pst__window_consumer_stats(a->rot_wc, &ws);
     if (report)
       fprintf(stderr,
               "pystitch: rotate: wrote %llu files (%llu samples), one per "
@@ -316,16 +316,16 @@ void pst_always_finish(struct pst_always *a, int report) {
               (unsigned long long)a->files, (unsigned long long)ws.samples,
               a->rotate_s, a->file_errors ? "; could not write " : "",
               a->file_errors ? "some (see above)" : "");
-    pst_window_consumer_free(a->rot_wc);
+    pst__window_consumer_free(a->rot_wc);
     a->rot_wc = NULL;
   }
   if (a->push) {
-    struct pst_push_stats ps;
+    struct pst__push_stats ps;
     double drain = 2 * a->po.timeout_s;
     char where[512];
-    snprintf(where, sizeof(where), "%s", pst_push_where(a->push));
-    pst_window_consumer_stats(a->push_wc, &ws);
-    pst_push_close(a->push, drain > DRAIN_MAX_S ? DRAIN_MAX_S : drain, &ps);
+    snprintf(where, sizeof(where), "%s", pst__push_where(a->push));
+    pst__window_consumer_stats(a->push_wc, &ws);
+    pst__push_close(a->push, drain > DRAIN_MAX_S ? DRAIN_MAX_S : drain, &ps);
     a->push = NULL;
     if (report)
       fprintf(stderr,
@@ -342,11 +342,11 @@ void pst_always_finish(struct pst_always *a, int report) {
       fprintf(stderr, "pystitch: push: %llu profiles could not be made\n",
               (unsigned long long)ps.make_errors);
   }
-  pst_window_consumer_free(a->push_wc);
+  pst__window_consumer_free(a->push_wc);
   a->push_wc = NULL;
-  pst_secret_free(a->secret_token);
-  pst_secret_free(a->secret_basic);
-  pst_secret_free(a->env_token);
-  pst_secret_free(a->env_basic);
+  pst__secret_free(a->secret_token);
+  pst__secret_free(a->secret_basic);
+  pst__secret_free(a->env_token);
+  pst__secret_free(a->env_basic);
   a->secret_token = a->secret_basic = a->env_token = a->env_basic = NULL;
 }

@@ -5,9 +5,9 @@
  * the summary.
  *
  * Ownership: the struct is the caller's (zeroed, then filled through
- * pst_always_option() as pst_cli_parse() hands them on, and by
- * pst_always_take_env()); pst_always_start() creates
- * the consumers and the pusher, pst_always_finish() ends and frees them
+ * pst__always_option() as pst__cli_parse() hands them on, and by
+ * pst__always_take_env()); pst__always_start() creates
+ * the consumers and the pusher, pst__always_finish() ends and frees them
  * and wipes the secrets.
  */
 #ifndef PST_CLI_ALWAYS_ON_H
@@ -22,32 +22,32 @@
 #include "push/push.h"
 #include "sampler/sampler.h"
 
-struct pst_always {
+struct pst__always {
   /* --push */
   const char *url;
   double interval_s, timeout_s;
   int queue;
-  struct pst_push_opts po;
+  struct pst__push_opts po;
   const char *token_file, *auth_file;
   char *secret_token, *secret_basic; /* read at start, wiped at the end */
   char *env_token, *env_basic; /* taken from the environment, until used */
-  struct pst_push *push;
-  struct pst_window_consumer *push_wc;
+  struct pst__push *push;
+  struct pst__window_consumer *push_wc;
   /* --rotate */
   double rotate_s;
   const char *pattern; /* -o, with strftime fields */
-  const struct pst_writer_ops *w;
-  struct pst_window_consumer *rot_wc;
+  const struct pst__writer_ops *w;
+  struct pst__window_consumer *rot_wc;
   char last_path[4096];
   int same; /* windows named like the last one */
   uint64_t files, file_errors;
 };
 
 /* Takes record's option id (one of options.h's PST_CLI_O_PUSH ...
- * PST_CLI_O_ROTATE, as pst_cli_parse() hands it on) into *a: 0, or
+ * PST_CLI_O_ROTATE, as pst__cli_parse() hands it on) into *a: 0, or
  * PST_EXIT_USAGE on a bad value (the message printed). */
-int pst_always_option(struct pst_always *a, enum pst_cli_opt id,
-                      const char *arg);
+int pst__always_option(struct pst__always *a, enum pst__cli_opt id,
+                       const char *arg);
 
 /* Takes the push secrets out of the environment (PYSTITCH_PUSH_TOKEN,
  * PYSTITCH_PUSH_BASIC_AUTH), their bytes wiped in place, so that no
@@ -57,23 +57,23 @@ int pst_always_option(struct pst_always *a, enum pst_cli_opt id,
  * --push) only wipes them. Call it once, after the options are parsed and
  * before any thread or child starts. 0, or PST_EXIT_ERROR with the
  * message printed. */
-int pst_always_take_env(struct pst_always *a);
+int pst__always_take_env(struct pst__always *a);
 
 /* Whether a file is written at the end as usual (not with --rotate, nor
  * with --push unless -o was given). */
-int pst_always_whole_file(const struct pst_always *a, const char *output);
+int pst__always_whole_file(const struct pst__always *a, const char *output);
 
 /* Checks the options against each other and the output, reads the
  * secrets, starts the pusher, and appends the consumers to c[*n]. 0, or
  * an exit code with the message printed. */
-int pst_always_start(struct pst_always *a, const struct pst_sampler_opts *o,
-                     const struct pst_record_view *view, const char *output,
-                     const struct pst_writer_ops *w, struct pst_consumer *c,
-                     int *n);
+int pst__always_start(struct pst__always *a, const struct pst__sampler_opts *o,
+                      const struct pst__record_view *view, const char *output,
+                      const struct pst__writer_ops *w, struct pst__consumer *c,
+                      int *n);
 
 /* After sampling: sends what the pusher holds (for a bounded time),
  * prints the summary lines (when report, not after a failed start),
  * frees. */
-void pst_always_finish(struct pst_always *a, int report);
+void pst__always_finish(struct pst__always *a, int report);
 
 #endif

@@ -26,13 +26,13 @@ static const char *method_name(enum pst_map_method m) {
 /* One frame's line: every name in it escaped (the target chose them). */
 static void print_frame_text(const struct pst_frame *f) {
   fputs("    ", stdout);
-  pst_esc_put(stdout, f->name);
+  pst__esc_put(stdout, f->name);
   if (f->kind == PST_FRAME_MARKER) {
     putchar('\n');
     return;
   }
   fputs(" (", stdout);
-  pst_esc_put(stdout, f->filename);
+  pst__esc_put(stdout, f->filename);
   if (f->kind == PST_FRAME_NATIVE)
     printf(")\n");
   else
@@ -43,16 +43,17 @@ static void print_text(const struct pst_target_info *info,
                        const struct pst_thread *th, int n) {
   char a[PST_ESC_SIZE], b[PST_ESC_SIZE];
 
-  printf("Process %d: %s\n", (int)info->pid, pst_esc(a, sizeof(a), info->exe));
-  printf("Python %s%s%s%s\n\n", pst_esc(a, sizeof(a), info->version),
+  printf("Process %d: %s\n", (int)info->pid, pst__esc(a, sizeof(a), info->exe));
+  printf("Python %s%s%s%s\n\n", pst__esc(a, sizeof(a), info->version),
          info->free_threaded ? " (free-threaded: no GIL)" : "",
-         info->libpython[0] ? " " : "", pst_esc(b, sizeof(b), info->libpython));
+         info->libpython[0] ? " " : "",
+         pst__esc(b, sizeof(b), info->libpython));
   for (int i = 0; i < n; i++) {
     const struct pst_thread *x = &th[i];
     printf("Thread %d \"%s\" (%s%s%s%s)\n", (int)x->tid,
-           pst_esc(a, sizeof(a), x->name), x->idle ? "idle" : "active",
+           pst__esc(a, sizeof(a), x->name), x->idle ? "idle" : "active",
            x->holds_gil == 1 ? ", holds GIL" : "",
-           x->origin[0] ? ", native, " : "", pst_esc(b, sizeof(b), x->origin));
+           x->origin[0] ? ", native, " : "", pst__esc(b, sizeof(b), x->origin));
     if (!x->tstate && !x->nframes) {
       if (x->error && x->error != PST_ENOTHREADSTATE)
         printf("    (no Python thread state: %s)\n", pst_strerror(x->error));
@@ -69,9 +70,9 @@ static void print_text(const struct pst_target_info *info,
 
 static void print_frame_json(const struct pst_frame *f, int first) {
   printf("%s{\"name\": ", first ? "" : ", ");
-  pst_json_put_string(stdout, f->name);
+  pst__json_put_string(stdout, f->name);
   printf(", \"file\": ");
-  pst_json_put_string(stdout, f->filename);
+  pst__json_put_string(stdout, f->filename);
   printf(", \"line\": %d, \"kind\": \"%s\"}", f->line,
          f->kind == PST_FRAME_NATIVE   ? "native"
          : f->kind == PST_FRAME_MARKER ? "marker"
@@ -86,16 +87,16 @@ static void print_json(const struct pst_target_info *info,
   printf("{\"pid\": %d, \"analysis_ms\": %.3f, \"snapshot_ms\": %.3f, "
          "\"version\": ",
          (int)info->pid, info->analysis_ms, snap_ms);
-  pst_json_put_string(stdout, info->version);
+  pst__json_put_string(stdout, info->version);
   printf(", \"free_threaded\": %s, \"threads\": [",
          info->free_threaded ? "true" : "false");
   for (int i = 0; i < n; i++) {
     const struct pst_thread *x = &th[i];
     printf("%s\n  {\"tid\": %d, \"name\": ", i ? "," : "", (int)x->tid);
-    pst_json_put_string(stdout, x->name);
+    pst__json_put_string(stdout, x->name);
     printf(", \"name_from_python\": %s, \"origin\": ",
            x->name_from_python ? "true" : "false");
-    pst_json_put_string(stdout, x->origin);
+    pst__json_put_string(stdout, x->origin);
     printf(", \"state\": \"%c\", \"idle\": %s, \"gil\": %s, "
            "\"python\": %s, \"method\": \"%s\", \"tstate\": \"0x%llx\", "
            "\"fsbase\": \"0x%llx\", \"error\": ",
@@ -106,7 +107,7 @@ static void print_json(const struct pst_target_info *info,
            x->tstate ? "true" : "false", method_name(x->method),
            (unsigned long long)x->tstate, (unsigned long long)x->fsbase);
     if (x->error && x->error != PST_ENOTHREADSTATE)
-      pst_json_put_string(stdout, pst_errname(x->error));
+      pst__json_put_string(stdout, pst_errname(x->error));
     else
       printf("null");
     printf(", \"truncated\": %s, \"frames\": [",
@@ -120,7 +121,7 @@ static void print_json(const struct pst_target_info *info,
 
 /* A task's name for text, escaped into buf (PST_ESC_SIZE bytes). */
 static const char *task_label(const struct pst_task *k, char *buf) {
-  return k->name[0] ? pst_esc(buf, PST_ESC_SIZE, k->name) : "?";
+  return k->name[0] ? pst__esc(buf, PST_ESC_SIZE, k->name) : "?";
 }
 
 /* Text: each task as a stack, innermost first: its coroutines, then a
@@ -138,7 +139,7 @@ static void print_tasks_text(const struct pst_task *tk, int n) {
       printf("thread %d", (int)tk[i].tid);
     else if (tk[i].no_thread == PST_TASK_LOOP_UNKNOWN)
       printf("thread not known: its loop is a %s",
-             pst_esc(a, sizeof(a), tk[i].loop_type));
+             pst__esc(a, sizeof(a), tk[i].loop_type));
     else
       printf("no thread: %s", pst_task_no_thread_str(tk[i].no_thread));
     printf(", %s", tk[i].running ? "running" : "waiting");
@@ -162,7 +163,7 @@ static void print_tasks_json(const struct pst_task *tk, int n) {
   for (int i = 0; i < n; i++) {
     printf("%s\n  {\"id\": \"0x%llx\", \"name\": ", i ? "," : "",
            (unsigned long long)tk[i].id);
-    pst_json_put_string(stdout, tk[i].name);
+    pst__json_put_string(stdout, tk[i].name);
     printf(", \"tid\": %d, ", (int)tk[i].tid);
     if (!tk[i].tid) {
       printf("\"no_thread\": \"%s\", ",
@@ -170,7 +171,7 @@ static void print_tasks_json(const struct pst_task *tk, int n) {
     }
     if (tk[i].no_thread == PST_TASK_LOOP_UNKNOWN) {
       printf("\"loop_type\": ");
-      pst_json_put_string(stdout, tk[i].loop_type);
+      pst__json_put_string(stdout, tk[i].loop_type);
       printf(", ");
     }
     printf("\"running\": %s, \"torn\": %s, \"frames\": [",
@@ -180,7 +181,7 @@ static void print_tasks_json(const struct pst_task *tk, int n) {
     printf("], \"awaited_by\": [");
     for (int w = 0; w < tk[i].nwaiters; w++) {
       printf("%s", w ? ", " : "");
-      pst_json_put_string(stdout, tk[tk[i].waiters[w]].name);
+      pst__json_put_string(stdout, tk[tk[i].waiters[w]].name);
     }
     printf("]}");
   }
@@ -196,7 +197,7 @@ static int read_tasks(struct pst_target *t, pid_t pid, int flags,
   if (n <= 0)
     fprintf(stderr, "pystitch: %s: process %d has no asyncio tasks: %s%s\n",
             pst_target_tasks_why(t, n, why, sizeof(why)) ? "warning" : "note",
-            (int)pid, pst_esc(type, sizeof(type), why),
+            (int)pid, pst__esc(type, sizeof(type), why),
             n == PST_EPYVERSION ? "; the thread stacks show the running tasks"
                                 : "");
   if (n >= 0 && pst_target_tasks_cut(t))
@@ -211,13 +212,13 @@ static int read_tasks(struct pst_target *t, pid_t pid, int flags,
               "loop of type %s, which does not say which thread runs it "
               "(uvloop's does not): they are shown without their thread "
               "(CPython 3.14+ knows it)\n",
-              (int)pid, pst_esc(type, sizeof(type), (*tk)[i].loop_type));
+              (int)pid, pst__esc(type, sizeof(type), (*tk)[i].loop_type));
       break;
     }
   return n < 0 ? 0 : n;
 }
 
-int pst_cmd_dump(const struct pst_cli_opts *o) {
+int pst__cmd_dump(const struct pst__cli_opts *o) {
   const struct pst_thread *th;
   struct pst_target *t;
   const struct pst_task *tasks = NULL;
@@ -225,16 +226,16 @@ int pst_cmd_dump(const struct pst_cli_opts *o) {
   int n, rc, flags, ntasks = 0;
   struct pst_policy policy;
 
-  rc = pst_cli_open(o->pid, &t);
+  rc = pst__cli_open(o->pid, &t);
   if (rc)
     return rc;
-  t0 = pst_now_ms();
+  t0 = pst__now_ms();
   n = pst_target_refresh(t);
-  pst_cli_sampling(&o->policy, PST_CLI_DUMP, &policy);
+  pst__cli_sampling(&o->policy, PST_CLI_DUMP, &policy);
   flags = pst_policy_flags(&policy);
   if (n >= 0)
     n = pst_target_sample(t, flags, &th);
-  snap_ms = pst_now_ms() - t0;
+  snap_ms = pst__now_ms() - t0;
   if (n < 0) {
     fprintf(stderr, "pystitch: error: cannot read process %d: %s\n",
             (int)o->pid, pst_strerror(n));

@@ -21,25 +21,25 @@ static const char *method_text(enum pst_map_method m) {
   }
 }
 
-int pst_cmd_info(const struct pst_cli_opts *o) {
+int pst__cmd_info(const struct pst__cli_opts *o) {
   const struct pst_target_info *i;
   const struct pst_thread *th;
   struct pst_target *t;
   char e[PST_ESC_SIZE]; /* paths and names of the target, escaped */
   int n, rc;
 
-  rc = pst_cli_open(o->pid, &t);
+  rc = pst__cli_open(o->pid, &t);
   if (rc)
     return rc;
   i = pst_target_info(t);
   n = pst_target_snapshot(t, &th);
   printf("pid:            %d (in its namespace: %d)\n", (int)i->pid,
          (int)i->nspid);
-  printf("executable:     %s\n", pst_esc(e, sizeof(e), i->exe));
+  printf("executable:     %s\n", pst__esc(e, sizeof(e), i->exe));
   printf("libpython:      %s\n", i->libpython[0]
-                                     ? pst_esc(e, sizeof(e), i->libpython)
+                                     ? pst__esc(e, sizeof(e), i->libpython)
                                      : "(none: static)");
-  printf("version:        %s%s\n", pst_esc(e, sizeof(e), i->version),
+  printf("version:        %s%s\n", pst__esc(e, sizeof(e), i->version),
          i->free_threaded ? " (free-threaded build: no GIL)" : "");
   printf("layout:         %s\n", i->layout_method);
   printf("_PyRuntime:     0x%llx\n", (unsigned long long)i->runtime_addr);
@@ -49,8 +49,8 @@ int pst_cmd_info(const struct pst_cli_opts *o) {
            (unsigned long long)i->key_addr);
   else
     printf("tss key:        none\n");
-  printf("  found by:     %s\n", pst_esc(e, sizeof(e), i->key_method));
-  printf("libc:           %s\n", pst_esc(e, sizeof(e), i->libc));
+  printf("  found by:     %s\n", pst__esc(e, sizeof(e), i->key_method));
+  printf("libc:           %s\n", pst__esc(e, sizeof(e), i->libc));
   printf(
       "tsd layout:     {offset %s0x%llx, multiplier %lld, indirect %d}",
       i->tsd_offset < 0 ? "-" : "",
@@ -58,7 +58,7 @@ int pst_cmd_info(const struct pst_cli_opts *o) {
       (long long)i->tsd_multiplier, i->tsd_indirect);
   if (i->tsd_has_l2)
     printf(" + level 2 at 0x%llx", (unsigned long long)i->tsd_l2_offset);
-  printf("\n  found by:     %s\n", pst_esc(e, sizeof(e), i->tsd_method));
+  printf("\n  found by:     %s\n", pst__esc(e, sizeof(e), i->tsd_method));
   printf("analysis:       %.2f ms\n", i->analysis_ms);
   if (n < 0) {
     fprintf(stderr, "pystitch: error: cannot list threads: %s\n",
@@ -71,7 +71,7 @@ int pst_cmd_info(const struct pst_cli_opts *o) {
          "PyThreadState", "mapped by");
   for (int k = 0; k < n; k++)
     printf("  %-8d %-16s 0x%-16llx 0x%-14llx %s\n", (int)th[k].tid,
-           pst_esc(e, sizeof(e), th[k].name), (unsigned long long)th[k].fsbase,
+           pst__esc(e, sizeof(e), th[k].name), (unsigned long long)th[k].fsbase,
            (unsigned long long)th[k].tstate, method_text(th[k].method));
   pst_target_close(t);
   return PST_EXIT_OK;

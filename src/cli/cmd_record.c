@@ -93,7 +93,7 @@ static const char record_usage[] =
 static int check_output(const char *path) {
   char dir[4096];
   const char *slash = strrchr(path, '/');
-  int kind = pst_writer_where(path);
+  int kind = pst__writer_where(path);
 
   if (kind == -EISDIR) {
     fprintf(stderr,
@@ -116,7 +116,7 @@ static int check_output(const char *path) {
   }
   if (kind < 0) {
     fprintf(stderr, "pystitch: error: output %s: %s\n", path,
-            pst_cli_output_why(kind));
+            pst__cli_output_why(kind));
     return PST_EXIT_USAGE;
   }
   if (kind == PST_WRITER_FILE && access(dir, W_OK) != 0) {
@@ -129,15 +129,15 @@ static int check_output(const char *path) {
   return 0;
 }
 
-static void default_output(const struct pst_sampler_opts *o,
-                           const struct pst_writer_ops *w, char *buf,
+static void default_output(const struct pst__sampler_opts *o,
+                           const struct pst__writer_ops *w, char *buf,
                            size_t len) {
   char name[64] = "python";
-  struct pst_proc_status st;
+  struct pst__proc_status st;
   time_t now = time(NULL);
   char stamp[32];
 
-  if (o->npids && pst_proc_status(o->pids[0], &st) == 0)
+  if (o->npids && pst__proc_status(o->pids[0], &st) == 0)
     snprintf(name, sizeof(name), "%s", st.name);
   else if (o->argv) {
     const char *b = strrchr(o->argv[0], '/');
@@ -149,7 +149,7 @@ static void default_output(const struct pst_sampler_opts *o,
 }
 
 /* "9 torn, 0 gone, 3 EFAULT: ...; 1 ENOSYS: ...": every kind named. */
-static void error_kinds(const struct pst_sampler_stats *st, char *buf,
+static void error_kinds(const struct pst__sampler_stats *st, char *buf,
                         size_t len) {
   size_t off;
 
@@ -158,7 +158,7 @@ static void error_kinds(const struct pst_sampler_stats *st, char *buf,
                          (unsigned long long)st->gone);
   for (int k = 0; k < PST_SAMPLER_ERRKINDS && off < len; k++) {
     int code = st->errkinds[k].code;
-    const char *why = pst_cli_error_reason(code);
+    const char *why = pst__cli_error_reason(code);
     if (!code || code == PST_ETORN || code == -ESRCH)
       continue;
     if (why)
@@ -172,22 +172,22 @@ static void error_kinds(const struct pst_sampler_stats *st, char *buf,
 }
 
 /* The summary's first line: the file written at the end. */
-static void summary_file(const char *path, const struct pst_writer_ops *w,
-                         const struct pst_sampler_stats *st,
-                         const struct pst_profile *prof) {
+static void summary_file(const char *path, const struct pst__writer_ops *w,
+                         const struct pst__sampler_stats *st,
+                         const struct pst__profile *prof) {
   fprintf(stderr,
           "pystitch: wrote %s (%s): %llu samples of %zu threads in %d "
           "process%s over %.1f s\n",
-          path, w->name, (unsigned long long)pst_profile_samples(prof),
-          pst_profile_nthreads(prof), st->processes,
+          path, w->name, (unsigned long long)pst__profile_samples(prof),
+          pst__profile_nthreads(prof), st->processes,
           st->processes == 1 ? "" : "es", st->elapsed_s);
 }
 
 /* The rest: errors by kind, lateness, native figures. */
 /* A recording of nothing is not a success: says why, returns the exit
  * code (0 when there are samples). The profile was written anyway. */
-static int nothing(const struct pst_sampler_opts *o,
-                   const struct pst_sampler_stats *st) {
+static int nothing(const struct pst__sampler_opts *o,
+                   const struct pst__sampler_stats *st) {
   static const char *const mode[] = {"cpu", "wall", "gil"};
 
   if (!st->processes) {
@@ -196,12 +196,14 @@ static int nothing(const struct pst_sampler_opts *o,
                       "the command never ran Python (nor did what it "
                       "started)\n");
     else if (o->all)
-      fprintf(stderr, "pystitch: error: no Python process was recorded: "
-                      "none was found%s\n",
+      fprintf(stderr,
+              "pystitch: error: no Python process was recorded: "
+              "none was found%s\n",
               o->match || o->exclude ? " that --match/--exclude keep" : "");
     else
-      fprintf(stderr, "pystitch: error: no Python process was recorded: "
-                      "none ran under the process%s given\n",
+      fprintf(stderr,
+              "pystitch: error: no Python process was recorded: "
+              "none ran under the process%s given\n",
               o->npids > 1 ? "es" : "");
     return PST_EXIT_NOT_PYTHON;
   }
@@ -216,13 +218,14 @@ static int nothing(const struct pst_sampler_opts *o,
                     "while it was sampled (mode gil); --mode wall records "
                     "every thread\n");
   else
-    fprintf(stderr, "pystitch: error: no samples (mode %s): %llu thread "
-                    "samples could not be read (see the errors above)\n",
+    fprintf(stderr,
+            "pystitch: error: no samples (mode %s): %llu thread "
+            "samples could not be read (see the errors above)\n",
             mode[o->policy.mode], (unsigned long long)st->errors);
   return PST_EXIT_NO_SAMPLES;
 }
 
-static void summary(const struct pst_sampler_stats *st) {
+static void summary(const struct pst__sampler_stats *st) {
   uint64_t all = st->samples + st->errors;
   char kinds[1024];
 
@@ -296,47 +299,47 @@ static void summary(const struct pst_sampler_stats *st) {
 }
 
 /* record's --push and --rotate options, for the parser. */
-static int always_option(void *ctx, enum pst_cli_opt id, const char *arg) {
-  return pst_always_option(ctx, id, arg);
+static int always_option(void *ctx, enum pst__cli_opt id, const char *arg) {
+  return pst__always_option(ctx, id, arg);
 }
 
-int pst_cmd_record(int argc, char **argv) {
-  struct pst_cli_opts cli;
-  struct pst_sampler_opts *o = &cli.engine;
-  struct pst_record_view view = {0, 0, 0};
-  struct pst_record_consumer *rc_consumer = NULL;
-  struct pst_consumer consumers[PST_SAMPLER_CONSUMERS_MAX];
-  struct pst_always always;
+int pst__cmd_record(int argc, char **argv) {
+  struct pst__cli_opts cli;
+  struct pst__sampler_opts *o = &cli.engine;
+  struct pst__record_view view = {0, 0, 0};
+  struct pst__record_consumer *rc_consumer = NULL;
+  struct pst__consumer consumers[PST_SAMPLER_CONSUMERS_MAX];
+  struct pst__always always;
   int nc = 0, whole;
-  const struct pst_writer_ops *w;
-  struct pst_sampler_stats st;
-  struct pst_profile *prof = NULL;
+  const struct pst__writer_ops *w;
+  struct pst__sampler_stats st;
+  struct pst__profile *prof = NULL;
   const char *output;
   char defpath[512];
   char first[4096] = "";
   int err, rc;
 
   memset(&always, 0, sizeof(always));
-  rc = pst_cli_parse(argc, argv, PST_CLI_RECORD, &cli, always_option, &always);
+  rc = pst__cli_parse(argc, argv, PST_CLI_RECORD, &cli, always_option, &always);
   if (rc)
     return rc;
   if (cli.help) {
     fputs(record_usage, stdout);
     return PST_EXIT_OK;
   }
-  pst_cli_sampling(&cli.policy, PST_CLI_RECORD, &o->policy);
-  w = cli.format ? cli.format : pst_writer_find("flamegraph");
+  pst__cli_sampling(&cli.policy, PST_CLI_RECORD, &o->policy);
+  w = cli.format ? cli.format : pst__writer_find("flamegraph");
   output = cli.output;
   view.thread_roots = cli.threads;
   view.by_function = cli.function;
-  rc = pst_always_take_env(&always);
+  rc = pst__always_take_env(&always);
   if (rc)
     return rc;
-  rc = pst_cli_check_targets(&cli);
+  rc = pst__cli_check_targets(&cli);
   if (rc)
     return rc;
   pst_log_set_level(cli.verbose);
-  whole = pst_always_whole_file(&always, output);
+  whole = pst__always_whole_file(&always, output);
   if (whole && !output) {
     default_output(o, w, defpath, sizeof(defpath));
     output = defpath;
@@ -355,32 +358,32 @@ int pst_cmd_record(int argc, char **argv) {
   o->progress = isatty(2);
   view.process_roots = o->npids > 1 || o->subprocesses || o->all;
   if (whole) {
-    prof = pst_profile_new((uint64_t)(1e9 / o->rate_hz));
+    prof = pst__profile_new((uint64_t)(1e9 / o->rate_hz));
     if (prof)
-      pst_profile_set_cpu(prof, o->policy.mode == PST_MODE_CPU);
-    if (!prof || pst_record_consumer_new(prof, &view, &rc_consumer)) {
-      pst_profile_free(prof);
+      pst__profile_set_cpu(prof, o->policy.mode == PST_MODE_CPU);
+    if (!prof || pst__record_consumer_new(prof, &view, &rc_consumer)) {
+      pst__profile_free(prof);
       fprintf(stderr, "pystitch: error: out of memory\n");
       return PST_EXIT_ERROR;
     }
     consumers[nc++] =
-        (struct pst_consumer){&pst_record_consumer_ops, rc_consumer};
+        (struct pst__consumer){&pst__record_consumer_ops, rc_consumer};
   }
-  rc = pst_always_start(&always, o, &view, output, w, consumers, &nc);
+  rc = pst__always_start(&always, o, &view, output, w, consumers, &nc);
   if (rc) {
-    pst_always_finish(&always, 0);
-    pst_record_consumer_free(rc_consumer);
-    pst_profile_free(prof);
+    pst__always_finish(&always, 0);
+    pst__record_consumer_free(rc_consumer);
+    pst__profile_free(prof);
     return rc;
   }
-  o->ready = pst_cli_sandbox;
+  o->ready = pst__cli_sandbox;
   o->ready_arg = first;
-  err = pst_sampler_run(o, consumers, nc, &st);
-  pst_record_consumer_free(rc_consumer);
-  pst_always_finish(&always, !err);
+  err = pst__sampler_run(o, consumers, nc, &st);
+  pst__record_consumer_free(rc_consumer);
+  pst__always_finish(&always, !err);
   if (err) {
-    pst_profile_free(prof);
-    return pst_cli_sampler_error(o, err);
+    pst__profile_free(prof);
+    return pst__cli_sampler_error(o, err);
   }
   if (st.child_stopped && st.child_exited)
     fprintf(stderr,
@@ -399,18 +402,18 @@ int pst_cmd_record(int argc, char **argv) {
             st.processes == 1 ? "" : "es", st.elapsed_s);
     summary(&st);
     rc = nothing(o, &st);
-    return pst_sandbox_violations() ? PST_EXIT_SANDBOX : rc;
+    return pst__sandbox_violations() ? PST_EXIT_SANDBOX : rc;
   }
-  err = pst_writer_save(w, prof, output);
+  err = pst__writer_save(w, prof, output);
   if (err) {
     fprintf(stderr, "pystitch: error: cannot write %s: %s\n", output,
-            pst_cli_output_why(err));
-    pst_profile_free(prof);
+            pst__cli_output_why(err));
+    pst__profile_free(prof);
     return PST_EXIT_ERROR;
   }
   summary_file(output, w, &st, prof);
   summary(&st);
-  pst_profile_free(prof);
+  pst__profile_free(prof);
   rc = nothing(o, &st);
-  return pst_sandbox_violations() ? PST_EXIT_SANDBOX : rc;
+  return pst__sandbox_violations() ? PST_EXIT_SANDBOX : rc;
 }

@@ -59,28 +59,28 @@ static const char top_usage[] =
     "  pystitch top --once --delay 2 -p 1234 > table.txt\n";
 
 struct printer {
-  struct pst_top *top;  /* by function, or by line with --lines */
-  struct pst_top *line; /* screen: by line too (the l key), else NULL */
-  int screen;           /* full-screen view, else plain tables */
-  struct pst_top_keys keys;
+  struct pst__top *top;  /* by function, or by line with --lines */
+  struct pst__top *line; /* screen: by line too (the l key), else NULL */
+  int screen;            /* full-screen view, else plain tables */
+  struct pst__top_keys keys;
   char header[512];
-  const struct pst_sampler_opts *o;
+  const struct pst__sampler_opts *o;
   double delay_s;
   int once, rows, since_start;
-  enum pst_top_sort sort;
+  enum pst__top_sort sort;
   uint64_t last_ns;                        /* when the last table was printed */
   uint64_t errors_at;                      /* st->errors then */
   uint64_t ticks_at;                       /* st->ticks then */
   uint64_t kinds_at[PST_SAMPLER_ERRKINDS]; /* st->errkinds[].count then */
   char procs[512]; /* the processes: pid, version, rank, command */
   double cpu_at;   /* our CPU seconds then */
-  struct pst_top_row *buf;
+  struct pst__top_row *buf;
   pid_t sel_pid, sel_tid;       /* the selected thread (screen) */
   pid_t filter_pid, filter_tid; /* what the table is of: 0, all */
   char filter[96];
   int fresh; /* the filter changed this interval: show the one in progress */
   uint64_t now_ns;
-  struct pst_top_frame stack[PST_TOP_STACK_MAX];
+  struct pst__top_frame stack[PST_TOP_STACK_MAX];
 };
 
 static double cpu_seconds(void) {
@@ -92,7 +92,7 @@ static double cpu_seconds(void) {
 }
 
 /* The interval's errors by kind ("2 torn, 1 EFAULT"), into buf. */
-static void error_kinds(struct printer *p, const struct pst_sampler_stats *st,
+static void error_kinds(struct printer *p, const struct pst__sampler_stats *st,
                         char *buf, size_t len) {
   size_t off = 0;
 
@@ -105,23 +105,23 @@ static void error_kinds(struct printer *p, const struct pst_sampler_stats *st,
       continue;
     off +=
         (size_t)snprintf(buf + off, len - off, "%s%llu %s", off ? ", " : ": ",
-                         (unsigned long long)n, pst_cli_error_name(code));
+                         (unsigned long long)n, pst__cli_error_name(code));
   }
 }
 
 /* The header line of the interval ending at t_ns, into p->header. */
 static void make_header(struct printer *p, uint64_t t_ns,
-                        const struct pst_sampler_stats *st) {
+                        const struct pst__sampler_stats *st) {
   size_t nth, active = 0, idle = 0;
-  const struct pst_top_thread *th = pst_top_threads(p->top, &nth);
+  const struct pst__top_thread *th = pst__top_threads(p->top, &nth);
   double wall = (double)(t_ns - p->last_ns) / 1e9, cpu = cpu_seconds();
   uint64_t samples, errors = st->errors - p->errors_at;
   uint64_t ticks = st->ticks - p->ticks_at;
   size_t np, live = 0, nogil = 0, off = 0;
-  const struct pst_top_proc *pr = pst_top_procs(p->top, &np);
+  const struct pst__top_proc *pr = pst__top_procs(p->top, &np);
   char gil[32] = "", kinds[160], ver[32], cmd[61];
 
-  pst_top_table(p->top, PST_TOP_INTERVAL, p->sort, p->buf, 0, &samples);
+  pst__top_table(p->top, PST_TOP_INTERVAL, p->sort, p->buf, 0, &samples);
   for (size_t i = 0; i < nth; i++) {
     active += th[i].active > 0;
     idle += !th[i].active && th[i].idle;
@@ -138,8 +138,8 @@ static void make_header(struct printer *p, uint64_t t_ns,
       off += (size_t)snprintf(p->procs + off, sizeof(p->procs) - off,
                               "%spid %d CPython %s%s: %s", off ? "; " : "",
                               (int)pr[i].pid,
-                              pst_esc(ver, sizeof(ver), pr[i].version), rank,
-                              pst_esc(cmd, sizeof(cmd), pr[i].cmdline));
+                              pst__esc(ver, sizeof(ver), pr[i].version), rank,
+                              pst__esc(cmd, sizeof(cmd), pr[i].cmdline));
   }
   /* A process has at most one GIL holder a tick. */
   if (!live) { /* the last table, after the end: they were all there */
@@ -152,7 +152,7 @@ static void make_header(struct printer *p, uint64_t t_ns,
     snprintf(gil, sizeof(gil), ", no GIL (free-threaded)");
   else if (ticks && live && p->o->policy.mode != PST_MODE_GIL)
     snprintf(gil, sizeof(gil), ", GIL held %.0f%%",
-             100.0 * (double)pst_top_gil_samples(p->top) /
+             100.0 * (double)pst__top_gil_samples(p->top) /
                  ((double)ticks * (double)live));
   error_kinds(p, st, kinds, sizeof(kinds));
   snprintf(p->header, sizeof(p->header),
@@ -174,7 +174,7 @@ static void make_header(struct printer *p, uint64_t t_ns,
 /* Applies the selection keys: moves, Enter (a thread's table), p (a
  * process's). Returns the selected thread's index (0 when there is no
  * thread). */
-static size_t select_keys(struct printer *p, const struct pst_top_thread *th,
+static size_t select_keys(struct printer *p, const struct pst__top_thread *th,
                           size_t nth) {
   size_t i = 0;
   pid_t pid, tid;
@@ -205,12 +205,12 @@ static size_t select_keys(struct printer *p, const struct pst_top_thread *th,
     p->filter_tid = tid;
     if (tid)
       snprintf(p->filter, sizeof(p->filter), "thread %d %s", (int)tid,
-               pst_esc(name, sizeof(name), th[i].name));
+               pst__esc(name, sizeof(name), th[i].name));
     else if (pid)
       snprintf(p->filter, sizeof(p->filter), "process %d", (int)pid);
-    pst_top_set_filter(p->top, pid, tid);
+    pst__top_set_filter(p->top, pid, tid);
     if (p->line)
-      pst_top_set_filter(p->line, pid, tid);
+      pst__top_set_filter(p->line, pid, tid);
     p->fresh = 1;
     p->keys.select = p->keys.proc = 0;
   }
@@ -220,61 +220,61 @@ static size_t select_keys(struct printer *p, const struct pst_top_thread *th,
 /* Draws the screen from the last whole interval (or since the start; the
  * one in progress right after the filter changed), or the stack view. */
 static void draw(struct printer *p) {
-  struct pst_top *t = p->keys.by_line && p->line ? p->line : p->top;
+  struct pst__top *t = p->keys.by_line && p->line ? p->line : p->top;
   size_t nth, n, sel;
-  const struct pst_top_thread *th = pst_top_threads(p->top, &nth);
+  const struct pst__top_thread *th = pst__top_threads(p->top, &nth);
   uint64_t samples;
-  struct pst_top_view v;
+  struct pst__top_view v;
 
   sel = select_keys(p, th, nth);
   if (p->keys.dump && sel < nth) {
-    const struct pst_top_thread *x = &th[sel];
-    size_t all = pst_top_stack(p->top, x, p->stack, PST_TOP_STACK_MAX);
-    pst_top_screen_draw_stack(
+    const struct pst__top_thread *x = &th[sel];
+    size_t all = pst__top_stack(p->top, x, p->stack, PST_TOP_STACK_MAX);
+    pst__top_screen_draw_stack(
         p->header, x, p->stack,
         all < PST_TOP_STACK_MAX ? all : PST_TOP_STACK_MAX, all,
         x->stack_ns ? (double)(p->now_ns - x->stack_ns) / 1e9 : -1.0);
     return;
   }
   p->keys.dump = 0;
-  n = pst_top_table(t,
-                    p->keys.since_start ? PST_TOP_ALL
-                    : p->fresh          ? PST_TOP_INTERVAL
-                                        : PST_TOP_LAST,
-                    p->keys.sort, p->buf, (size_t)p->rows, &samples);
-  v = (struct pst_top_view){sel, p->filter_pid ? p->filter : NULL};
-  pst_top_screen_draw(p->header, p->procs, p->buf,
-                      n < (size_t)p->rows ? n : (size_t)p->rows, samples, th,
-                      nth, &p->keys, &v, p->delay_s);
+  n = pst__top_table(t,
+                     p->keys.since_start ? PST_TOP_ALL
+                     : p->fresh          ? PST_TOP_INTERVAL
+                                         : PST_TOP_LAST,
+                     p->keys.sort, p->buf, (size_t)p->rows, &samples);
+  v = (struct pst__top_view){sel, p->filter_pid ? p->filter : NULL};
+  pst__top_screen_draw(p->header, p->procs, p->buf,
+                       n < (size_t)p->rows ? n : (size_t)p->rows, samples, th,
+                       nth, &p->keys, &v, p->delay_s);
 }
 
 static void print_table(struct printer *p, uint64_t t_ns,
-                        const struct pst_sampler_stats *st) {
+                        const struct pst__sampler_stats *st) {
   size_t n, nth, shown;
-  const struct pst_top_thread *th = pst_top_threads(p->top, &nth);
+  const struct pst__top_thread *th = pst__top_threads(p->top, &nth);
   uint64_t samples;
   char a[PST_ESC_SIZE], b[PST_ESC_SIZE]; /* the target's names, escaped */
 
   make_header(p, t_ns, st);
-  n = pst_top_table(p->top, p->since_start ? PST_TOP_ALL : PST_TOP_INTERVAL,
-                    p->sort, p->buf, (size_t)p->rows, &samples);
+  n = pst__top_table(p->top, p->since_start ? PST_TOP_ALL : PST_TOP_INTERVAL,
+                     p->sort, p->buf, (size_t)p->rows, &samples);
   printf("%s\n%s\n", p->header, p->procs);
   printf("%7s %7s %9s %9s  %s\n", "%Own", "%Total", "OwnTime", "TotalTime",
          "Function (file:line)");
   shown = n < (size_t)p->rows ? n : (size_t)p->rows;
   for (size_t i = 0; i < shown; i++) {
-    const struct pst_top_row *r = &p->buf[i];
+    const struct pst__top_row *r = &p->buf[i];
     double d = samples ? 100.0 / (double)samples : 0;
     if (r->line)
       printf("%6.1f%% %6.1f%% %8.2fs %8.2fs  %s (%s:%d)\n", d * (double)r->own,
              d * (double)r->total, (double)r->own_ns / 1e9,
-             (double)r->total_ns / 1e9, pst_esc(a, sizeof(a), r->name),
-             pst_esc(b, sizeof(b), r->file), r->line);
+             (double)r->total_ns / 1e9, pst__esc(a, sizeof(a), r->name),
+             pst__esc(b, sizeof(b), r->file), r->line);
     else
       printf("%6.1f%% %6.1f%% %8.2fs %8.2fs  %s (%s)\n", d * (double)r->own,
              d * (double)r->total, (double)r->own_ns / 1e9,
-             (double)r->total_ns / 1e9, pst_esc(a, sizeof(a), r->name),
-             pst_esc(b, sizeof(b), r->file));
+             (double)r->total_ns / 1e9, pst__esc(a, sizeof(a), r->name),
+             pst__esc(b, sizeof(b), r->file));
   }
   printf("%7s %7s %-5s %-4s %-24s %s\n", "PID", "TID", "STATE", "GIL", "THREAD",
          "TOP");
@@ -284,16 +284,16 @@ static void print_table(struct printer *p, uint64_t t_ns,
            th[i].holds_gil == 1   ? "yes"
            : th[i].holds_gil == 0 ? "no"
                                   : "?",
-           pst_esc(a, sizeof(a), th[i].name),
-           th[i].active && th[i].top ? pst_esc(b, sizeof(b), th[i].top)
+           pst__esc(a, sizeof(a), th[i].name),
+           th[i].active && th[i].top ? pst__esc(b, sizeof(b), th[i].top)
                                      : "(idle)");
   printf("\n");
   fflush(stdout);
-  pst_top_roll(p->top);
+  pst__top_roll(p->top);
 }
 
 static int printer_tick(void *ctx, uint64_t t_ns,
-                        const struct pst_sampler_stats *st) {
+                        const struct pst__sampler_stats *st) {
   struct printer *p = ctx;
   int dirty;
 
@@ -302,15 +302,15 @@ static int printer_tick(void *ctx, uint64_t t_ns,
       print_table(p, t_ns, st);
     return 0;
   }
-  dirty = pst_top_screen_keys(&p->keys);
+  dirty = pst__top_screen_keys(&p->keys);
   p->now_ns = t_ns;
   if (p->keys.quit)
     return 1; /* the engine stops at this tick */
   if ((double)(t_ns - p->last_ns) >= p->delay_s * 1e9) {
     make_header(p, t_ns, st);
-    pst_top_roll(p->top);
+    pst__top_roll(p->top);
     if (p->line)
-      pst_top_roll(p->line);
+      pst__top_roll(p->line);
     p->fresh = 0;
     dirty = 1;
   }
@@ -325,7 +325,8 @@ static volatile sig_atomic_t wait_signal;
 
 static void on_wait_signal(int sig) { wait_signal = sig; }
 
-static void screen_wait(struct printer *p, const struct pst_sampler_stats *st) {
+static void screen_wait(struct printer *p,
+                        const struct pst__sampler_stats *st) {
   size_t len = strlen(p->header);
   struct sigaction sa;
   int ended = !p->o->duration_s || st->elapsed_s < p->o->duration_s - 0.05;
@@ -341,86 +342,86 @@ static void screen_wait(struct printer *p, const struct pst_sampler_stats *st) {
   draw(p);
   while (!p->keys.quit && !wait_signal) {
     usleep(50000);
-    if (pst_top_screen_keys(&p->keys))
+    if (pst__top_screen_keys(&p->keys))
       draw(p);
   }
 }
 
-static const struct pst_consumer_ops printer_ops = {
+static const struct pst__consumer_ops printer_ops = {
     .name = "top printer",
     .tick = printer_tick,
 };
 
-int pst_cmd_top(int argc, char **argv) {
-  struct pst_cli_opts cli;
-  struct pst_sampler_opts *o = &cli.engine;
+int pst__cmd_top(int argc, char **argv) {
+  struct pst__cli_opts cli;
+  struct pst__sampler_opts *o = &cli.engine;
   struct printer p = {.o = o};
-  struct pst_consumer consumers[3];
-  struct pst_sampler_stats st;
+  struct pst__consumer consumers[3];
+  struct pst__sampler_stats st;
   int nconsumers = 2, err;
 
-  err = pst_cli_parse(argc, argv, PST_CLI_TOP, &cli, NULL, NULL);
+  err = pst__cli_parse(argc, argv, PST_CLI_TOP, &cli, NULL, NULL);
   if (err)
     return err;
   if (cli.help) {
     fputs(top_usage, stdout);
     return PST_EXIT_OK;
   }
-  pst_cli_sampling(&cli.policy, PST_CLI_TOP, &o->policy);
+  pst__cli_sampling(&cli.policy, PST_CLI_TOP, &o->policy);
   p.delay_s = cli.delay_s;
   p.rows = cli.rows;
   p.once = cli.once;
   p.since_start = cli.since_start;
-  p.sort = (enum pst_top_sort)cli.sort;
-  err = pst_cli_check_targets(&cli);
+  p.sort = (enum pst__top_sort)cli.sort;
+  err = pst__cli_check_targets(&cli);
   if (err)
     return err;
   if (p.once && (!o->duration_s || o->duration_s > p.delay_s))
     o->duration_s = p.delay_s;
   pst_log_set_level(cli.verbose);
   p.buf = calloc((size_t)p.rows, sizeof(*p.buf));
-  if (!p.buf || pst_top_new(cli.lines, &p.top)) {
+  if (!p.buf || pst__top_new(cli.lines, &p.top)) {
     free(p.buf);
     fprintf(stderr, "pystitch: error: out of memory\n");
     return PST_EXIT_ERROR;
   }
   p.cpu_at = cpu_seconds();
-  consumers[0] = (struct pst_consumer){&pst_top_consumer_ops, p.top};
-  consumers[1] = (struct pst_consumer){&printer_ops, &p};
+  consumers[0] = (struct pst__consumer){&pst__top_consumer_ops, p.top};
+  consumers[1] = (struct pst__consumer){&printer_ops, &p};
   if (!cli.plain && !p.once && isatty(1)) {
     p.keys.sort = p.sort;
     p.keys.since_start = p.since_start;
     p.keys.threads = 1;
     /* The l key: both aggregations are kept. */
-    if (!cli.lines && pst_top_new(1, &p.line) == 0) {
-      consumers[2] = (struct pst_consumer){&pst_top_consumer_ops, p.line};
+    if (!cli.lines && pst__top_new(1, &p.line) == 0) {
+      consumers[2] = (struct pst__consumer){&pst__top_consumer_ops, p.line};
       nconsumers = 3;
     }
     p.keys.by_line = cli.lines;
-    p.screen = pst_top_screen_open() == 0;
+    p.screen = pst__top_screen_open() == 0;
     snprintf(p.header, sizeof(p.header), "pystitch top: sampling...");
     if (p.screen)
       draw(&p);
   }
-  o->ready = pst_cli_sandbox;
+  o->ready = pst__cli_sandbox;
   o->ready_arg = NULL;
-  err = pst_sampler_run(o, consumers, nconsumers, &st);
+  err = pst__sampler_run(o, consumers, nconsumers, &st);
   if (p.screen) {
     if (!err && !p.keys.quit && !st.interrupted)
       screen_wait(&p, &st);
-    pst_top_screen_close();
+    pst__top_screen_close();
   } else if (!err) {
     uint64_t left;
     /* The last (partial) interval, or the one table of --once. */
-    pst_top_table(p.top, PST_TOP_INTERVAL, p.sort, p.buf, 0, &left);
+    pst__top_table(p.top, PST_TOP_INTERVAL, p.sort, p.buf, 0, &left);
     if (left || p.once)
       print_table(&p, (uint64_t)(st.elapsed_s * 1e9), &st);
     if (st.child_exited && st.child_status != 0)
       fprintf(stderr, "pystitch: the command exited with status %d\n",
               st.child_status);
   }
-  pst_top_free(p.top);
-  pst_top_free(p.line);
+  pst__top_free(p.top);
+  pst__top_free(p.line);
   free(p.buf);
-  return err ? pst_cli_sampler_error(o, err) : PST_EXIT_OK;
+  return err ? pst__cli_sampler_error(o, err) : PST_EXIT_OK;
 }

@@ -54,36 +54,36 @@ static int version(void) {
 }
 
 int main(int argc, char **argv) {
-  struct pst_cli_opts o;
+  struct pst__cli_opts o;
   const char *cmd;
   int rc;
 
   if (argc < 2)
-    return pst_cli_usage(NULL, "missing command (record, top, dump, info)");
+    return pst__cli_usage(NULL, "missing command (record, top, dump, info)");
   cmd = argv[1];
   if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help"))
     return help();
   if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version"))
     return version();
   if (!strcmp(cmd, "record"))
-    return pst_cmd_record(argc, argv);
+    return pst__cmd_record(argc, argv);
   /* Secrets are record's: never passed on to top's -- COMMAND. */
-  if (pst_always_take_env(NULL))
+  if (pst__always_take_env(NULL))
     return PST_EXIT_ERROR;
   if (!strcmp(cmd, "top"))
-    return pst_cmd_top(argc, argv);
+    return pst__cmd_top(argc, argv);
   if (strcmp(cmd, "dump") && strcmp(cmd, "info"))
-    return pst_cli_usage(NULL,
-                         "unknown command '%s' (expected record, top, dump "
-                         "or info)",
-                         cmd);
-  rc = pst_cli_parse(argc, argv,
-                     !strcmp(cmd, "dump") ? PST_CLI_DUMP : PST_CLI_INFO, &o,
-                     NULL, NULL);
+    return pst__cli_usage(NULL,
+                          "unknown command '%s' (expected record, top, dump "
+                          "or info)",
+                          cmd);
+  rc = pst__cli_parse(argc, argv,
+                      !strcmp(cmd, "dump") ? PST_CLI_DUMP : PST_CLI_INFO, &o,
+                      NULL, NULL);
   if (rc)
     return rc;
   if (o.help || o.version)
     return o.help ? help() : version();
   pst_log_set_level(o.verbose);
-  return !strcmp(cmd, "dump") ? pst_cmd_dump(&o) : pst_cmd_info(&o);
+  return !strcmp(cmd, "dump") ? pst__cmd_dump(&o) : pst__cmd_info(&o);
 }

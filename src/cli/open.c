@@ -6,7 +6,7 @@
 #include "cli/cli.h"
 #include "pystitch.h"
 
-int pst_cli_explain(pid_t pid, int err) {
+int pst__cli_explain(pid_t pid, int err) {
   switch (err) {
   case -ESRCH:
     fprintf(stderr,
@@ -69,7 +69,7 @@ int pst_cli_explain(pid_t pid, int err) {
   return PST_EXIT_ERROR;
 }
 
-int pst_cli_open(pid_t pid, struct pst_target **t) {
+int pst__cli_open(pid_t pid, struct pst_target **t) {
   int err = pst_target_open(pid, t);
 
   /* A process caught starting up gets a second to be ready. */
@@ -77,5 +77,5 @@ int pst_cli_open(pid_t pid, struct pst_target **t) {
     usleep(10000);
     err = pst_target_open(pid, t);
   }
-  return err ? pst_cli_explain(pid, err) : 0;
+  return err ? pst__cli_explain(pid, err) : 0;
 }

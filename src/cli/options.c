@@ -1,7 +1,7 @@
 /* options.c: every command's options from one table, parsed by one loop. */
 /*
  * Ownership: the table and the --match/--exclude expressions are static;
- * everything else is the caller's struct pst_cli_opts (options.h).
+ * everything else is the caller's struct pst__cli_opts (options.h).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -31,11 +31,11 @@
 #define I PST_CLI_INFO
 
 /* Where a flag option sets its int to 1. */
-#define FLAG(field) offsetof(struct pst_cli_opts, field)
+#define FLAG(field) offsetof(struct pst__cli_opts, field)
 
 /* One row an option: its long name, short letter (0: none), argument
  * (no_argument, required_argument), the commands that take it and, for
- * a flag, its int in struct pst_cli_opts (0: the option has its own
+ * a flag, its int in struct pst__cli_opts (0: the option has its own
  * case in take()). */
 static const struct {
   const char *name;
@@ -103,7 +103,7 @@ static const struct {
 /* A long option's getopt code: its row, past every short letter. */
 #define LONG_CODE(id) (256 + (int)(id))
 
-int pst_cli_usage(const char *cmd, const char *fmt, ...) {
+int pst__cli_usage(const char *cmd, const char *fmt, ...) {
   va_list ap;
 
   va_start(ap, fmt);
@@ -117,7 +117,7 @@ int pst_cli_usage(const char *cmd, const char *fmt, ...) {
   return PST_EXIT_USAGE;
 }
 
-int pst_cli_parse_double(const char *s, double lo, double hi, double *out) {
+int pst__cli_parse_double(const char *s, double lo, double hi, double *out) {
   char *end;
   double v;
 
@@ -129,7 +129,7 @@ int pst_cli_parse_double(const char *s, double lo, double hi, double *out) {
   return 0;
 }
 
-int pst_cli_parse_pid(const char *s, pid_t *pid) {
+int pst__cli_parse_pid(const char *s, pid_t *pid) {
   char *end;
   long v;
 
@@ -141,7 +141,7 @@ int pst_cli_parse_pid(const char *s, pid_t *pid) {
   return 0;
 }
 
-int pst_cli_parse_pids(const char *s, pid_t *pids, int max, int *n) {
+int pst__cli_parse_pids(const char *s, pid_t *pids, int max, int *n) {
   char *copy = strdup(s), *tok, *save = NULL;
   int err = 0;
 
@@ -149,7 +149,7 @@ int pst_cli_parse_pids(const char *s, pid_t *pids, int max, int *n) {
     return -ENOMEM;
   for (tok = strtok_r(copy, ",", &save); tok && !err;
        tok = strtok_r(NULL, ",", &save)) {
-    if (*n == max || pst_cli_parse_pid(tok, &pids[*n]))
+    if (*n == max || pst__cli_parse_pid(tok, &pids[*n]))
       err = -EINVAL;
     else
       (*n)++;
@@ -158,8 +158,8 @@ int pst_cli_parse_pids(const char *s, pid_t *pids, int max, int *n) {
   return err || *n == 0 ? -EINVAL : 0;
 }
 
-void pst_cli_sampling(const struct pst_cli_policy *p, enum pst_cli_cmd cmd,
-                      struct pst_policy *out) {
+void pst__cli_sampling(const struct pst__cli_policy *p, enum pst__cli_cmd cmd,
+                       struct pst_policy *out) {
   memset(out, 0, sizeof(*out));
   /* Exact by default: a stack that keeps moving while it is read is read
    * again with only its thread stopped (--nonblocking: never). */
@@ -175,35 +175,35 @@ void pst_cli_sampling(const struct pst_cli_policy *p, enum pst_cli_cmd cmd,
   }
   /* --mode; --gil and --idle are its old names (--gil first); with
    * --async alone, wall: where the tasks wait, all of them */
-  out->mode = p->mode  ? (enum pst_mode)(p->mode - 1)
-              : p->gil ? PST_MODE_GIL
+  out->mode = p->mode               ? (enum pst_mode)(p->mode - 1)
+              : p->gil              ? PST_MODE_GIL
               : p->idle || p->async ? PST_MODE_WALL
                                     : PST_MODE_CPU;
   out->blocking = p->blocking;
   out->mark_native = 1; /* a native-only thread's CPU shows, marked */
 }
 
-int pst_cli_check_targets(const struct pst_cli_opts *o) {
-  const struct pst_sampler_opts *e = &o->engine;
+int pst__cli_check_targets(const struct pst__cli_opts *o) {
+  const struct pst__sampler_opts *e = &o->engine;
 
   if ((e->match || e->exclude) && !e->all)
-    return pst_cli_usage(o->name, "--match and --exclude go with --all");
+    return pst__cli_usage(o->name, "--match and --exclude go with --all");
   if (e->all && (e->npids || e->argv))
-    return pst_cli_usage(o->name, "--all takes every Python process: no -p "
-                                  "or -- COMMAND with it");
+    return pst__cli_usage(o->name, "--all takes every Python process: no -p "
+                                   "or -- COMMAND with it");
   if (e->all)
     return 0;
   if (!e->npids && !e->argv)
-    return pst_cli_usage(o->name, "%s needs -p PID, -- COMMAND or --all",
-                         o->name);
+    return pst__cli_usage(o->name, "%s needs -p PID, -- COMMAND or --all",
+                          o->name);
   if (e->argv && e->npids)
-    return pst_cli_usage(o->name, "give -p PID or -- COMMAND, not both");
+    return pst__cli_usage(o->name, "give -p PID or -- COMMAND, not both");
   return 0;
 }
 
 /* --match, --exclude: one extended regular expression each. Static: the
  * engine borrows them for the whole run. */
-static int take_regex(struct pst_cli_opts *o, enum pst_cli_opt id,
+static int take_regex(struct pst__cli_opts *o, enum pst__cli_opt id,
                       const char *arg) {
   static regex_t match_re, exclude_re;
   int match = id == PST_CLI_O_MATCH;
@@ -211,10 +211,10 @@ static int take_regex(struct pst_cli_opts *o, enum pst_cli_opt id,
 
   if ((match ? o->engine.match : o->engine.exclude) ||
       regcomp(re, arg, REG_EXTENDED | REG_NOSUB))
-    return pst_cli_usage(o->name,
-                         "--%s: want one extended regular expression, got "
-                         "'%s'",
-                         table[id].name, arg);
+    return pst__cli_usage(o->name,
+                          "--%s: want one extended regular expression, got "
+                          "'%s'",
+                          table[id].name, arg);
   if (match)
     o->engine.match = re;
   else
@@ -222,7 +222,7 @@ static int take_regex(struct pst_cli_opts *o, enum pst_cli_opt id,
   return 0;
 }
 
-static int take_sort(struct pst_cli_opts *o, const char *arg) {
+static int take_sort(struct pst__cli_opts *o, const char *arg) {
   static const char *const sorts[] = {
       [PST_TOP_OWN] = "own",
       [PST_TOP_TOTAL] = "total",
@@ -235,18 +235,18 @@ static int take_sort(struct pst_cli_opts *o, const char *arg) {
       o->sort = k;
       return 0;
     }
-  return pst_cli_usage(o->name,
-                       "--sort: want own, total, own-time or total-time, "
-                       "got '%s'",
-                       arg);
+  return pst__cli_usage(o->name,
+                        "--sort: want own, total, own-time or total-time, "
+                        "got '%s'",
+                        arg);
 }
 
 /* Takes option id with its argument arg into *o: 0, or an exit code with
  * the message printed. help: the command whose --help the messages name
  * (NULL: pystitch's own). */
-static int take(struct pst_cli_opts *o, enum pst_cli_opt id, const char *arg,
-                const char *help, pst_cli_more_fn *more, void *ctx) {
-  struct pst_sampler_opts *e = &o->engine;
+static int take(struct pst__cli_opts *o, enum pst__cli_opt id, const char *arg,
+                const char *help, pst__cli_more_fn *more, void *ctx) {
+  struct pst__sampler_opts *e = &o->engine;
   double v;
 
   if (table[id].flag) {
@@ -256,20 +256,21 @@ static int take(struct pst_cli_opts *o, enum pst_cli_opt id, const char *arg,
   switch (id) {
   case PST_CLI_O_PID:
     if (o->cmd & (PST_CLI_DUMP | PST_CLI_INFO)) {
-      if (pst_cli_parse_pid(arg, &o->pid))
-        return pst_cli_usage(help, "--pid: '%s' is not a process id", arg);
-    } else if (pst_cli_parse_pids(arg, e->pids, PST_SAMPLER_PIDS_MAX,
-                                  &e->npids))
-      return pst_cli_usage(help, "--pid: not a list of process ids: '%s'", arg);
+      if (pst__cli_parse_pid(arg, &o->pid))
+        return pst__cli_usage(help, "--pid: '%s' is not a process id", arg);
+    } else if (pst__cli_parse_pids(arg, e->pids, PST_SAMPLER_PIDS_MAX,
+                                   &e->npids))
+      return pst__cli_usage(help, "--pid: not a list of process ids: '%s'",
+                            arg);
     return 0;
   case PST_CLI_O_RATE:
-    if (pst_cli_parse_double(arg, 0, RATE_MAX, &e->rate_hz))
-      return pst_cli_usage(
+    if (pst__cli_parse_double(arg, 0, RATE_MAX, &e->rate_hz))
+      return pst__cli_usage(
           help, "--rate: want a number of Hz in (0, 20000], got '%s'", arg);
     return 0;
   case PST_CLI_O_DURATION:
-    if (pst_cli_parse_double(arg, 0, DURATION_MAX, &e->duration_s))
-      return pst_cli_usage(
+    if (pst__cli_parse_double(arg, 0, DURATION_MAX, &e->duration_s))
+      return pst__cli_usage(
           help, "--duration: want seconds in (0, 30 days], got '%s'", arg);
     return 0;
   case PST_CLI_O_MATCH:
@@ -282,26 +283,26 @@ static int take(struct pst_cli_opts *o, enum pst_cli_opt id, const char *arg,
     o->policy.native = 2;
     return 0;
   case PST_CLI_O_FORMAT:
-    o->format = pst_writer_find(arg);
+    o->format = pst__writer_find(arg);
     if (!o->format)
-      return pst_cli_usage(help,
-                           "--format: unknown format (flamegraph, "
-                           "speedscope, pprof, folded, chrome) '%s'",
-                           arg);
+      return pst__cli_usage(help,
+                            "--format: unknown format (flamegraph, "
+                            "speedscope, pprof, folded, chrome) '%s'",
+                            arg);
     return 0;
   case PST_CLI_O_OUTPUT:
     o->output = arg;
     return 0;
   case PST_CLI_O_ROWS:
-    if (pst_cli_parse_double(arg, 0, ROWS_MAX, &v) || v != (int)v)
-      return pst_cli_usage(
+    if (pst__cli_parse_double(arg, 0, ROWS_MAX, &v) || v != (int)v)
+      return pst__cli_usage(
           help, "--rows: want a whole number in [1, 1000], got '%s'", arg);
     o->rows = (int)v;
     return 0;
   case PST_CLI_O_DELAY:
-    if (pst_cli_parse_double(arg, 0, DELAY_MAX, &o->delay_s) ||
+    if (pst__cli_parse_double(arg, 0, DELAY_MAX, &o->delay_s) ||
         o->delay_s < 0.05)
-      return pst_cli_usage(
+      return pst__cli_usage(
           help, "--delay: want seconds in [0.05, 3600], got '%s'", arg);
     return 0;
   case PST_CLI_O_SORT:
@@ -314,8 +315,8 @@ static int take(struct pst_cli_opts *o, enum pst_cli_opt id, const char *arg,
     else if (!strcmp(arg, "gil"))
       o->policy.mode = 1 + PST_MODE_GIL;
     else
-      return pst_cli_usage(help, "--mode: want cpu, wall or gil, got '%s'",
-                           arg);
+      return pst__cli_usage(help, "--mode: want cpu, wall or gil, got '%s'",
+                            arg);
     return 0;
   case PST_CLI_O_VERBOSE:
     o->verbose++;
@@ -328,7 +329,7 @@ static int take(struct pst_cli_opts *o, enum pst_cli_opt id, const char *arg,
 /* getopt's tables of the options cmd takes: each long one coded by its
  * row, each letter with ':' when it takes an argument; '+' first when the
  * options end at the first non-option (stop: record, top). */
-static void getopt_tables(enum pst_cli_cmd cmd, int stop,
+static void getopt_tables(enum pst__cli_cmd cmd, int stop,
                           struct option *longopts, char *shortopts) {
   int nlong = 0, nshort = 0;
 
@@ -351,7 +352,7 @@ static void getopt_tables(enum pst_cli_cmd cmd, int stop,
 
 /* The row of getopt's answer c for cmd; PST_CLI_O_COUNT for '?' (an
  * unknown option, or one without its argument). */
-static int row_of(int c, enum pst_cli_cmd cmd) {
+static int row_of(int c, enum pst__cli_cmd cmd) {
   if (c >= LONG_CODE(0))
     return c - LONG_CODE(0);
   for (int id = 0; c != '?' && id < PST_CLI_O_COUNT; id++)
@@ -360,8 +361,8 @@ static int row_of(int c, enum pst_cli_cmd cmd) {
   return PST_CLI_O_COUNT;
 }
 
-int pst_cli_parse(int argc, char **argv, enum pst_cli_cmd cmd,
-                  struct pst_cli_opts *o, pst_cli_more_fn *more, void *ctx) {
+int pst__cli_parse(int argc, char **argv, enum pst__cli_cmd cmd,
+                   struct pst__cli_opts *o, pst__cli_more_fn *more, void *ctx) {
   /* record and top: options, then -- COMMAND; dump and info name
    * pystitch's own --help. */
   int engine = !!(cmd & (PST_CLI_RECORD | PST_CLI_TOP));
@@ -382,9 +383,9 @@ int pst_cli_parse(int argc, char **argv, enum pst_cli_cmd cmd,
   while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
     id = row_of(c, cmd);
     if (id == PST_CLI_O_COUNT)
-      return pst_cli_usage(help, "unknown or incomplete option '%s'",
-                           argv[optind - 1]);
-    rc = take(o, (enum pst_cli_opt)id, optarg, help, more, ctx);
+      return pst__cli_usage(help, "unknown or incomplete option '%s'",
+                            argv[optind - 1]);
+    rc = take(o, (enum pst__cli_opt)id, optarg, help, more, ctx);
     if (rc)
       return rc;
     if (o->help || o->version)
@@ -396,8 +397,8 @@ int pst_cli_parse(int argc, char **argv, enum pst_cli_cmd cmd,
     return 0;
   }
   if (optind < argc)
-    return pst_cli_usage(NULL, "unexpected argument '%s'", argv[optind]);
+    return pst__cli_usage(NULL, "unexpected argument '%s'", argv[optind]);
   if (!o->pid)
-    return pst_cli_usage(NULL, "missing --pid PID");
+    return pst__cli_usage(NULL, "missing --pid PID");
   return 0;
 }

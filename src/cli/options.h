@@ -2,8 +2,8 @@
  * every command (record, top, dump, info), with their usage-error, pid and
  * number helpers.
  *
- * Ownership: struct pst_cli_opts is the caller's (on its stack);
- * pst_cli_parse() fills it, its strings and argv pointing into the
+ * Ownership: struct pst__cli_opts is the caller's (on its stack);
+ * pst__cli_parse() fills it, its strings and argv pointing into the
  * command's argv, its regular expressions (--match, --exclude) static
  * (the engine borrows them for the whole run). Nothing to free.
  */
@@ -15,7 +15,7 @@
 #include "sampler/sampler.h"
 
 /* The commands that parse options, as the table's masks. */
-enum pst_cli_cmd {
+enum pst__cli_cmd {
   PST_CLI_RECORD = 1 << 0,
   PST_CLI_TOP = 1 << 1,
   PST_CLI_DUMP = 1 << 2,
@@ -23,7 +23,7 @@ enum pst_cli_cmd {
 };
 
 /* Every option, by its row of the table (options.c). */
-enum pst_cli_opt {
+enum pst__cli_opt {
   /* the targets and the engine: record, top (-p: dump, info too) */
   PST_CLI_O_PID,
   PST_CLI_O_RATE,
@@ -76,8 +76,8 @@ enum pst_cli_opt {
 };
 
 /* The sampling policy the options ask for: which threads are read and
- * how. pst_cli_sampling() turns it into what the engine and dump take. */
-struct pst_cli_policy {
+ * how. pst__cli_sampling() turns it into what the engine and dump take. */
+struct pst__cli_policy {
   int mode;        /* --mode: 1 + enum pst_mode, 0: not given */
   int idle;        /* --idle: idle threads too */
   int gil;         /* --gil: only the thread holding the GIL */
@@ -87,11 +87,11 @@ struct pst_cli_policy {
   int async;       /* --async: asyncio tasks too (3.8+) */
 };
 
-struct pst_writer_ops;
+struct pst__writer_ops;
 
 /* What the command line says, for every command (each fills its part). */
-struct pst_cli_opts {
-  enum pst_cli_cmd cmd;
+struct pst__cli_opts {
+  enum pst__cli_cmd cmd;
   const char *name; /* "record", "top", "dump", "info" */
   int verbose;      /* -v count */
   int help;         /* -h: print the command's usage (parsing stopped) */
@@ -99,24 +99,24 @@ struct pst_cli_opts {
   pid_t pid;        /* dump, info: -p PID */
   /* record, top: the targets (pids, argv: -- COMMAND, all, match,
    * exclude), rate, duration, subprocesses, keep_running, no_sandbox;
-   * the policy fields are left to pst_cli_sampling(). */
-  struct pst_sampler_opts engine;
-  struct pst_cli_policy policy;
+   * the policy fields are left to pst__cli_sampling(). */
+  struct pst__sampler_opts engine;
+  struct pst__cli_policy policy;
   /* output */
-  int json;                            /* dump --json */
-  const struct pst_writer_ops *format; /* record -f, NULL: not given */
-  const char *output;                  /* record -o, NULL: not given */
-  int threads, function;               /* record --threads, --function */
+  int json;                             /* dump --json */
+  const struct pst__writer_ops *format; /* record -f, NULL: not given */
+  const char *output;                   /* record -o, NULL: not given */
+  int threads, function;                /* record --threads, --function */
   /* top */
   int rows;       /* -n (default 20) */
   double delay_s; /* --delay (default 1) */
   int once, lines, since_start, plain;
-  int sort; /* --sort: an enum pst_top_sort */
+  int sort; /* --sort: an enum pst__top_sort */
 };
 
 /* The caller's options (record's --push and --rotate): 0, or an exit code
  * with the message printed. */
-typedef int pst_cli_more_fn(void *ctx, enum pst_cli_opt id, const char *arg);
+typedef int pst__cli_more_fn(void *ctx, enum pst__cli_opt id, const char *arg);
 
 /* Parses argv[2..] (argv[1] names the command cmd) into *o, zeroed first
  * and given the command's defaults; options the table hands to the caller
@@ -124,32 +124,32 @@ typedef int pst_cli_more_fn(void *ctx, enum pst_cli_opt id, const char *arg);
  * rest is -- COMMAND (o->engine.argv); dump and info want -p PID and
  * nothing else. Returns 0 (o->help or o->version set when parsing stopped
  * there), or PST_EXIT_USAGE with the message printed. */
-int pst_cli_parse(int argc, char **argv, enum pst_cli_cmd cmd,
-                  struct pst_cli_opts *o, pst_cli_more_fn *more, void *ctx);
+int pst__cli_parse(int argc, char **argv, enum pst__cli_cmd cmd,
+                   struct pst__cli_opts *o, pst__cli_more_fn *more, void *ctx);
 
 /* The one place the options of command cmd become its sampling policy
  * (struct pst_policy, pystitch.h: the engine's for record and top, the
  * flags of dump's one read through pst_policy_flags()). */
-void pst_cli_sampling(const struct pst_cli_policy *p, enum pst_cli_cmd cmd,
-                      struct pst_policy *out);
+void pst__cli_sampling(const struct pst__cli_policy *p, enum pst__cli_cmd cmd,
+                       struct pst_policy *out);
 
 /* -p PID, -- COMMAND or --all, exactly one, and --match, --exclude only
  * with --all (record, top): 0, or PST_EXIT_USAGE with the message
  * printed. */
-int pst_cli_check_targets(const struct pst_cli_opts *o);
+int pst__cli_check_targets(const struct pst__cli_opts *o);
 
 /* "pystitch: error: MESSAGE (see 'pystitch CMD --help')", CMD NULL for
  * 'pystitch --help', on stderr: returns PST_EXIT_USAGE. */
-int pst_cli_usage(const char *cmd, const char *fmt, ...)
+int pst__cli_usage(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* A number in (lo, hi], the whole of s: 0 or -EINVAL. */
-int pst_cli_parse_double(const char *s, double lo, double hi, double *out);
+int pst__cli_parse_double(const char *s, double lo, double hi, double *out);
 /* One process id, the whole of s, in [1, INT_MAX]: 0 or -EINVAL. */
-int pst_cli_parse_pid(const char *s, pid_t *pid);
+int pst__cli_parse_pid(const char *s, pid_t *pid);
 /* A comma-separated list of them (empty items skipped), appended to
  * pids[*n]: at most max and at least one in all (*n), else -EINVAL
  * (-ENOMEM: no memory); 0. */
-int pst_cli_parse_pids(const char *s, pid_t *pids, int max, int *n);
+int pst__cli_parse_pids(const char *s, pid_t *pids, int max, int *n);
 
 #endif

@@ -17,12 +17,12 @@
 #include "sandbox/sandbox.h"
 #include "util/log.h"
 
-void pst_cli_sandbox(const struct pst_sampler_opts *o, void *arg) {
+void pst__cli_sandbox(const struct pst__sampler_opts *o, void *arg) {
   const char *out = arg;
-  struct pst_sandbox_opts so = {0};
+  struct pst__sandbox_opts so = {0};
 
   if (o->no_sandbox) {
-    pst_info("--no-sandbox: every privilege kept");
+    pst__info("--no-sandbox: every privilege kept");
     return;
   }
   so.filter = o->all;
@@ -31,25 +31,25 @@ void pst_cli_sandbox(const struct pst_sampler_opts *o, void *arg) {
                  getenv("SUDO_UID") != NULL;
   /* A file written at the end (not our own descriptor, -o -): its
    * directory decides whether CAP_DAC_OVERRIDE stays. */
-  if (out && *out && pst_writer_own_fd(out) < 0) {
-    char *dir = pst_writer_dir_of(out);
-    so.keep_dac_override = dir && pst_sandbox_dir_needs_override(dir);
+  if (out && *out && pst__writer_own_fd(out) < 0) {
+    char *dir = pst__writer_dir_of(out);
+    so.keep_dac_override = dir && pst__sandbox_dir_needs_override(dir);
     if (so.keep_dac_override)
-      pst_info("sandbox: CAP_DAC_OVERRIDE kept: %s is not ours to write", dir);
+      pst__info("sandbox: CAP_DAC_OVERRIDE kept: %s is not ours to write", dir);
     free(dir);
   }
-  pst_sandbox_enter(&so);
+  pst__sandbox_enter(&so);
 }
 
-int pst_cli_sampler_error(const struct pst_sampler_opts *o, int err) {
+int pst__cli_sampler_error(const struct pst__sampler_opts *o, int err) {
   if (err == -ENOENT && o->argv) {
     fprintf(stderr, "pystitch: error: command not found: %s\n", o->argv[0]);
     return PST_EXIT_NO_PROCESS;
   }
-  return pst_cli_explain(o->npids ? o->pids[0] : 0, err);
+  return pst__cli_explain(o->npids ? o->pids[0] : 0, err);
 }
 
-const char *pst_cli_error_name(int err) {
+const char *pst__cli_error_name(int err) {
   const char *name;
 
   if (err == PST_ETORN)
@@ -60,11 +60,11 @@ const char *pst_cli_error_name(int err) {
   return strncmp(name, "PST_", 4) ? name : name + 4;
 }
 
-const char *pst_cli_error_reason(int err) {
+const char *pst__cli_error_reason(int err) {
   switch (err) {
   case PST_ETORN:
   case -ESRCH:
-    return pst_cli_error_name(err);
+    return pst__cli_error_name(err);
   case -EFAULT:
     return "EFAULT (memory unreadable: freed or unmapped while read)";
   case PST_EBADDATA:
@@ -80,7 +80,7 @@ const char *pst_cli_error_reason(int err) {
   }
 }
 
-const char *pst_cli_output_why(int err) {
+const char *pst__cli_output_why(int err) {
   switch (err) {
   case -EPERM:
     return "a FIFO, device or socket owned by another user in a directory "

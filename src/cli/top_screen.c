@@ -13,21 +13,21 @@
 
 static int opened;
 
-void pst_top_screen_close(void) {
+void pst__top_screen_close(void) {
   if (!opened)
     return;
   opened = 0;
   endwin();
 }
 
-int pst_top_screen_open(void) {
+int pst__top_screen_open(void) {
   if (opened)
     return 0;
   if (!isatty(0) || !isatty(1) || !getenv("TERM") ||
       !newterm(NULL, stdout, stdin))
     return -ENOTTY;
   opened = 1;
-  atexit(pst_top_screen_close);
+  atexit(pst__top_screen_close);
   cbreak();
   noecho();
   nodelay(stdscr, TRUE);
@@ -42,7 +42,7 @@ int pst_top_screen_open(void) {
   return 0;
 }
 
-int pst_top_screen_keys(struct pst_top_keys *k) {
+int pst__top_screen_keys(struct pst__top_keys *k) {
   int c, dirty = 0;
 
   while ((c = getch()) != ERR) {
@@ -118,11 +118,11 @@ static void line_at(int y, int attr, const char *s) {
     attroff(attr);
 }
 
-void pst_top_screen_draw(const char *header, const char *procs,
-                         const struct pst_top_row *rows, size_t n,
-                         uint64_t samples, const struct pst_top_thread *th,
-                         size_t nth, const struct pst_top_keys *k,
-                         const struct pst_top_view *v, double interval_s) {
+void pst__top_screen_draw(const char *header, const char *procs,
+                          const struct pst__top_row *rows, size_t n,
+                          uint64_t samples, const struct pst__top_thread *th,
+                          size_t nth, const struct pst__top_keys *k,
+                          const struct pst__top_view *v, double interval_s) {
   static const char *sorts[] = {"own", "total", "own time", "total time"};
   int pane = k->threads ? (int)nth + 2 : 0, y = 0, body;
   char buf[1024], a[256], b[256]; /* a, b: the target's names, escaped */
@@ -148,7 +148,7 @@ void pst_top_screen_draw(const char *header, const char *procs,
   line_at(y++, A_BOLD, buf);
   body = LINES - y - pane;
   for (size_t i = 0; i < n && (int)i < body; i++) {
-    const struct pst_top_row *r = &rows[i];
+    const struct pst__top_row *r = &rows[i];
     const char *file = strrchr(r->file, '/'); /* the name is enough here */
     double own = d * (double)r->own;
 
@@ -156,13 +156,13 @@ void pst_top_screen_draw(const char *header, const char *procs,
     if (r->line)
       snprintf(buf, sizeof(buf), "%6.1f%% %6.1f%% %8.2fs %8.2fs  %s (%s:%d)",
                own, d * (double)r->total, (double)r->own_ns / 1e9,
-               (double)r->total_ns / 1e9, pst_esc(a, sizeof(a), r->name),
-               pst_esc(b, sizeof(b), file), r->line);
+               (double)r->total_ns / 1e9, pst__esc(a, sizeof(a), r->name),
+               pst__esc(b, sizeof(b), file), r->line);
     else
       snprintf(buf, sizeof(buf), "%6.1f%% %6.1f%% %8.2fs %8.2fs  %s (%s)", own,
                d * (double)r->total, (double)r->own_ns / 1e9,
-               (double)r->total_ns / 1e9, pst_esc(a, sizeof(a), r->name),
-               pst_esc(b, sizeof(b), file));
+               (double)r->total_ns / 1e9, pst__esc(a, sizeof(a), r->name),
+               pst__esc(b, sizeof(b), file));
     line_at(y++, own >= 20 && has_colors() ? COLOR_PAIR(2) : 0, buf);
   }
   if (pane) {
@@ -175,7 +175,7 @@ void pst_top_screen_draw(const char *header, const char *procs,
     if (fit && v->selected >= fit)
       first = v->selected - fit + 1;
     for (size_t i = first; i < nth && y < LINES; i++) {
-      const struct pst_top_thread *x = &th[i];
+      const struct pst__top_thread *x = &th[i];
       int sel = i == v->selected;
       snprintf(
           buf, sizeof(buf), "%c%6d %7d %-5c %-4s %-24s %s", sel ? '>' : ' ',
@@ -183,25 +183,25 @@ void pst_top_screen_draw(const char *header, const char *procs,
           x->holds_gil == 1   ? "yes"
           : x->holds_gil == 0 ? "no"
                               : "?",
-          pst_esc(a, sizeof(a), x->name),
-          x->active_p && x->top ? pst_esc(b, sizeof(b), x->top) : "(idle)");
+          pst__esc(a, sizeof(a), x->name),
+          x->active_p && x->top ? pst__esc(b, sizeof(b), x->top) : "(idle)");
       line_at(y++, sel ? A_REVERSE : 0, buf);
     }
   }
   refresh();
 }
 
-void pst_top_screen_draw_stack(const char *header,
-                               const struct pst_top_thread *x,
-                               const struct pst_top_frame *f, size_t n,
-                               size_t nall, double age_s) {
+void pst__top_screen_draw_stack(const char *header,
+                                const struct pst__top_thread *x,
+                                const struct pst__top_frame *f, size_t n,
+                                size_t nall, double age_s) {
   char buf[1024], a[256], b[256]; /* a, b: the target's names, escaped */
   int y = 0;
 
   erase();
   line_at(y++, has_colors() ? COLOR_PAIR(1) : A_REVERSE, header);
   snprintf(buf, sizeof(buf), "Thread %d \"%s\" of process %d: state %c, %s",
-           (int)x->tid, pst_esc(a, sizeof(a), x->name), (int)x->pid,
+           (int)x->tid, pst__esc(a, sizeof(a), x->name), (int)x->pid,
            x->state ? x->state : '?',
            x->holds_gil == 1   ? "holds the GIL"
            : x->holds_gil == 0 ? "does not hold the GIL"
@@ -220,12 +220,12 @@ void pst_top_screen_draw_stack(const char *header,
   for (size_t i = 0; i < n && y < LINES; i++) {
     if (f[i].line)
       snprintf(buf, sizeof(buf), "    %s (%s:%d)",
-               pst_esc(a, sizeof(a), f[i].name),
-               pst_esc(b, sizeof(b), f[i].file), f[i].line);
+               pst__esc(a, sizeof(a), f[i].name),
+               pst__esc(b, sizeof(b), f[i].file), f[i].line);
     else
       snprintf(buf, sizeof(buf), "    %s (%s)",
-               pst_esc(a, sizeof(a), f[i].name),
-               pst_esc(b, sizeof(b), f[i].file));
+               pst__esc(a, sizeof(a), f[i].name),
+               pst__esc(b, sizeof(b), f[i].file));
     line_at(y++, 0, buf);
   }
   refresh();

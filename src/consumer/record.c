@@ -33,26 +33,26 @@ struct rproc {
   const char *root;  /* "process PID ...", interned in the profile */
   struct tmap *tm;
   size_t ntm;
-  struct pst_dmcache memo; /* struct memo, by source pointer */
+  struct pst__dmcache memo; /* struct memo, by source pointer */
 };
 
-struct pst_record_consumer {
-  struct pst_profile *prof;
-  struct pst_record_view view;
+struct pst__record_consumer {
+  struct pst__profile *prof;
+  struct pst__record_view view;
   const char *empty; /* "" interned in prof */
-  struct pst_prof_frame frames[STACK_MAX];
+  struct pst__prof_frame frames[STACK_MAX];
 };
 
-int pst_record_consumer_new(struct pst_profile *prof,
-                            const struct pst_record_view *view,
-                            struct pst_record_consumer **out) {
-  struct pst_record_consumer *c = calloc(1, sizeof(*c));
+int pst__record_consumer_new(struct pst__profile *prof,
+                             const struct pst__record_view *view,
+                             struct pst__record_consumer **out) {
+  struct pst__record_consumer *c = calloc(1, sizeof(*c));
 
   if (!c)
     return -ENOMEM;
   c->prof = prof;
   c->view = *view;
-  c->empty = pst_profile_intern(prof, "");
+  c->empty = pst__profile_intern(prof, "");
   if (!c->empty) {
     free(c);
     return -ENOMEM;
@@ -61,12 +61,12 @@ int pst_record_consumer_new(struct pst_profile *prof,
   return 0;
 }
 
-void pst_record_consumer_free(struct pst_record_consumer *c) { free(c); }
+void pst__record_consumer_free(struct pst__record_consumer *c) { free(c); }
 
 /* "process PID [rank R/W, ROLE, parent PPID] cmdline": the root frame of
  * a process's samples, made again when its role becomes known. */
-static int make_root(struct pst_record_consumer *c, struct rproc *rp,
-                     const struct pst_sample_proc *p) {
+static int make_root(struct pst__record_consumer *c, struct rproc *rp,
+                     const struct pst__sample_proc *p) {
   char root[400], tags[160] = "";
   size_t off = 0;
 
@@ -87,28 +87,29 @@ static int make_root(struct pst_record_consumer *c, struct rproc *rp,
              p->cmdline);
   else
     snprintf(root, sizeof(root), "process %d %.240s", (int)p->pid, p->cmdline);
-  rp->root = pst_profile_intern(c->prof, root);
+  rp->root = pst__profile_intern(c->prof, root);
   rp->role_gen = p->role_gen;
-  if (!rp->root || pst_profile_process_role(c->prof, (uint32_t)rp->prof_proc,
-                                            p->role, (int)p->ppid))
+  if (!rp->root || pst__profile_process_role(c->prof, (uint32_t)rp->prof_proc,
+                                             p->role, (int)p->ppid))
     return -ENOMEM;
   return 0;
 }
 
-static int proc_begin(void *ctx, const struct pst_sample_proc *p, void **data) {
-  struct pst_record_consumer *c = ctx;
+static int proc_begin(void *ctx, const struct pst__sample_proc *p,
+                      void **data) {
+  struct pst__record_consumer *c = ctx;
   struct rproc *rp = calloc(1, sizeof(*rp));
 
   if (!rp)
     return -ENOMEM;
-  if (pst_dmcache_init(&rp->memo, MEMO_BITS, sizeof(struct memo))) {
+  if (pst__dmcache_init(&rp->memo, MEMO_BITS, sizeof(struct memo))) {
     free(rp);
     return -ENOMEM;
   }
-  rp->prof_proc = pst_profile_process(c->prof, p->pid, p->cmdline, p->rank,
-                                      p->local_rank, p->world_size);
+  rp->prof_proc = pst__profile_process(c->prof, p->pid, p->cmdline, p->rank,
+                                       p->local_rank, p->world_size);
   if (rp->prof_proc < 0 || make_root(c, rp, p)) {
-    pst_dmcache_exit(&rp->memo);
+    pst__dmcache_exit(&rp->memo);
     free(rp);
     return -ENOMEM;
   }
@@ -116,21 +117,21 @@ static int proc_begin(void *ctx, const struct pst_sample_proc *p, void **data) {
   return 0;
 }
 
-static void proc_end(void *ctx, const struct pst_sample_proc *p, void *data) {
+static void proc_end(void *ctx, const struct pst__sample_proc *p, void *data) {
   struct rproc *rp = data;
 
   (void)ctx;
   (void)p;
   if (rp) {
     free(rp->tm);
-    pst_dmcache_exit(&rp->memo);
+    pst__dmcache_exit(&rp->memo);
   }
   free(rp);
 }
 
 /* The profile thread of x (registered again when its name changed). */
-static struct tmap *prof_thread(struct pst_record_consumer *c, struct rproc *rp,
-                                const struct pst_thread *x) {
+static struct tmap *prof_thread(struct pst__record_consumer *c,
+                                struct rproc *rp, const struct pst_thread *x) {
   struct tmap *m = NULL, *nm;
   const char *root;
   char troot[128];
@@ -144,8 +145,8 @@ static struct tmap *prof_thread(struct pst_record_consumer *c, struct rproc *rp,
   if (m && !strcmp(m->name, x->name))
     return m;
   snprintf(troot, sizeof(troot), "thread %d \"%s\"", (int)x->tid, x->name);
-  root = pst_profile_intern(c->prof, troot);
-  pt = pst_profile_thread(c->prof, (uint32_t)rp->prof_proc, x->tid, x->name);
+  root = pst__profile_intern(c->prof, troot);
+  pt = pst__profile_thread(c->prof, (uint32_t)rp->prof_proc, x->tid, x->name);
   if (!root || pt < 0)
     return NULL;
   if (!m) {
@@ -163,11 +164,11 @@ static struct tmap *prof_thread(struct pst_record_consumer *c, struct rproc *rp,
 }
 
 /* The profile's copy of target string s, through the process's memo. */
-static const char *memo_intern(struct pst_record_consumer *c, struct rproc *rp,
+static const char *memo_intern(struct pst__record_consumer *c, struct rproc *rp,
                                const char *s) {
-  struct memo *m = pst_dmcache_slot(&rp->memo, (uintptr_t)s >> 3);
+  struct memo *m = pst__dmcache_slot(&rp->memo, (uintptr_t)s >> 3);
   if (m->src != s) {
-    const char *d = pst_profile_intern(c->prof, s);
+    const char *d = pst__profile_intern(c->prof, s);
     if (!d)
       return NULL;
     m->src = s;
@@ -176,11 +177,11 @@ static const char *memo_intern(struct pst_record_consumer *c, struct rproc *rp,
   return m->dst;
 }
 
-static int sample(void *ctx, const struct pst_sample *s) {
-  struct pst_record_consumer *c = ctx;
+static int sample(void *ctx, const struct pst__sample *s) {
+  struct pst__record_consumer *c = ctx;
   struct rproc *rp = s->proc_data;
   const struct pst_thread *x = s->thread;
-  struct pst_prof_frame *frames = c->frames;
+  struct pst__prof_frame *frames = c->frames;
   struct tmap *m;
   size_t k = 0;
 
@@ -191,23 +192,23 @@ static int sample(void *ctx, const struct pst_sample *s) {
   if (!(m = prof_thread(c, rp, x)))
     return -ENOMEM;
   if (c->view.process_roots)
-    frames[k++] = (struct pst_prof_frame){rp->root, c->empty, 0};
+    frames[k++] = (struct pst__prof_frame){rp->root, c->empty, 0};
   if (c->view.thread_roots)
-    frames[k++] = (struct pst_prof_frame){m->root, c->empty, 0};
+    frames[k++] = (struct pst__prof_frame){m->root, c->empty, 0};
   for (size_t f = x->nframes; f > 0 && k < STACK_MAX; f--) {
     const struct pst_frame *pf = &x->frames[f - 1];
     const char *name = memo_intern(c, rp, pf->name ? pf->name : "?");
     const char *file = memo_intern(c, rp, pf->filename ? pf->filename : "");
     if (!name || !file)
       return -ENOMEM;
-    frames[k++] =
-        (struct pst_prof_frame){name, file, c->view.by_function ? 0 : pf->line};
+    frames[k++] = (struct pst__prof_frame){name, file,
+                                           c->view.by_function ? 0 : pf->line};
   }
-  return pst_profile_add_interned(c->prof, (uint32_t)m->prof_thread, frames, k,
-                                  s->t_ns, s->weight_ns);
+  return pst__profile_add_interned(c->prof, (uint32_t)m->prof_thread, frames, k,
+                                   s->t_ns, s->weight_ns);
 }
 
-const struct pst_consumer_ops pst_record_consumer_ops = {
+const struct pst__consumer_ops pst__record_consumer_ops = {
     .name = "record",
     .proc_begin = proc_begin,
     .proc_end = proc_end,

@@ -24,25 +24,25 @@ struct key {
   int line;
 };
 
-struct pst_top {
+struct pst__top {
   int by_line;
   struct ent *e;
   size_t ne, cap;
-  struct pst_hash ids;
+  struct pst__hash ids;
   uint32_t stamp;
   uint64_t samples_i, samples_a, samples_p; /* thread-samples, a stack */
-  struct pst_top_thread *th;
+  struct pst__top_thread *th;
   size_t nth, thcap;
   uint64_t gil_i; /* samples holding the GIL, this interval */
-  struct pst_top_proc *procs;
+  struct pst__top_proc *procs;
   size_t nprocs, proccap;
-  struct pst_top_row *rows; /* what pst_top_table() returned */
+  struct pst__top_row *rows; /* what pst__top_table() returned */
   size_t rowcap;
-  pid_t filter_pid, filter_tid; /* pst_top_set_filter() */
+  pid_t filter_pid, filter_tid; /* pst__top_set_filter() */
 };
 
-int pst_top_new(int by_line, struct pst_top **out) {
-  struct pst_top *t = calloc(1, sizeof(*t));
+int pst__top_new(int by_line, struct pst__top **out) {
+  struct pst__top *t = calloc(1, sizeof(*t));
 
   if (!t)
     return -ENOMEM;
@@ -51,7 +51,7 @@ int pst_top_new(int by_line, struct pst_top **out) {
   return 0;
 }
 
-void pst_top_free(struct pst_top *t) {
+void pst__top_free(struct pst__top *t) {
   if (!t)
     return;
   for (size_t i = 0; i < t->ne; i++) {
@@ -59,7 +59,7 @@ void pst_top_free(struct pst_top *t) {
     free(t->e[i].file);
   }
   free(t->e);
-  pst_hash_exit(&t->ids);
+  pst__hash_exit(&t->ids);
   free(t->th);
   free(t->procs);
   free(t->rows);
@@ -67,7 +67,7 @@ void pst_top_free(struct pst_top *t) {
 }
 
 static int ent_eq(const void *ctx, uint32_t id, const void *key) {
-  const struct ent *e = &((const struct pst_top *)ctx)->e[id];
+  const struct ent *e = &((const struct pst__top *)ctx)->e[id];
   const struct key *k = key;
 
   return e->line == k->line && !strcmp(e->name, k->name) &&
@@ -75,26 +75,26 @@ static int ent_eq(const void *ctx, uint32_t id, const void *key) {
 }
 
 /* The entry of frame f: its id, or -ENOMEM. */
-static int64_t ent_of(struct pst_top *t, const struct pst_frame *f) {
+static int64_t ent_of(struct pst__top *t, const struct pst_frame *f) {
   struct key k = {f->name ? f->name : "?", f->filename ? f->filename : "",
                   t->by_line ? f->line : 0};
   uint64_t h =
-      pst_hash_mix(pst_hash_mix(pst_hash_str(k.name), pst_hash_str(k.file)),
-                   (uint64_t)(unsigned)k.line);
-  int64_t id = pst_hash_find(&t->ids, h, ent_eq, t, &k);
+      pst__hash_mix(pst__hash_mix(pst__hash_str(k.name), pst__hash_str(k.file)),
+                    (uint64_t)(unsigned)k.line);
+  int64_t id = pst__hash_find(&t->ids, h, ent_eq, t, &k);
   struct ent *e;
 
   if (id >= 0)
     return id;
   if (t->ne >= UINT32_MAX - 1 ||
-      pst_array_reserve((void **)&t->e, &t->cap, t->ne + 1, sizeof(*t->e)))
+      pst__array_reserve((void **)&t->e, &t->cap, t->ne + 1, sizeof(*t->e)))
     return -ENOMEM;
   e = &t->e[t->ne];
   memset(e, 0, sizeof(*e));
   e->name = strdup(k.name);
   e->file = strdup(k.file);
   e->line = k.line;
-  if (!e->name || !e->file || pst_hash_insert(&t->ids, h, (uint32_t)t->ne)) {
+  if (!e->name || !e->file || pst__hash_insert(&t->ids, h, (uint32_t)t->ne)) {
     free(e->name);
     free(e->file);
     return -ENOMEM;
@@ -102,14 +102,15 @@ static int64_t ent_of(struct pst_top *t, const struct pst_frame *f) {
   return (int64_t)t->ne++;
 }
 
-static struct pst_top_thread *thread_of(struct pst_top *t, pid_t pid,
-                                        pid_t tid) {
-  struct pst_top_thread *x;
+static struct pst__top_thread *thread_of(struct pst__top *t, pid_t pid,
+                                         pid_t tid) {
+  struct pst__top_thread *x;
 
   for (size_t i = 0; i < t->nth; i++)
     if (t->th[i].tid == tid && t->th[i].pid == pid)
       return &t->th[i];
-  if (pst_array_reserve((void **)&t->th, &t->thcap, t->nth + 1, sizeof(*t->th)))
+  if (pst__array_reserve((void **)&t->th, &t->thcap, t->nth + 1,
+                         sizeof(*t->th)))
     return NULL;
   x = &t->th[t->nth++];
   memset(x, 0, sizeof(*x));
@@ -119,10 +120,10 @@ static struct pst_top_thread *thread_of(struct pst_top *t, pid_t pid,
   return x;
 }
 
-static int top_sample(void *ctx, const struct pst_sample *s) {
-  struct pst_top *t = ctx;
+static int top_sample(void *ctx, const struct pst__sample *s) {
+  struct pst__top *t = ctx;
   const struct pst_thread *th = s->thread;
-  struct pst_top_thread *x = thread_of(t, s->proc->pid, th->tid);
+  struct pst__top_thread *x = thread_of(t, s->proc->pid, th->tid);
   int counted;
 
   if (!x)
@@ -175,18 +176,18 @@ static int top_sample(void *ctx, const struct pst_sample *s) {
   return 0;
 }
 
-static int top_proc_begin(void *ctx, const struct pst_sample_proc *p,
+static int top_proc_begin(void *ctx, const struct pst__sample_proc *p,
                           void **proc_data) {
-  struct pst_top *t = ctx;
-  struct pst_top_proc *x = NULL;
+  struct pst__top *t = ctx;
+  struct pst__top_proc *x = NULL;
 
   (void)proc_data;
   for (size_t i = 0; i < t->nprocs && !x; i++)
     if (t->procs[i].pid == p->pid)
       x = &t->procs[i]; /* again, after an exec */
   if (!x) {
-    if (pst_array_reserve((void **)&t->procs, &t->proccap, t->nprocs + 1,
-                          sizeof(*t->procs)))
+    if (pst__array_reserve((void **)&t->procs, &t->proccap, t->nprocs + 1,
+                           sizeof(*t->procs)))
       return -ENOMEM;
     x = &t->procs[t->nprocs++];
   }
@@ -202,9 +203,9 @@ static int top_proc_begin(void *ctx, const struct pst_sample_proc *p,
   return 0;
 }
 
-static void top_proc_end(void *ctx, const struct pst_sample_proc *p,
+static void top_proc_end(void *ctx, const struct pst__sample_proc *p,
                          void *proc_data) {
-  struct pst_top *t = ctx;
+  struct pst__top *t = ctx;
 
   (void)proc_data;
   for (size_t i = 0; i < t->nprocs; i++)
@@ -212,21 +213,22 @@ static void top_proc_end(void *ctx, const struct pst_sample_proc *p,
       t->procs[i].ended = 1;
 }
 
-const struct pst_top_proc *pst_top_procs(const struct pst_top *t, size_t *n) {
+const struct pst__top_proc *pst__top_procs(const struct pst__top *t,
+                                           size_t *n) {
   *n = t->nprocs;
   return t->procs;
 }
 
-uint64_t pst_top_gil_samples(const struct pst_top *t) { return t->gil_i; }
+uint64_t pst__top_gil_samples(const struct pst__top *t) { return t->gil_i; }
 
-const struct pst_consumer_ops pst_top_consumer_ops = {
+const struct pst__consumer_ops pst__top_consumer_ops = {
     .name = "top",
     .proc_begin = top_proc_begin,
     .proc_end = top_proc_end,
     .sample = top_sample,
 };
 
-void pst_top_roll(struct pst_top *t) {
+void pst__top_roll(struct pst__top *t) {
   size_t j = 0;
 
   for (size_t i = 0; i < t->ne; i++) {
@@ -248,7 +250,7 @@ void pst_top_roll(struct pst_top *t) {
   /* Threads not seen for a whole interval have ended (or their process
    * has): they leave the pane. */
   for (size_t i = 0; i < t->nth; i++) {
-    struct pst_top_thread *x = &t->th[i];
+    struct pst__top_thread *x = &t->th[i];
     if (!x->active && !x->idle && !x->errors)
       continue;
     x->active_p = x->active;
@@ -259,9 +261,9 @@ void pst_top_roll(struct pst_top *t) {
   t->nth = j;
 }
 
-static enum pst_top_sort sort_by;
+static enum pst__top_sort sort_by;
 
-static uint64_t sort_key(const struct pst_top_row *r) {
+static uint64_t sort_key(const struct pst__top_row *r) {
   switch (sort_by) {
   case PST_TOP_TOTAL:
     return r->total;
@@ -275,7 +277,7 @@ static uint64_t sort_key(const struct pst_top_row *r) {
 }
 
 static int row_cmp(const void *a, const void *b) {
-  const struct pst_top_row *x = a, *y = b;
+  const struct pst__top_row *x = a, *y = b;
   uint64_t kx = sort_key(x), ky = sort_key(y);
   int c;
 
@@ -287,20 +289,20 @@ static int row_cmp(const void *a, const void *b) {
   return c ? c : x->line - y->line;
 }
 
-size_t pst_top_table(struct pst_top *t, enum pst_top_window w,
-                     enum pst_top_sort by, struct pst_top_row *rows, size_t max,
-                     uint64_t *samples) {
+size_t pst__top_table(struct pst__top *t, enum pst__top_window w,
+                      enum pst__top_sort by, struct pst__top_row *rows,
+                      size_t max, uint64_t *samples) {
   size_t n = 0;
 
   *samples = w == PST_TOP_ALL    ? t->samples_a + t->samples_i
              : w == PST_TOP_LAST ? t->samples_p
                                  : t->samples_i;
-  if (pst_array_reserve((void **)&t->rows, &t->rowcap, t->ne + 1,
-                        sizeof(*t->rows)))
+  if (pst__array_reserve((void **)&t->rows, &t->rowcap, t->ne + 1,
+                         sizeof(*t->rows)))
     return 0;
   for (size_t i = 0; i < t->ne; i++) {
     const struct ent *e = &t->e[i];
-    struct pst_top_row *r = &t->rows[n];
+    struct pst__top_row *r = &t->rows[n];
     r->name = e->name;
     r->file = e->file;
     r->line = e->line;
@@ -324,7 +326,7 @@ size_t pst_top_table(struct pst_top *t, enum pst_top_window w,
   return n;
 }
 
-void pst_top_set_filter(struct pst_top *t, pid_t pid, pid_t tid) {
+void pst__top_set_filter(struct pst__top *t, pid_t pid, pid_t tid) {
   if (t->filter_pid == pid && t->filter_tid == tid)
     return;
   t->filter_pid = pid;
@@ -338,19 +340,19 @@ void pst_top_set_filter(struct pst_top *t, pid_t pid, pid_t tid) {
   t->samples_i = t->samples_a = t->samples_p = 0;
 }
 
-size_t pst_top_stack(const struct pst_top *t, const struct pst_top_thread *x,
-                     struct pst_top_frame *out, size_t max) {
+size_t pst__top_stack(const struct pst__top *t, const struct pst__top_thread *x,
+                      struct pst__top_frame *out, size_t max) {
   size_t n = x->nstack < max ? x->nstack : max;
 
   for (size_t i = 0; i < n; i++) {
     const struct ent *e = &t->e[x->stack[i].ent];
-    out[i] = (struct pst_top_frame){e->name, e->file, x->stack[i].line};
+    out[i] = (struct pst__top_frame){e->name, e->file, x->stack[i].line};
   }
   return x->nstack;
 }
 
-const struct pst_top_thread *pst_top_threads(const struct pst_top *t,
-                                             size_t *n) {
+const struct pst__top_thread *pst__top_threads(const struct pst__top *t,
+                                               size_t *n) {
   *n = t->nth;
   return t->th;
 }

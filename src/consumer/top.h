@@ -4,10 +4,10 @@
  *
  * Memory stays bounded by what the targets run: one entry per distinct
  * function (or line) and per thread, each with fixed counters; intervals
- * are rolled by pst_top_roll(), not kept.
- * Ownership: pst_top_new() returns a consumer freed by pst_top_free(); it
+ * are rolled by pst__top_roll(), not kept.
+ * Ownership: pst__top_new() returns a consumer freed by pst__top_free(); it
  * copies every string it keeps (frame strings die at proc_end). Hand it
- * to the engine as {&pst_top_consumer_ops, top}. Not thread-safe: the
+ * to the engine as {&pst__top_consumer_ops, top}. Not thread-safe: the
  * engine's thread only.
  */
 #ifndef PST_CONSUMER_TOP_H
@@ -18,12 +18,12 @@
 
 #include "sampler/sampler.h"
 
-struct pst_top;
+struct pst__top;
 
-extern const struct pst_consumer_ops pst_top_consumer_ops;
+extern const struct pst__consumer_ops pst__top_consumer_ops;
 
 /* One row of the function table. */
-struct pst_top_row {
+struct pst__top_row {
   const char *name, *file;
   int line;            /* 0 when aggregated by function */
   uint64_t own, total; /* samples: on top of the stack, anywhere in it */
@@ -33,7 +33,7 @@ struct pst_top_row {
 #define PST_TOP_STACK_MAX 128 /* frames kept of a thread's last stack */
 
 /* One thread as last seen. */
-struct pst_top_thread {
+struct pst__top_thread {
   pid_t pid, tid;
   char name[64];
   char state;                    /* kernel state letter at its last sample */
@@ -41,7 +41,7 @@ struct pst_top_thread {
   uint64_t active, idle, errors; /* samples in the interval */
   uint64_t active_p, idle_p;     /* in the last whole one */
   const char *top;               /* its innermost function at the last stack */
-  /* Its last stack, read through pst_top_stack(): */
+  /* Its last stack, read through pst__top_stack(): */
   uint64_t stack_ns; /* when it was sampled; 0: never */
   uint32_t nstack;
   int stack_truncated;
@@ -52,13 +52,13 @@ struct pst_top_thread {
 };
 
 /* A frame of a thread's last stack. */
-struct pst_top_frame {
+struct pst__top_frame {
   const char *name, *file;
   int line;
 };
 
 /* A process sampled (or that was, until it ended). */
-struct pst_top_proc {
+struct pst__top_proc {
   pid_t pid;
   char cmdline[96];
   char version[32];                 /* CPython's */
@@ -67,7 +67,7 @@ struct pst_top_proc {
   int free_threaded; /* no GIL */
 };
 
-enum pst_top_sort {
+enum pst__top_sort {
   PST_TOP_OWN = 0,
   PST_TOP_TOTAL,
   PST_TOP_OWN_TIME,
@@ -76,14 +76,14 @@ enum pst_top_sort {
 
 /* by_line: aggregate by (function, line) instead of function. 0 or
  * -ENOMEM. */
-int pst_top_new(int by_line, struct pst_top **out);
-void pst_top_free(struct pst_top *t);
+int pst__top_new(int by_line, struct pst__top **out);
+void pst__top_free(struct pst__top *t);
 
 /* Ends the interval: its counts move into the since-start ones. */
-void pst_top_roll(struct pst_top *t);
+void pst__top_roll(struct pst__top *t);
 
 /* Which counts a table shows. */
-enum pst_top_window {
+enum pst__top_window {
   PST_TOP_INTERVAL = 0, /* the interval in progress */
   PST_TOP_ALL,          /* since the start */
   PST_TOP_LAST,         /* the last whole interval */
@@ -92,31 +92,31 @@ enum pst_top_window {
 /* The table of window w, sorted by by. Writes at most max rows and
  * returns how many there are in all; *samples gets the thread-samples the
  * percentages are of. Row strings live as long as t. */
-size_t pst_top_table(struct pst_top *t, enum pst_top_window w,
-                     enum pst_top_sort by, struct pst_top_row *rows, size_t max,
-                     uint64_t *samples);
+size_t pst__top_table(struct pst__top *t, enum pst__top_window w,
+                      enum pst__top_sort by, struct pst__top_row *rows,
+                      size_t max, uint64_t *samples);
 
 /* The processes seen, in order of appearance: *n of them. */
-const struct pst_top_proc *pst_top_procs(const struct pst_top *t, size_t *n);
+const struct pst__top_proc *pst__top_procs(const struct pst__top *t, size_t *n);
 
 /* Thread-samples of the interval in progress that found the GIL held by
  * the thread sampled (at most one a tick and process). */
-uint64_t pst_top_gil_samples(const struct pst_top *t);
+uint64_t pst__top_gil_samples(const struct pst__top *t);
 
 /* Counts only the samples of thread tid of process pid (tid 0: of any
  * thread of pid; pid 0: of every thread, the default) from now on. The
  * counts so far are dropped when the filter changes: they mixed threads.
  * The thread pane, the GIL and the stacks keep seeing every thread. */
-void pst_top_set_filter(struct pst_top *t, pid_t pid, pid_t tid);
+void pst__top_set_filter(struct pst__top *t, pid_t pid, pid_t tid);
 
-/* The last stack sampled of thread x (one of pst_top_threads()),
+/* The last stack sampled of thread x (one of pst__top_threads()),
  * innermost frame first: writes at most max frames and returns how many
  * it has. Strings live as long as t. */
-size_t pst_top_stack(const struct pst_top *t, const struct pst_top_thread *x,
-                     struct pst_top_frame *out, size_t max);
+size_t pst__top_stack(const struct pst__top *t, const struct pst__top_thread *x,
+                      struct pst__top_frame *out, size_t max);
 
 /* The threads seen (live ones, in order of appearance): *n of them. */
-const struct pst_top_thread *pst_top_threads(const struct pst_top *t,
-                                             size_t *n);
+const struct pst__top_thread *pst__top_threads(const struct pst__top *t,
+                                               size_t *n);
 
 #endif

@@ -9,8 +9,8 @@
 
 /* A profile being filled, with the record consumer that fills it. */
 struct slot {
-  struct pst_profile *prof;
-  struct pst_record_consumer *rc;
+  struct pst__profile *prof;
+  struct pst__record_consumer *rc;
   uint64_t t0_ns;   /* engine time at its start: samples are rebased */
   uint64_t from_ns; /* wall clock at its start */
   int users;        /* processes feeding it */
@@ -19,14 +19,14 @@ struct slot {
 /* A process being sampled: which slot it feeds, and the record
  * consumer's data for it. */
 struct wproc {
-  const struct pst_sample_proc *p;
+  const struct pst__sample_proc *p;
   struct slot *slot;
   void *rec;
 };
 
-struct pst_window_consumer {
-  struct pst_window_opts o;
-  struct pst_window_stats st;
+struct pst__window_consumer {
+  struct pst__window_opts o;
+  struct pst__window_stats st;
   struct slot *shared; /* one for all, when not per process */
   struct wproc **procs;
   size_t nprocs;
@@ -37,37 +37,37 @@ struct pst_window_consumer {
 static void slot_drop(struct slot *s) {
   if (!s)
     return;
-  pst_record_consumer_free(s->rc);
-  pst_profile_free(s->prof);
+  pst__record_consumer_free(s->rc);
+  pst__profile_free(s->prof);
   s->rc = NULL;
   s->prof = NULL;
 }
 
 /* A new profile in s. 0 or -ENOMEM. */
-static int slot_fill(struct pst_window_consumer *c, struct slot *s) {
-  s->prof = pst_profile_new(c->o.period_ns);
+static int slot_fill(struct pst__window_consumer *c, struct slot *s) {
+  s->prof = pst__profile_new(c->o.period_ns);
   if (s->prof)
-    pst_profile_set_cpu(s->prof, c->o.cpu);
-  if (!s->prof || pst_record_consumer_new(s->prof, &c->o.view, &s->rc)) {
+    pst__profile_set_cpu(s->prof, c->o.cpu);
+  if (!s->prof || pst__record_consumer_new(s->prof, &c->o.view, &s->rc)) {
     slot_drop(s);
     return -ENOMEM;
   }
   s->t0_ns = c->now_t;
-  s->from_ns = pst_profile_start_unix_ns(s->prof);
+  s->from_ns = pst__profile_start_unix_ns(s->prof);
   return 0;
 }
 
 /* Emits s's profile when it has samples (proc: its process, or NULL). */
-static void slot_emit(struct pst_window_consumer *c, struct slot *s,
-                      const struct pst_sample_proc *proc) {
-  struct pst_window_span span;
+static void slot_emit(struct pst__window_consumer *c, struct slot *s,
+                      const struct pst__sample_proc *proc) {
+  struct pst__window_span span;
 
-  if (!s->prof || !pst_profile_samples(s->prof))
+  if (!s->prof || !pst__profile_samples(s->prof))
     return;
-  span = (struct pst_window_span){.from_unix_ns = s->from_ns,
-                                  .until_unix_ns = pst_wall_ns(),
-                                  .proc = proc,
-                                  .samples = pst_profile_samples(s->prof)};
+  span = (struct pst__window_span){.from_unix_ns = s->from_ns,
+                                   .until_unix_ns = pst__wall_ns(),
+                                   .proc = proc,
+                                   .samples = pst__profile_samples(s->prof)};
   if (c->o.emit(c->o.arg, s->prof, &span) < 0) {
     c->st.emit_errors++;
     return;
@@ -79,13 +79,13 @@ static void slot_emit(struct pst_window_consumer *c, struct slot *s,
 /* Ends slot s's window: emits it, and starts the next with every process
  * that feeds it registered again. A process that cannot be (ENOMEM) loses
  * its samples until the next window. */
-static void slot_roll(struct pst_window_consumer *c, struct slot *s,
-                      const struct pst_sample_proc *proc) {
+static void slot_roll(struct pst__window_consumer *c, struct slot *s,
+                      const struct pst__sample_proc *proc) {
   slot_emit(c, s, proc);
   for (size_t i = 0; i < c->nprocs; i++) {
     struct wproc *w = c->procs[i];
     if (w->slot == s && w->rec)
-      pst_record_consumer_ops.proc_end(s->rc, w->p, w->rec);
+      pst__record_consumer_ops.proc_end(s->rc, w->p, w->rec);
     if (w->slot == s)
       w->rec = NULL;
   }
@@ -95,14 +95,14 @@ static void slot_roll(struct pst_window_consumer *c, struct slot *s,
   for (size_t i = 0; i < c->nprocs; i++) {
     struct wproc *w = c->procs[i];
     if (w->slot == s &&
-        pst_record_consumer_ops.proc_begin(s->rc, w->p, &w->rec) < 0)
+        pst__record_consumer_ops.proc_begin(s->rc, w->p, &w->rec) < 0)
       w->rec = NULL;
   }
 }
 
-int pst_window_consumer_new(const struct pst_window_opts *o,
-                            struct pst_window_consumer **out) {
-  struct pst_window_consumer *c;
+int pst__window_consumer_new(const struct pst__window_opts *o,
+                             struct pst__window_consumer **out) {
+  struct pst__window_consumer *c;
 
   if (!o->window_ns || !o->emit)
     return -EINVAL;
@@ -115,18 +115,18 @@ int pst_window_consumer_new(const struct pst_window_opts *o,
   return 0;
 }
 
-void pst_window_consumer_stats(const struct pst_window_consumer *c,
-                               struct pst_window_stats *st) {
+void pst__window_consumer_stats(const struct pst__window_consumer *c,
+                                struct pst__window_stats *st) {
   *st = c->st;
 }
 
-void pst_window_consumer_free(struct pst_window_consumer *c) {
+void pst__window_consumer_free(struct pst__window_consumer *c) {
   if (!c)
     return;
   for (size_t i = 0; i < c->nprocs; i++) {
     struct wproc *w = c->procs[i];
     if (w->rec && w->slot->rc)
-      pst_record_consumer_ops.proc_end(w->slot->rc, w->p, w->rec);
+      pst__record_consumer_ops.proc_end(w->slot->rc, w->p, w->rec);
     if (w->slot != c->shared) {
       slot_drop(w->slot);
       free(w->slot);
@@ -139,8 +139,9 @@ void pst_window_consumer_free(struct pst_window_consumer *c) {
   free(c);
 }
 
-static int proc_begin(void *ctx, const struct pst_sample_proc *p, void **data) {
-  struct pst_window_consumer *c = ctx;
+static int proc_begin(void *ctx, const struct pst__sample_proc *p,
+                      void **data) {
+  struct pst__window_consumer *c = ctx;
   struct wproc *w, **np;
   struct slot *s;
 
@@ -167,7 +168,7 @@ static int proc_begin(void *ctx, const struct pst_sample_proc *p, void **data) {
   }
   w->p = p;
   w->slot = s;
-  if (pst_record_consumer_ops.proc_begin(s->rc, p, &w->rec) < 0) {
+  if (pst__record_consumer_ops.proc_begin(s->rc, p, &w->rec) < 0) {
     if (c->o.per_process) {
       slot_drop(s);
       free(s);
@@ -181,8 +182,8 @@ static int proc_begin(void *ctx, const struct pst_sample_proc *p, void **data) {
   return 0;
 }
 
-static void proc_end(void *ctx, const struct pst_sample_proc *p, void *data) {
-  struct pst_window_consumer *c = ctx;
+static void proc_end(void *ctx, const struct pst__sample_proc *p, void *data) {
+  struct pst__window_consumer *c = ctx;
   struct wproc *w = data;
   struct slot *s = w->slot;
 
@@ -191,7 +192,7 @@ static void proc_end(void *ctx, const struct pst_sample_proc *p, void *data) {
   if (c->o.per_process || s->users == 1)
     slot_emit(c, s, c->o.per_process ? p : NULL);
   if (w->rec)
-    pst_record_consumer_ops.proc_end(s->rc, p, w->rec);
+    pst__record_consumer_ops.proc_end(s->rc, p, w->rec);
   for (size_t i = 0; i < c->nprocs; i++)
     if (c->procs[i] == w) {
       c->procs[i] = c->procs[--c->nprocs];
@@ -207,9 +208,9 @@ static void proc_end(void *ctx, const struct pst_sample_proc *p, void *data) {
   free(w);
 }
 
-static int sample(void *ctx, const struct pst_sample *s) {
+static int sample(void *ctx, const struct pst__sample *s) {
   struct wproc *w = s->proc_data;
-  struct pst_sample rebased;
+  struct pst__sample rebased;
 
   (void)ctx;
   if (!w->rec)
@@ -217,11 +218,11 @@ static int sample(void *ctx, const struct pst_sample *s) {
   rebased = *s;
   rebased.proc_data = w->rec;
   rebased.t_ns = s->t_ns > w->slot->t0_ns ? s->t_ns - w->slot->t0_ns : 0;
-  return pst_record_consumer_ops.sample(w->slot->rc, &rebased);
+  return pst__record_consumer_ops.sample(w->slot->rc, &rebased);
 }
 
-static int tick(void *ctx, uint64_t t_ns, const struct pst_sampler_stats *st) {
-  struct pst_window_consumer *c = ctx;
+static int tick(void *ctx, uint64_t t_ns, const struct pst__sampler_stats *st) {
+  struct pst__window_consumer *c = ctx;
 
   (void)st;
   c->now_t = t_ns;
@@ -241,7 +242,7 @@ static int tick(void *ctx, uint64_t t_ns, const struct pst_sampler_stats *st) {
   return 0;
 }
 
-const struct pst_consumer_ops pst_window_consumer_ops = {
+const struct pst__consumer_ops pst__window_consumer_ops = {
     .name = "window",
     .proc_begin = proc_begin,
     .proc_end = proc_end,

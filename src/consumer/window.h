@@ -13,11 +13,11 @@
  * Threading: runs on the engine's thread, like every consumer; emit is
  * called there too and must not block for long (serialize, then hand the
  * bytes to another thread).
- * Ownership: pst_window_consumer_new() copies the options; the profile
+ * Ownership: pst__window_consumer_new() copies the options; the profile
  * given to emit is borrowed for the call and freed after it (the window
  * consumer owns every profile). Hand the consumer to the engine as
- * {&pst_window_consumer_ops, consumer}; after pst_sampler_run() returns,
- * pst_window_consumer_free() emits nothing more (the engine's proc_end of
+ * {&pst__window_consumer_ops, consumer}; after pst__sampler_run() returns,
+ * pst__window_consumer_free() emits nothing more (the engine's proc_end of
  * every process has emitted the last windows).
  */
 #ifndef PST_CONSUMER_WINDOW_H
@@ -29,42 +29,42 @@
 #include "profile/profile.h"
 #include "sampler/sampler.h"
 
-struct pst_window_span {
+struct pst__window_span {
   uint64_t from_unix_ns, until_unix_ns; /* the window's bounds, wall clock */
-  const struct pst_sample_proc *proc;   /* per-process grouping: its process;
+  const struct pst__sample_proc *proc;  /* per-process grouping: its process;
                                          NULL when all are in one */
   uint64_t samples;                     /* in the profile */
 };
 
 /* 0, or -errno (counted in the consumer's emit_errors). */
-typedef int (*pst_window_emit_fn)(void *arg, const struct pst_profile *prof,
-                                  const struct pst_window_span *span);
+typedef int (*pst__window_emit_fn)(void *arg, const struct pst__profile *prof,
+                                   const struct pst__window_span *span);
 
-struct pst_window_opts {
+struct pst__window_opts {
   uint64_t window_ns;
   uint64_t period_ns; /* the sampling period, for the profiles */
-  int cpu;            /* their weights are CPU time (pst_profile_set_cpu) */
+  int cpu;            /* their weights are CPU time (pst__profile_set_cpu) */
   int per_process;    /* a profile per process, else one for all */
-  struct pst_record_view view;
-  pst_window_emit_fn emit;
+  struct pst__record_view view;
+  pst__window_emit_fn emit;
   void *arg;
 };
 
-struct pst_window_stats {
+struct pst__window_stats {
   uint64_t windows;     /* profiles emitted */
   uint64_t samples;     /* samples in them */
   uint64_t emit_errors; /* emits that failed */
 };
 
-struct pst_window_consumer;
+struct pst__window_consumer;
 
-extern const struct pst_consumer_ops pst_window_consumer_ops;
+extern const struct pst__consumer_ops pst__window_consumer_ops;
 
 /* 0 and *out, or -ENOMEM / -EINVAL (window_ns or emit missing). */
-int pst_window_consumer_new(const struct pst_window_opts *o,
-                            struct pst_window_consumer **out);
-void pst_window_consumer_stats(const struct pst_window_consumer *c,
-                               struct pst_window_stats *st);
-void pst_window_consumer_free(struct pst_window_consumer *c);
+int pst__window_consumer_new(const struct pst__window_opts *o,
+                             struct pst__window_consumer **out);
+void pst__window_consumer_stats(const struct pst__window_consumer *c,
+                                struct pst__window_stats *st);
+void pst__window_consumer_free(struct pst__window_consumer *c);
 
 #endif

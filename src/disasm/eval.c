@@ -11,54 +11,54 @@
 
 /* ---- Values -------------------------------------------------------------- */
 
-struct pst_dx_val pst_dx_unknown(void) {
-  struct pst_dx_val v = {0};
+struct pst__dx_val pst__dx_unknown(void) {
+  struct pst__dx_val v = {0};
   return v;
 }
 
-struct pst_dx_val pst_dx_const(uint64_t c) {
-  struct pst_dx_val v = {.known = 1, .c = c};
+struct pst__dx_val pst__dx_const(uint64_t c) {
+  struct pst__dx_val v = {.known = 1, .c = c};
   return v;
 }
 
-struct pst_dx_val pst_dx_key(void) {
-  struct pst_dx_val v = {.known = 1, .key = 1};
+struct pst__dx_val pst__dx_key(void) {
+  struct pst__dx_val v = {.known = 1, .key = 1};
   return v;
 }
 
-struct pst_dx_val pst_dx_tp(void) {
-  struct pst_dx_val v = {.known = 1, .tp = 1};
+struct pst__dx_val pst__dx_tp(void) {
+  struct pst__dx_val v = {.known = 1, .tp = 1};
   return v;
 }
 
 /* Whether v has no term but (possibly) the constant. */
-static int no_terms(const struct pst_dx_val *v) {
+static int no_terms(const struct pst__dx_val *v) {
   return v->key == 0 && v->tp == 0 && v->hi == 0 && v->lo == 0 && v->load == 0;
 }
 
-int pst_dx_is_const(const struct pst_dx_val *v) {
+int pst__dx_is_const(const struct pst__dx_val *v) {
   return v->known && no_terms(v);
 }
 
-int pst_dx_is_key(const struct pst_dx_val *v) {
-  struct pst_dx_val rest = *v;
+int pst__dx_is_key(const struct pst__dx_val *v) {
+  struct pst__dx_val rest = *v;
 
   rest.key = 0;
   return v->known && v->key == 1 && v->c == 0 && no_terms(&rest);
 }
 
 /* Whether v is exactly KEY >> split (want_hi) or KEY & mask (!want_hi). */
-static int is_split(const struct pst_dx_val *v, int want_hi) {
-  struct pst_dx_val rest = *v;
+static int is_split(const struct pst__dx_val *v, int want_hi) {
+  struct pst__dx_val rest = *v;
 
   rest.hi = rest.lo = 0;
   return v->known && v->c == 0 && no_terms(&rest) &&
          (want_hi ? v->hi == 1 && v->lo == 0 : v->lo == 1 && v->hi == 0);
 }
 
-const struct pst_dx_load *pst_dx_pure_load(const struct pst_dx_eval *ev,
-                                           const struct pst_dx_val *v) {
-  struct pst_dx_val rest = *v;
+const struct pst__dx_load *pst__dx_pure_load(const struct pst__dx_eval *ev,
+                                             const struct pst__dx_val *v) {
+  struct pst__dx_val rest = *v;
 
   rest.load = 0;
   if (!v->known || v->load == 0 || v->c != 0 || !no_terms(&rest))
@@ -68,8 +68,8 @@ const struct pst_dx_load *pst_dx_pure_load(const struct pst_dx_eval *ev,
 
 /* ---- Arithmetic ---------------------------------------------------------- */
 
-int pst_dx_resolve(struct pst_dx_eval *ev, struct pst_dx_val *v) {
-  struct pst_dx_load *l;
+int pst__dx_resolve(struct pst__dx_eval *ev, struct pst__dx_val *v) {
+  struct pst__dx_load *l;
   int err;
 
   if (v->load == 0)
@@ -78,7 +78,7 @@ int pst_dx_resolve(struct pst_dx_eval *ev, struct pst_dx_val *v) {
   if (l->state == 0) {
     /* Memoised, so that the caller's read64 sees each slot once. */
     l->state = -1;
-    if (ev->read64 != NULL && l->size == 8 && pst_dx_is_const(&l->addr)) {
+    if (ev->read64 != NULL && l->size == 8 && pst__dx_is_const(&l->addr)) {
       err = ev->read64(ev->arg, l->addr.c, &l->value);
       if (err == 0)
         l->state = 1;
@@ -94,18 +94,18 @@ int pst_dx_resolve(struct pst_dx_eval *ev, struct pst_dx_val *v) {
   return 1;
 }
 
-struct pst_dx_val pst_dx_add(struct pst_dx_eval *ev, struct pst_dx_val a,
-                             struct pst_dx_val b) {
-  struct pst_dx_val r;
+struct pst__dx_val pst__dx_add(struct pst__dx_eval *ev, struct pst__dx_val a,
+                               struct pst__dx_val b) {
+  struct pst__dx_val r;
 
   if (!a.known || !b.known)
-    return pst_dx_unknown();
+    return pst__dx_unknown();
   /* Two loaded terms do not fit; a GOT pointer among them can be folded. */
   if (a.load && b.load) {
-    pst_dx_resolve(ev, &a);
-    pst_dx_resolve(ev, &b);
+    pst__dx_resolve(ev, &a);
+    pst__dx_resolve(ev, &b);
     if (a.load && b.load)
-      return pst_dx_unknown();
+      return pst__dx_unknown();
   }
   r.known = 1;
   r.got = a.got | b.got;
@@ -118,15 +118,15 @@ struct pst_dx_val pst_dx_add(struct pst_dx_eval *ev, struct pst_dx_val a,
   return r;
 }
 
-struct pst_dx_val pst_dx_mul(struct pst_dx_eval *ev, struct pst_dx_val a,
-                             uint64_t k) {
+struct pst__dx_val pst__dx_mul(struct pst__dx_eval *ev, struct pst__dx_val a,
+                               uint64_t k) {
   if (k == 0)
-    return pst_dx_const(0);
+    return pst__dx_const(0);
   if (!a.known || k == 1)
     return a;
   /* A loaded term is kept with coefficient 1 only. */
-  if (!pst_dx_resolve(ev, &a))
-    return pst_dx_unknown();
+  if (!pst__dx_resolve(ev, &a))
+    return pst__dx_unknown();
   a.c *= k;
   a.key *= k;
   a.tp *= k;
@@ -135,96 +135,96 @@ struct pst_dx_val pst_dx_mul(struct pst_dx_eval *ev, struct pst_dx_val a,
   return a;
 }
 
-struct pst_dx_val pst_dx_shl(struct pst_dx_eval *ev, struct pst_dx_val a,
-                             unsigned n) {
-  return n < 64 ? pst_dx_mul(ev, a, (uint64_t)1 << n) : pst_dx_const(0);
+struct pst__dx_val pst__dx_shl(struct pst__dx_eval *ev, struct pst__dx_val a,
+                               unsigned n) {
+  return n < 64 ? pst__dx_mul(ev, a, (uint64_t)1 << n) : pst__dx_const(0);
 }
 
 /* Sets the width of the hi/lo split of KEY, which must be the same for every
  * shift and mask on the path (glibc splits at 5: 32 keys per block). */
-static int use_split(struct pst_dx_eval *ev, unsigned n) {
+static int use_split(struct pst__dx_eval *ev, unsigned n) {
   if (n == 0 || n >= 32 || (ev->split != 0 && ev->split != n))
     return 0;
   ev->split = n;
   return 1;
 }
 
-struct pst_dx_val pst_dx_shr(struct pst_dx_eval *ev, struct pst_dx_val a,
-                             unsigned n) {
-  struct pst_dx_val r = {.known = 1, .hi = 1};
+struct pst__dx_val pst__dx_shr(struct pst__dx_eval *ev, struct pst__dx_val a,
+                               unsigned n) {
+  struct pst__dx_val r = {.known = 1, .hi = 1};
 
   if (n == 0)
     return a;
-  if (pst_dx_is_const(&a))
-    return pst_dx_const(n < 64 ? a.c >> n : 0);
-  if (pst_dx_is_key(&a) && use_split(ev, n))
+  if (pst__dx_is_const(&a))
+    return pst__dx_const(n < 64 ? a.c >> n : 0);
+  if (pst__dx_is_key(&a) && use_split(ev, n))
     return r;
-  return pst_dx_unknown();
+  return pst__dx_unknown();
 }
 
-struct pst_dx_val pst_dx_and(struct pst_dx_eval *ev, struct pst_dx_val a,
-                             uint64_t mask) {
-  struct pst_dx_val r = {.known = 1, .lo = 1};
+struct pst__dx_val pst__dx_and(struct pst__dx_eval *ev, struct pst__dx_val a,
+                               uint64_t mask) {
+  struct pst__dx_val r = {.known = 1, .lo = 1};
   unsigned bits;
 
   if (mask == 0)
-    return pst_dx_const(0);
-  if (pst_dx_is_const(&a))
-    return pst_dx_const(a.c & mask);
+    return pst__dx_const(0);
+  if (pst__dx_is_const(&a))
+    return pst__dx_const(a.c & mask);
   /* Only low-bit masks 2^bits - 1 say something about KEY. */
   if (!a.known || (mask & (mask + 1)) != 0)
-    return pst_dx_unknown();
+    return pst__dx_unknown();
   bits = (unsigned)__builtin_popcountll(mask);
   /* A mask of 32 bits or more keeps what fits in 32 bits whole: KEY (a
    * pthread_key_t), KEY >> split, a 32-bit load. */
   if (bits == 64)
     return a;
   if (bits >= 32)
-    return pst_dx_trunc32(ev, a);
-  if (pst_dx_is_key(&a))
-    return use_split(ev, bits) ? r : pst_dx_unknown();
+    return pst__dx_trunc32(ev, a);
+  if (pst__dx_is_key(&a))
+    return use_split(ev, bits) ? r : pst__dx_unknown();
   /* KEY & (2^split - 1) has split bits, KEY >> split 32 - split. */
   if (is_split(&a, 1) && bits >= 32 - ev->split)
     return a;
   if (is_split(&a, 0) && bits >= ev->split)
     return a;
-  return pst_dx_unknown();
+  return pst__dx_unknown();
 }
 
-struct pst_dx_val pst_dx_trunc32(const struct pst_dx_eval *ev,
-                                 struct pst_dx_val a) {
+struct pst__dx_val pst__dx_trunc32(const struct pst__dx_eval *ev,
+                                   struct pst__dx_val a) {
   if (!a.known)
     return a;
-  if (pst_dx_is_const(&a))
-    return pst_dx_const((uint32_t)a.c);
+  if (pst__dx_is_const(&a))
+    return pst__dx_const((uint32_t)a.c);
   /* The thread pointer and 8-byte loads (pointers) do not fit in 32 bits. */
   if (a.tp != 0 || (a.load && ev->loads[a.load - 1].size > 4))
-    return pst_dx_unknown();
+    return pst__dx_unknown();
   /* What is left is KEY arithmetic or a 32-bit load plus small constants:
    * offsets a libc computes from a key below 1024, which do not wrap. */
   return a;
 }
 
-struct pst_dx_val pst_dx_sext(const struct pst_dx_eval *ev, struct pst_dx_val a,
-                              int bytes) {
+struct pst__dx_val pst__dx_sext(const struct pst__dx_eval *ev,
+                                struct pst__dx_val a, int bytes) {
   unsigned sh = 64 - 8 * (unsigned)bytes;
 
-  if (pst_dx_is_const(&a))
-    return pst_dx_const((uint64_t)((int64_t)(a.c << sh) >> sh));
+  if (pst__dx_is_const(&a))
+    return pst__dx_const((uint64_t)((int64_t)(a.c << sh) >> sh));
   /* A key or an int read from memory is non-negative and stays as it is;
    * narrower values are not tracked. */
-  return bytes == 4 ? pst_dx_trunc32(ev, a) : pst_dx_unknown();
+  return bytes == 4 ? pst__dx_trunc32(ev, a) : pst__dx_unknown();
 }
 
-struct pst_dx_val pst_dx_load(struct pst_dx_eval *ev, struct pst_dx_val addr,
-                              int size) {
-  struct pst_dx_val v = {.known = 1};
-  struct pst_dx_load *l;
+struct pst__dx_val pst__dx_load(struct pst__dx_eval *ev,
+                                struct pst__dx_val addr, int size) {
+  struct pst__dx_val v = {.known = 1};
+  struct pst__dx_load *l;
 
   if (!addr.known || ev->nloads == PST_DX_NLOADS)
-    return pst_dx_unknown();
+    return pst__dx_unknown();
   /* Dereferencing a loaded pointer: it was a GOT slot if read64 knows it. */
-  pst_dx_resolve(ev, &addr);
+  pst__dx_resolve(ev, &addr);
   l = &ev->loads[ev->nloads++];
   l->addr = addr;
   l->size = size;
@@ -237,7 +237,7 @@ struct pst_dx_val pst_dx_load(struct pst_dx_eval *ev, struct pst_dx_val addr,
 /* ---- Branch decisions ---------------------------------------------------- */
 
 /* Whether cc holds for x compared with y (as unsigned uy, signed sy). */
-static int holds(enum pst_dx_cc cc, uint64_t x, uint64_t uy, int64_t sy) {
+static int holds(enum pst__dx_cc cc, uint64_t x, uint64_t uy, int64_t sy) {
   int64_t sx = (int64_t)x; /* keys are far below 2^63 */
 
   switch (cc) {
@@ -268,8 +268,8 @@ static int holds(enum pst_dx_cc cc, uint64_t x, uint64_t uy, int64_t sy) {
 }
 
 /* KEY against the constant rhs, for every KEY of the range. */
-static int decide_key(const struct pst_dx_eval *ev, uint64_t rhs, int bits,
-                      enum pst_dx_cc cc) {
+static int decide_key(const struct pst__dx_eval *ev, uint64_t rhs, int bits,
+                      enum pst__dx_cc cc) {
   uint64_t uy = bits == 32 ? (uint32_t)rhs : rhs;
   int64_t sy = bits == 32 ? (int32_t)rhs : (int64_t)rhs;
   int at_min, at_max;
@@ -286,7 +286,7 @@ static int decide_key(const struct pst_dx_eval *ev, uint64_t rhs, int bits,
 }
 
 /* A value known only to be non-zero, against 0. Signed order is unknown. */
-static int decide_nonzero(enum pst_dx_cc cc) {
+static int decide_nonzero(enum pst__dx_cc cc) {
   switch (cc) {
   case PST_DX_CC_NE:
   case PST_DX_CC_UGT:
@@ -302,7 +302,7 @@ static int decide_nonzero(enum pst_dx_cc cc) {
 }
 
 /* Two equal values. */
-static int decide_equal(enum pst_dx_cc cc) {
+static int decide_equal(enum pst__dx_cc cc) {
   switch (cc) {
   case PST_DX_CC_EQ:
   case PST_DX_CC_UGE:
@@ -317,13 +317,14 @@ static int decide_equal(enum pst_dx_cc cc) {
   }
 }
 
-int pst_dx_decide(const struct pst_dx_eval *ev, const struct pst_dx_val *lhs,
-                  const struct pst_dx_val *rhs, int bits, enum pst_dx_cc cc) {
+int pst__dx_decide(const struct pst__dx_eval *ev, const struct pst__dx_val *lhs,
+                   const struct pst__dx_val *rhs, int bits,
+                   enum pst__dx_cc cc) {
   if (cc == PST_DX_CC_NONE || !lhs->known || !rhs->known)
     return -1;
-  if (pst_dx_is_key(lhs) && pst_dx_is_const(rhs))
+  if (pst__dx_is_key(lhs) && pst__dx_is_const(rhs))
     return decide_key(ev, rhs->c, bits, cc);
-  if (lhs->load != 0 && pst_dx_is_const(rhs) && rhs->c == 0)
+  if (lhs->load != 0 && pst__dx_is_const(rhs) && rhs->c == 0)
     return decide_nonzero(cc);
   if (lhs->load != 0 && rhs->load != 0)
     return decide_equal(cc);
@@ -332,7 +333,7 @@ int pst_dx_decide(const struct pst_dx_eval *ev, const struct pst_dx_val *lhs,
 
 /* ---- Walking a path ------------------------------------------------------ */
 
-void pst_dx_why(char *why, size_t why_len, const char *fmt, ...) {
+void pst__dx_why(char *why, size_t why_len, const char *fmt, ...) {
   va_list ap;
 
   if (why == NULL || why_len == 0)
@@ -342,8 +343,8 @@ void pst_dx_why(char *why, size_t why_len, const char *fmt, ...) {
   va_end(ap);
 }
 
-void pst_dx_init(struct pst_dx_eval *ev, const struct pst_disasm_ops *ops,
-                 pst_disasm_read64_fn read64, void *arg) {
+void pst__dx_init(struct pst__dx_eval *ev, const struct pst__disasm_ops *ops,
+                  pst__disasm_read64_fn read64, void *arg) {
   memset(ev, 0, sizeof(*ev));
   ev->ops = ops;
   ev->key_min = 0;
@@ -354,7 +355,7 @@ void pst_dx_init(struct pst_dx_eval *ev, const struct pst_disasm_ops *ops,
 
 /* Opens a capstone handle in detail mode for ops' arch; on failure nothing
  * is left open. */
-static int open_cs(const struct pst_disasm_ops *ops, csh *h, char *why,
+static int open_cs(const struct pst__disasm_ops *ops, csh *h, char *why,
                    size_t why_len) {
   cs_err cerr;
 
@@ -366,7 +367,7 @@ static int open_cs(const struct pst_disasm_ops *ops, csh *h, char *why,
   }
   if (cerr == CS_ERR_OK)
     return 0;
-  pst_dx_why(why, why_len, "capstone (%s): %s", ops->name, cs_strerror(cerr));
+  pst__dx_why(why, why_len, "capstone (%s): %s", ops->name, cs_strerror(cerr));
   if (cerr == CS_ERR_MEM)
     return -ENOMEM;
   /* A capstone built without this arch. */
@@ -383,7 +384,7 @@ struct cursor {
 };
 
 /* Moves cur to target, which must lie inside the code. */
-static int seek(const struct pst_dx_code *code, uint64_t target,
+static int seek(const struct pst__dx_code *code, uint64_t target,
                 struct cursor *cur) {
   if (target < code->addr || target - code->addr >= code->len)
     return -EINVAL;
@@ -393,14 +394,14 @@ static int seek(const struct pst_dx_code *code, uint64_t target,
   return 0;
 }
 
-static const char *until_name(enum pst_dx_until until) {
+static const char *until_name(enum pst__dx_until until) {
   return until == PST_DX_UNTIL_RET ? "ret" : "call or jmp";
 }
 
 /* Decides what the path does after insn, whose effect is flow: 1 to stop
  * there, 0 to go on at *cur, or -EINVAL with why set. */
-static int follow(const struct pst_dx_code *code, enum pst_dx_until until,
-                  const cs_insn *insn, const struct pst_dx_flow *flow,
+static int follow(const struct pst__dx_code *code, enum pst__dx_until until,
+                  const cs_insn *insn, const struct pst__dx_flow *flow,
                   struct cursor *cur, char *why, size_t why_len) {
   int stop_here;
 
@@ -413,8 +414,8 @@ static int follow(const struct pst_dx_code *code, enum pst_dx_until until,
     if (until == PST_DX_UNTIL_BRANCH)
       return 1;
     if (!flow->has_target) {
-      pst_dx_why(why, why_len, "indirect %s at 0x%" PRIx64, insn->mnemonic,
-                 insn->address);
+      pst__dx_why(why, why_len, "indirect %s at 0x%" PRIx64, insn->mnemonic,
+                  insn->address);
       return -EINVAL;
     }
     break;
@@ -423,19 +424,19 @@ static int follow(const struct pst_dx_code *code, enum pst_dx_until until,
     stop_here = (flow->kind == PST_DX_RET) == (until == PST_DX_UNTIL_RET);
     if (stop_here)
       return 1;
-    pst_dx_why(why, why_len, "%s at 0x%" PRIx64 " before any %s",
-               insn->mnemonic, insn->address, until_name(until));
+    pst__dx_why(why, why_len, "%s at 0x%" PRIx64 " before any %s",
+                insn->mnemonic, insn->address, until_name(until));
     return -EINVAL;
   case PST_DX_TRAP:
-    pst_dx_why(why, why_len, "%s at 0x%" PRIx64 " ends the path",
-               insn->mnemonic, insn->address);
+    pst__dx_why(why, why_len, "%s at 0x%" PRIx64 " ends the path",
+                insn->mnemonic, insn->address);
     return -EINVAL;
   }
   if (seek(code, flow->target, cur) != 0) {
-    pst_dx_why(why, why_len,
-               "%s at 0x%" PRIx64 " leaves the code for 0x%" PRIx64
-               " before any %s",
-               insn->mnemonic, insn->address, flow->target, until_name(until));
+    pst__dx_why(why, why_len,
+                "%s at 0x%" PRIx64 " leaves the code for 0x%" PRIx64
+                " before any %s",
+                insn->mnemonic, insn->address, flow->target, until_name(until));
     return -EINVAL;
   }
   return 0;
@@ -443,19 +444,19 @@ static int follow(const struct pst_dx_code *code, enum pst_dx_until until,
 
 /* Decodes and applies the instruction at cur: 1 to stop, 0 to go on, or a
  * negative errno with why set. */
-static int one_step(struct pst_dx_eval *ev, const struct pst_dx_code *code,
-                    enum pst_dx_until until, csh h, cs_insn *insn,
-                    struct cursor *cur, struct pst_dx_flow *flow, char *why,
+static int one_step(struct pst__dx_eval *ev, const struct pst__dx_code *code,
+                    enum pst__dx_until until, csh h, cs_insn *insn,
+                    struct cursor *cur, struct pst__dx_flow *flow, char *why,
                     size_t why_len) {
   if (cur->left == 0) {
-    pst_dx_why(why, why_len,
-               "EOF: the %zu bytes at 0x%" PRIx64 " end before any %s",
-               code->len, code->addr, until_name(until));
+    pst__dx_why(why, why_len,
+                "EOF: the %zu bytes at 0x%" PRIx64 " end before any %s",
+                code->len, code->addr, until_name(until));
     return -EINVAL;
   }
   if (!cs_disasm_iter(h, &cur->p, &cur->left, &cur->pc, insn)) {
-    pst_dx_why(why, why_len, "invalid or truncated instruction at 0x%" PRIx64,
-               cur->pc);
+    pst__dx_why(why, why_len, "invalid or truncated instruction at 0x%" PRIx64,
+                cur->pc);
     return -EINVAL;
   }
   flow->kind = PST_DX_NEXT;
@@ -465,11 +466,11 @@ static int one_step(struct pst_dx_eval *ev, const struct pst_dx_code *code,
   return follow(code, until, insn, flow, cur, why, why_len);
 }
 
-int pst_dx_run(struct pst_dx_eval *ev, const struct pst_dx_code *code,
-               enum pst_dx_until until, struct pst_dx_stop *stop, char *why,
-               size_t why_len) {
+int pst__dx_run(struct pst__dx_eval *ev, const struct pst__dx_code *code,
+                enum pst__dx_until until, struct pst__dx_stop *stop, char *why,
+                size_t why_len) {
   struct cursor cur = {code->bytes, code->len, code->addr};
-  struct pst_dx_flow flow;
+  struct pst__dx_flow flow;
   cs_insn *insn = NULL;
   unsigned steps;
   csh h;
@@ -491,8 +492,8 @@ int pst_dx_run(struct pst_dx_eval *ev, const struct pst_dx_code *code,
       break;
   }
   if (steps == PST_DX_MAX_STEPS) {
-    pst_dx_why(why, why_len, "no %s within %d instructions (a loop?)",
-               until_name(until), PST_DX_MAX_STEPS);
+    pst__dx_why(why, why_len, "no %s within %d instructions (a loop?)",
+                until_name(until), PST_DX_MAX_STEPS);
     err = -EINVAL;
     goto out;
   }

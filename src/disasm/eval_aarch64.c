@@ -57,101 +57,102 @@ static int reg_bits(unsigned reg) {
   return 8 * width;
 }
 
-static struct pst_dx_val read_reg(const struct pst_dx_eval *ev, unsigned reg) {
+static struct pst__dx_val read_reg(const struct pst__dx_eval *ev,
+                                   unsigned reg) {
   int width, slot = slot_of(reg, &width);
 
   if (slot == ZR_SLOT)
-    return pst_dx_const(0);
+    return pst__dx_const(0);
   if (slot < 0)
-    return pst_dx_unknown();
-  return width == 4 ? pst_dx_trunc32(ev, ev->reg[slot]) : ev->reg[slot];
+    return pst__dx_unknown();
+  return width == 4 ? pst__dx_trunc32(ev, ev->reg[slot]) : ev->reg[slot];
 }
 
 /* A write to a w register zero-extends into the x register. */
-static void write_reg(struct pst_dx_eval *ev, unsigned reg,
-                      struct pst_dx_val v) {
+static void write_reg(struct pst__dx_eval *ev, unsigned reg,
+                      struct pst__dx_val v) {
   int width, slot = slot_of(reg, &width);
 
   if (slot < 0)
     return;
-  ev->reg[slot] = width == 4 ? pst_dx_trunc32(ev, v) : v;
+  ev->reg[slot] = width == 4 ? pst__dx_trunc32(ev, v) : v;
 }
 
 /* Applies an operand's extend (uxtw, sxtw...) to v. */
-static struct pst_dx_val extend(const struct pst_dx_eval *ev,
-                                struct pst_dx_val v, arm64_extender ext) {
+static struct pst__dx_val extend(const struct pst__dx_eval *ev,
+                                 struct pst__dx_val v, arm64_extender ext) {
   switch (ext) {
   case ARM64_EXT_INVALID:
   case ARM64_EXT_UXTX:
   case ARM64_EXT_SXTX:
     return v;
   case ARM64_EXT_UXTW:
-    return pst_dx_trunc32(ev, v);
+    return pst__dx_trunc32(ev, v);
   case ARM64_EXT_SXTW:
-    return pst_dx_sext(ev, v, 4);
+    return pst__dx_sext(ev, v, 4);
   case ARM64_EXT_UXTB:
   case ARM64_EXT_UXTH:
-    if (!pst_dx_is_const(&v))
-      return pst_dx_unknown();
-    return pst_dx_const(v.c & (ext == ARM64_EXT_UXTB ? 0xff : 0xffff));
+    if (!pst__dx_is_const(&v))
+      return pst__dx_unknown();
+    return pst__dx_const(v.c & (ext == ARM64_EXT_UXTB ? 0xff : 0xffff));
   default:
-    return pst_dx_sext(ev, v, ext == ARM64_EXT_SXTB ? 1 : 2);
+    return pst__dx_sext(ev, v, ext == ARM64_EXT_SXTB ? 1 : 2);
   }
 }
 
 /* Applies an operand's shift (lsl #4...) to v. */
-static struct pst_dx_val shift(struct pst_dx_eval *ev, struct pst_dx_val v,
-                               arm64_shifter type, unsigned n) {
+static struct pst__dx_val shift(struct pst__dx_eval *ev, struct pst__dx_val v,
+                                arm64_shifter type, unsigned n) {
   if (type == ARM64_SFT_INVALID || n == 0)
     return v;
   if (type == ARM64_SFT_LSL)
-    return pst_dx_shl(ev, v, n);
+    return pst__dx_shl(ev, v, n);
   if (type == ARM64_SFT_LSR)
-    return pst_dx_shr(ev, v, n);
-  if (type == ARM64_SFT_ASR && pst_dx_is_const(&v))
-    return pst_dx_const((uint64_t)((int64_t)v.c >> (n & 63)));
-  return pst_dx_unknown();
+    return pst__dx_shr(ev, v, n);
+  if (type == ARM64_SFT_ASR && pst__dx_is_const(&v))
+    return pst__dx_const((uint64_t)((int64_t)v.c >> (n & 63)));
+  return pst__dx_unknown();
 }
 
 /* The value of a register or immediate source operand, shifted and
  * extended as the instruction says. */
-static struct pst_dx_val src_val(struct pst_dx_eval *ev,
-                                 const cs_arm64_op *op) {
-  struct pst_dx_val v;
+static struct pst__dx_val src_val(struct pst__dx_eval *ev,
+                                  const cs_arm64_op *op) {
+  struct pst__dx_val v;
 
   if (op->type == ARM64_OP_IMM || op->type == ARM64_OP_CIMM)
-    v = pst_dx_const((uint64_t)op->imm);
+    v = pst__dx_const((uint64_t)op->imm);
   else if (op->type == ARM64_OP_REG)
     v = extend(ev, read_reg(ev, op->reg), op->ext);
   else
-    return pst_dx_unknown();
+    return pst__dx_unknown();
   return shift(ev, v, op->shift.type, op->shift.value);
 }
 
 /* The address of [base, #disp] or [base, index{, ext/shift}]. */
-static struct pst_dx_val mem_addr(struct pst_dx_eval *ev,
-                                  const cs_arm64_op *op) {
-  struct pst_dx_val a = read_reg(ev, op->mem.base), idx;
+static struct pst__dx_val mem_addr(struct pst__dx_eval *ev,
+                                   const cs_arm64_op *op) {
+  struct pst__dx_val a = read_reg(ev, op->mem.base), idx;
 
   if (op->mem.index == ARM64_REG_INVALID)
-    return pst_dx_add(ev, a, pst_dx_const((uint64_t)(int64_t)op->mem.disp));
+    return pst__dx_add(ev, a, pst__dx_const((uint64_t)(int64_t)op->mem.disp));
   idx = extend(ev, read_reg(ev, op->mem.index), op->ext);
   idx = shift(ev, idx, op->shift.type, op->shift.value);
-  return pst_dx_add(ev, a, idx);
+  return pst__dx_add(ev, a, idx);
 }
 
 /* The base register of a pre- or post-indexed access, after the access. */
-static void writeback(struct pst_dx_eval *ev, const cs_arm64 *a,
+static void writeback(struct pst__dx_eval *ev, const cs_arm64 *a,
                       const cs_arm64_op *mem) {
   const cs_arm64_op *last = &a->operands[a->op_count - 1];
-  struct pst_dx_val base = read_reg(ev, mem->mem.base);
+  struct pst__dx_val base = read_reg(ev, mem->mem.base);
 
   if (!a->writeback)
     return;
   /* Post-index has the increment as a trailing immediate; pre-index has it
    * as the displacement. */
   if (last->type == ARM64_OP_IMM)
-    base = pst_dx_add(ev, base, pst_dx_const((uint64_t)last->imm));
+    base = pst__dx_add(ev, base, pst__dx_const((uint64_t)last->imm));
   else
     base = mem_addr(ev, mem);
   write_reg(ev, mem->mem.base, base);
@@ -170,7 +171,7 @@ static const cs_arm64_op *mem_op(const cs_arm64 *a) {
 /* Anything else: whatever register it writes becomes unknown. Compares,
  * stores and branches never get here, so a register first operand is a
  * destination (A64 puts it first), whatever capstone's access flags say. */
-static void clobber(struct pst_dx_eval *ev, const cs_insn *insn) {
+static void clobber(struct pst__dx_eval *ev, const cs_insn *insn) {
   const cs_detail *d = insn->detail;
   const cs_arm64 *a = &d->arm64;
   const cs_arm64_op *mem = mem_op(a);
@@ -179,11 +180,11 @@ static void clobber(struct pst_dx_eval *ev, const cs_insn *insn) {
   for (i = 0; i < a->op_count; i++)
     if (a->operands[i].type == ARM64_OP_REG &&
         (i == 0 || (a->operands[i].access & CS_AC_WRITE)))
-      write_reg(ev, a->operands[i].reg, pst_dx_unknown());
+      write_reg(ev, a->operands[i].reg, pst__dx_unknown());
   for (i = 0; i < d->regs_write_count; i++)
-    write_reg(ev, d->regs_write[i], pst_dx_unknown());
+    write_reg(ev, d->regs_write[i], pst__dx_unknown());
   if (mem != NULL && a->writeback)
-    write_reg(ev, mem->mem.base, pst_dx_unknown());
+    write_reg(ev, mem->mem.base, pst__dx_unknown());
 }
 
 /* How many bytes a load reads (0: not a load we model) and whether it
@@ -221,28 +222,28 @@ static int load_size(unsigned id, unsigned dst, int *sext) {
 }
 
 /* ldr and friends: [base, #imm], [base, reg], pre/post-index, literal. */
-static void do_load(struct pst_dx_eval *ev, const cs_insn *insn, int size,
+static void do_load(struct pst__dx_eval *ev, const cs_insn *insn, int size,
                     int sext) {
   const cs_arm64 *a = &insn->detail->arm64;
   const cs_arm64_op *dst = &a->operands[0], *src = &a->operands[1];
   int post = a->op_count > 2 && a->operands[2].type == ARM64_OP_IMM;
-  struct pst_dx_val v;
+  struct pst__dx_val v;
 
   if (a->op_count < 2 || dst->type != ARM64_OP_REG) {
     clobber(ev, insn);
     return;
   }
   if (src->type == ARM64_OP_IMM) { /* a pc-relative literal */
-    v = pst_dx_load(ev, pst_dx_const((uint64_t)src->imm), size);
+    v = pst__dx_load(ev, pst__dx_const((uint64_t)src->imm), size);
   } else if (src->type == ARM64_OP_MEM) {
-    v = pst_dx_load(ev, post ? read_reg(ev, src->mem.base) : mem_addr(ev, src),
-                    size);
+    v = pst__dx_load(ev, post ? read_reg(ev, src->mem.base) : mem_addr(ev, src),
+                     size);
     writeback(ev, a, src);
   } else {
     clobber(ev, insn);
     return;
   }
-  write_reg(ev, dst->reg, sext ? pst_dx_sext(ev, v, size) : v);
+  write_reg(ev, dst->reg, sext ? pst__dx_sext(ev, v, size) : v);
 }
 
 static int is_store(unsigned id) {
@@ -265,23 +266,23 @@ static int is_store(unsigned id) {
 }
 
 /* movz, movn, movk: a 16-bit immediate at a shift. */
-static void do_movw(struct pst_dx_eval *ev, const cs_insn *insn) {
+static void do_movw(struct pst__dx_eval *ev, const cs_insn *insn) {
   const cs_arm64 *a = &insn->detail->arm64;
   const cs_arm64_op *imm = &a->operands[1];
   unsigned sh = imm->shift.type == ARM64_SFT_LSL ? imm->shift.value : 0;
   uint64_t part = (uint64_t)imm->imm << sh;
-  struct pst_dx_val old;
+  struct pst__dx_val old;
 
   if (insn->id == ARM64_INS_MOVZ) {
-    write_reg(ev, a->operands[0].reg, pst_dx_const(part));
+    write_reg(ev, a->operands[0].reg, pst__dx_const(part));
   } else if (insn->id == ARM64_INS_MOVN) {
-    write_reg(ev, a->operands[0].reg, pst_dx_const(~part));
+    write_reg(ev, a->operands[0].reg, pst__dx_const(~part));
   } else {
     old = read_reg(ev, a->operands[0].reg);
-    if (pst_dx_is_const(&old))
+    if (pst__dx_is_const(&old))
       old.c = (old.c & ~(0xffffULL << sh)) | part;
     else
-      old = pst_dx_unknown();
+      old = pst__dx_unknown();
     write_reg(ev, a->operands[0].reg, old);
   }
 }
@@ -293,61 +294,62 @@ static uint64_t low_mask(uint64_t bits) {
 
 /* ubfiz d, n, #lsb, #width = (n & mask(width)) << lsb;
  * ubfx d, n, #lsb, #width = (n >> lsb) & mask(width). */
-static struct pst_dx_val bitfield(struct pst_dx_eval *ev, const cs_insn *insn) {
+static struct pst__dx_val bitfield(struct pst__dx_eval *ev,
+                                   const cs_insn *insn) {
   const cs_arm64 *a = &insn->detail->arm64;
-  struct pst_dx_val v = read_reg(ev, a->operands[1].reg);
+  struct pst__dx_val v = read_reg(ev, a->operands[1].reg);
   unsigned lsb = (unsigned)a->operands[2].imm & 63;
   uint64_t mask = low_mask((uint64_t)a->operands[3].imm);
 
   if (insn->id == ARM64_INS_UBFIZ)
-    return pst_dx_shl(ev, pst_dx_and(ev, v, mask), lsb);
-  return pst_dx_and(ev, pst_dx_shr(ev, v, lsb), mask);
+    return pst__dx_shl(ev, pst__dx_and(ev, v, mask), lsb);
+  return pst__dx_and(ev, pst__dx_shr(ev, v, lsb), mask);
 }
 
 /* and/orr/eor with constant or zero operands (orr with xzr is a move). */
-static struct pst_dx_val bitwise(struct pst_dx_eval *ev, unsigned id,
-                                 struct pst_dx_val a, struct pst_dx_val b) {
-  int ca = pst_dx_is_const(&a), cb = pst_dx_is_const(&b);
+static struct pst__dx_val bitwise(struct pst__dx_eval *ev, unsigned id,
+                                  struct pst__dx_val a, struct pst__dx_val b) {
+  int ca = pst__dx_is_const(&a), cb = pst__dx_is_const(&b);
 
   if (ca && cb)
-    return pst_dx_const(id == ARM64_INS_AND   ? a.c & b.c
-                        : id == ARM64_INS_ORR ? a.c | b.c
-                                              : a.c ^ b.c);
+    return pst__dx_const(id == ARM64_INS_AND   ? a.c & b.c
+                         : id == ARM64_INS_ORR ? a.c | b.c
+                                               : a.c ^ b.c);
   if (id == ARM64_INS_AND)
-    return cb   ? pst_dx_and(ev, a, b.c)
-           : ca ? pst_dx_and(ev, b, a.c)
-                : pst_dx_unknown();
-  return cb && b.c == 0 ? a : ca && a.c == 0 ? b : pst_dx_unknown();
+    return cb   ? pst__dx_and(ev, a, b.c)
+           : ca ? pst__dx_and(ev, b, a.c)
+                : pst__dx_unknown();
+  return cb && b.c == 0 ? a : ca && a.c == 0 ? b : pst__dx_unknown();
 }
 
 /* Three-operand data processing: d = n OP m. */
-static struct pst_dx_val data3(struct pst_dx_eval *ev, const cs_insn *insn) {
+static struct pst__dx_val data3(struct pst__dx_eval *ev, const cs_insn *insn) {
   const cs_arm64 *a = &insn->detail->arm64;
-  struct pst_dx_val n = read_reg(ev, a->operands[1].reg);
-  struct pst_dx_val m = src_val(ev, &a->operands[2]);
+  struct pst__dx_val n = read_reg(ev, a->operands[1].reg);
+  struct pst__dx_val m = src_val(ev, &a->operands[2]);
 
   switch (insn->id) {
   case ARM64_INS_ADD:
-    return pst_dx_add(ev, n, m);
+    return pst__dx_add(ev, n, m);
   case ARM64_INS_SUB:
-    return pst_dx_add(ev, n, pst_dx_mul(ev, m, (uint64_t)-1));
+    return pst__dx_add(ev, n, pst__dx_mul(ev, m, (uint64_t)-1));
   case ARM64_INS_LSL:
   case ARM64_INS_LSR:
-    if (!pst_dx_is_const(&m))
-      return pst_dx_unknown();
-    return insn->id == ARM64_INS_LSL ? pst_dx_shl(ev, n, (unsigned)m.c & 63)
-                                     : pst_dx_shr(ev, n, (unsigned)m.c & 63);
+    if (!pst__dx_is_const(&m))
+      return pst__dx_unknown();
+    return insn->id == ARM64_INS_LSL ? pst__dx_shl(ev, n, (unsigned)m.c & 63)
+                                     : pst__dx_shr(ev, n, (unsigned)m.c & 63);
   case ARM64_INS_MUL:
-    return pst_dx_is_const(&m)   ? pst_dx_mul(ev, n, m.c)
-           : pst_dx_is_const(&n) ? pst_dx_mul(ev, m, n.c)
-                                 : pst_dx_unknown();
+    return pst__dx_is_const(&m)   ? pst__dx_mul(ev, n, m.c)
+           : pst__dx_is_const(&n) ? pst__dx_mul(ev, m, n.c)
+                                  : pst__dx_unknown();
   default:
     return bitwise(ev, insn->id, n, m);
   }
 }
 
 /* Two-operand moves and extensions: d = f(n). */
-static struct pst_dx_val data2(struct pst_dx_eval *ev, const cs_insn *insn) {
+static struct pst__dx_val data2(struct pst__dx_eval *ev, const cs_insn *insn) {
   const cs_arm64 *a = &insn->detail->arm64;
   const cs_arm64_op *src = &a->operands[1];
 
@@ -356,25 +358,25 @@ static struct pst_dx_val data2(struct pst_dx_eval *ev, const cs_insn *insn) {
     return src_val(ev, src);
   case ARM64_INS_ADR:
   case ARM64_INS_ADRP: /* capstone gives the absolute (page) address */
-    return pst_dx_const((uint64_t)src->imm);
+    return pst__dx_const((uint64_t)src->imm);
   case ARM64_INS_SXTW:
-    return pst_dx_sext(ev, read_reg(ev, src->reg), 4);
+    return pst__dx_sext(ev, read_reg(ev, src->reg), 4);
   case ARM64_INS_UXTB:
-    return pst_dx_and(ev, read_reg(ev, src->reg), 0xff);
+    return pst__dx_and(ev, read_reg(ev, src->reg), 0xff);
   case ARM64_INS_UXTH:
-    return pst_dx_and(ev, read_reg(ev, src->reg), 0xffff);
+    return pst__dx_and(ev, read_reg(ev, src->reg), 0xffff);
   case ARM64_INS_MRS:
     if (src->type == ARM64_OP_REG_MRS && src->reg == SYSREG_TPIDR_EL0)
-      return pst_dx_tp();
-    return pst_dx_unknown();
+      return pst__dx_tp();
+    return pst__dx_unknown();
   default:
-    return pst_dx_unknown();
+    return pst__dx_unknown();
   }
 }
 
 /* `cmp reg, #imm` and `cmp reg, reg` are remembered for the b.cond after
  * them. */
-static void do_cmp(struct pst_dx_eval *ev, const cs_insn *insn) {
+static void do_cmp(struct pst__dx_eval *ev, const cs_insn *insn) {
   const cs_arm64 *a = &insn->detail->arm64;
 
   if (a->op_count != 2 || a->operands[0].type != ARM64_OP_REG)
@@ -385,7 +387,7 @@ static void do_cmp(struct pst_dx_eval *ev, const cs_insn *insn) {
   ev->cmp.bits = reg_bits(a->operands[0].reg);
 }
 
-static enum pst_dx_cc cc_of(arm64_cc cc) {
+static enum pst__dx_cc cc_of(arm64_cc cc) {
   switch (cc) {
   case ARM64_CC_EQ:
     return PST_DX_CC_EQ;
@@ -412,7 +414,7 @@ static enum pst_dx_cc cc_of(arm64_cc cc) {
   }
 }
 
-static void go_to(struct pst_dx_flow *flow, enum pst_dx_flow_kind kind,
+static void go_to(struct pst__dx_flow *flow, enum pst__dx_flow_kind kind,
                   const cs_arm64_op *target) {
   flow->kind = kind;
   if (target->type == ARM64_OP_IMM) {
@@ -421,13 +423,13 @@ static void go_to(struct pst_dx_flow *flow, enum pst_dx_flow_kind kind,
   }
 }
 
-/* b, b.cond, cbz, cbnz. A conditional branch goes the way pst_dx_decide
+/* b, b.cond, cbz, cbnz. A conditional branch goes the way pst__dx_decide
  * says the successful lookup goes, and falls through when it cannot tell. */
-static void do_branch(struct pst_dx_eval *ev, const cs_insn *insn,
-                      struct pst_dx_flow *flow) {
+static void do_branch(struct pst__dx_eval *ev, const cs_insn *insn,
+                      struct pst__dx_flow *flow) {
   const cs_arm64 *a = &insn->detail->arm64;
-  struct pst_dx_val lhs, zero = pst_dx_const(0);
-  enum pst_dx_cc cc;
+  struct pst__dx_val lhs, zero = pst__dx_const(0);
+  enum pst__dx_cc cc;
   int taken;
 
   if (insn->id == ARM64_INS_B &&
@@ -436,8 +438,8 @@ static void do_branch(struct pst_dx_eval *ev, const cs_insn *insn,
     return;
   }
   if (insn->id == ARM64_INS_B) {
-    taken = ev->cmp.valid && pst_dx_decide(ev, &ev->cmp.lhs, &ev->cmp.rhs,
-                                           ev->cmp.bits, cc_of(a->cc)) == 1;
+    taken = ev->cmp.valid && pst__dx_decide(ev, &ev->cmp.lhs, &ev->cmp.rhs,
+                                            ev->cmp.bits, cc_of(a->cc)) == 1;
     if (taken)
       go_to(flow, PST_DX_GOTO, &a->operands[0]);
     return;
@@ -445,7 +447,7 @@ static void do_branch(struct pst_dx_eval *ev, const cs_insn *insn,
   /* cbz/cbnz compare a register with 0 without touching the flags. */
   lhs = read_reg(ev, a->operands[0].reg);
   cc = insn->id == ARM64_INS_CBZ ? PST_DX_CC_EQ : PST_DX_CC_NE;
-  if (pst_dx_decide(ev, &lhs, &zero, reg_bits(a->operands[0].reg), cc) == 1)
+  if (pst__dx_decide(ev, &lhs, &zero, reg_bits(a->operands[0].reg), cc) == 1)
     go_to(flow, PST_DX_GOTO, &a->operands[1]);
 }
 
@@ -465,7 +467,7 @@ static int is_control(const cs_insn *insn) {
 }
 
 /* Control transfers other than b/b.cond/cbz/cbnz. */
-static void do_control(const cs_insn *insn, struct pst_dx_flow *flow) {
+static void do_control(const cs_insn *insn, struct pst__dx_flow *flow) {
   switch (insn->id) {
   case ARM64_INS_BL:
   case ARM64_INS_BLR:
@@ -511,7 +513,7 @@ static int is_inert(unsigned id) {
 }
 
 /* Data processing we model, writing operand 0; 0 when insn is not one. */
-static int do_data(struct pst_dx_eval *ev, const cs_insn *insn) {
+static int do_data(struct pst__dx_eval *ev, const cs_insn *insn) {
   const cs_arm64 *a = &insn->detail->arm64;
   unsigned dst = a->operands[0].reg;
 
@@ -524,7 +526,7 @@ static int do_data(struct pst_dx_eval *ev, const cs_insn *insn) {
   case ARM64_INS_UBFIZ:
   case ARM64_INS_UBFX:
     write_reg(ev, dst,
-              a->op_count == 4 ? bitfield(ev, insn) : pst_dx_unknown());
+              a->op_count == 4 ? bitfield(ev, insn) : pst__dx_unknown());
     return 1;
   case ARM64_INS_ADD:
   case ARM64_INS_SUB:
@@ -534,7 +536,7 @@ static int do_data(struct pst_dx_eval *ev, const cs_insn *insn) {
   case ARM64_INS_LSL:
   case ARM64_INS_LSR:
   case ARM64_INS_MUL:
-    write_reg(ev, dst, a->op_count == 3 ? data3(ev, insn) : pst_dx_unknown());
+    write_reg(ev, dst, a->op_count == 3 ? data3(ev, insn) : pst__dx_unknown());
     return 1;
   case ARM64_INS_MOV:
   case ARM64_INS_ADR:
@@ -543,15 +545,15 @@ static int do_data(struct pst_dx_eval *ev, const cs_insn *insn) {
   case ARM64_INS_UXTB:
   case ARM64_INS_UXTH:
   case ARM64_INS_MRS:
-    write_reg(ev, dst, a->op_count == 2 ? data2(ev, insn) : pst_dx_unknown());
+    write_reg(ev, dst, a->op_count == 2 ? data2(ev, insn) : pst__dx_unknown());
     return 1;
   default:
     return 0;
   }
 }
 
-static void step(struct pst_dx_eval *ev, const cs_insn *insn,
-                 struct pst_dx_flow *flow) {
+static void step(struct pst__dx_eval *ev, const cs_insn *insn,
+                 struct pst__dx_flow *flow) {
   const cs_arm64 *a = &insn->detail->arm64;
   int size, sext;
 
@@ -582,7 +584,7 @@ static void step(struct pst_dx_eval *ev, const cs_insn *insn,
     clobber(ev, insn);
 }
 
-const struct pst_disasm_ops pst_disasm_aarch64_ops = {
+const struct pst__disasm_ops pst__disasm_aarch64_ops = {
     .name = "aarch64",
     .cs_arch = CS_ARCH_ARM64,
     .cs_mode = CS_MODE_ARM,

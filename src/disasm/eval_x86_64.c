@@ -39,59 +39,60 @@ static const struct gpr *gpr_of(unsigned reg) {
 }
 
 /* The low `width` bytes of v. */
-static struct pst_dx_val narrow(const struct pst_dx_eval *ev,
-                                struct pst_dx_val v, int width) {
+static struct pst__dx_val narrow(const struct pst__dx_eval *ev,
+                                 struct pst__dx_val v, int width) {
   if (width == 8)
     return v;
   if (width == 4)
-    return pst_dx_trunc32(ev, v);
-  if (width != 0 && pst_dx_is_const(&v))
-    return pst_dx_const(v.c & ((1ULL << (8 * width)) - 1));
-  return pst_dx_unknown();
+    return pst__dx_trunc32(ev, v);
+  if (width != 0 && pst__dx_is_const(&v))
+    return pst__dx_const(v.c & ((1ULL << (8 * width)) - 1));
+  return pst__dx_unknown();
 }
 
-static struct pst_dx_val read_reg(const struct pst_dx_eval *ev, unsigned reg) {
+static struct pst__dx_val read_reg(const struct pst__dx_eval *ev,
+                                   unsigned reg) {
   const struct gpr *g = gpr_of(reg);
 
   if (g == NULL)
-    return pst_dx_unknown();
+    return pst__dx_unknown();
   return narrow(ev, ev->reg[g->slot1 - 1], g->width);
 }
 
 /* A 32-bit write zero-extends into the 64-bit register; an 8- or 16-bit write
  * merges with bits we would have to track apart, so it gives up. */
-static void write_reg(struct pst_dx_eval *ev, unsigned reg,
-                      struct pst_dx_val v) {
+static void write_reg(struct pst__dx_eval *ev, unsigned reg,
+                      struct pst__dx_val v) {
   const struct gpr *g = gpr_of(reg);
 
   if (g == NULL)
     return;
   if (g->width < 4)
-    v = pst_dx_unknown();
-  ev->reg[g->slot1 - 1] = g->width == 4 ? pst_dx_trunc32(ev, v) : v;
+    v = pst__dx_unknown();
+  ev->reg[g->slot1 - 1] = g->width == 4 ? pst__dx_trunc32(ev, v) : v;
 }
 
 /* The address a memory operand names (not what is stored there). */
-static struct pst_dx_val mem_addr(struct pst_dx_eval *ev, const cs_insn *insn,
-                                  const x86_op_mem *m) {
-  struct pst_dx_val a = pst_dx_const((uint64_t)m->disp);
+static struct pst__dx_val mem_addr(struct pst__dx_eval *ev, const cs_insn *insn,
+                                   const x86_op_mem *m) {
+  struct pst__dx_val a = pst__dx_const((uint64_t)m->disp);
 
   if (m->base == X86_REG_RIP || m->base == X86_REG_EIP)
     a.c += insn->address + insn->size;
   else if (m->base != X86_REG_INVALID)
-    a = pst_dx_add(ev, a, read_reg(ev, m->base));
+    a = pst__dx_add(ev, a, read_reg(ev, m->base));
   if (m->index != X86_REG_INVALID)
-    a = pst_dx_add(ev, a,
-                   pst_dx_mul(ev, read_reg(ev, m->index), (uint64_t)m->scale));
+    a = pst__dx_add(
+        ev, a, pst__dx_mul(ev, read_reg(ev, m->index), (uint64_t)m->scale));
   /* An 0x67 prefix computes the address in 32 bits. */
   if (insn->detail->x86.addr_size == 4)
-    a = pst_dx_trunc32(ev, a);
+    a = pst__dx_trunc32(ev, a);
   /* In 64-bit mode only fs and gs have a base; gs is not the thread
    * pointer on Linux user space. */
   if (m->segment == X86_REG_FS)
-    a = pst_dx_add(ev, a, pst_dx_tp());
+    a = pst__dx_add(ev, a, pst__dx_tp());
   else if (m->segment == X86_REG_GS)
-    a = pst_dx_unknown();
+    a = pst__dx_unknown();
   return a;
 }
 
@@ -100,54 +101,54 @@ static struct pst_dx_val mem_addr(struct pst_dx_eval *ev, const cs_insn *insn,
  * self pointer), and glibc's tcbhead_t repeats it at 0x10 (`self`), which is
  * what its pthread_getspecific reads: `mov %fs:0x10,%rdx` or
  * `add %fs:0x10,%rax`. */
-static int is_tp_self(const struct pst_dx_val *addr) {
-  struct pst_dx_val rest = *addr;
+static int is_tp_self(const struct pst__dx_val *addr) {
+  struct pst__dx_val rest = *addr;
 
   rest.tp = 0;
   rest.c = 0;
-  return addr->known && addr->tp == 1 && pst_dx_is_const(&rest) &&
+  return addr->known && addr->tp == 1 && pst__dx_is_const(&rest) &&
          (addr->c == 0 || addr->c == 0x10);
 }
 
-static struct pst_dx_val load_op(struct pst_dx_eval *ev, const cs_insn *insn,
-                                 const cs_x86_op *op) {
-  struct pst_dx_val addr = mem_addr(ev, insn, &op->mem);
+static struct pst__dx_val load_op(struct pst__dx_eval *ev, const cs_insn *insn,
+                                  const cs_x86_op *op) {
+  struct pst__dx_val addr = mem_addr(ev, insn, &op->mem);
 
   if (op->size == 8 && is_tp_self(&addr))
-    return pst_dx_tp();
-  return pst_dx_load(ev, addr, op->size);
+    return pst__dx_tp();
+  return pst__dx_load(ev, addr, op->size);
 }
 
 /* The value an operand reads. */
-static struct pst_dx_val op_val(struct pst_dx_eval *ev, const cs_insn *insn,
-                                const cs_x86_op *op) {
+static struct pst__dx_val op_val(struct pst__dx_eval *ev, const cs_insn *insn,
+                                 const cs_x86_op *op) {
   switch (op->type) {
   case X86_OP_REG:
     return read_reg(ev, op->reg);
   case X86_OP_IMM:
-    return pst_dx_const((uint64_t)op->imm);
+    return pst__dx_const((uint64_t)op->imm);
   case X86_OP_MEM:
     return load_op(ev, insn, op);
   default:
-    return pst_dx_unknown();
+    return pst__dx_unknown();
   }
 }
 
 /* mov, movabs, movzx (zero-extension is what a narrow read already gives)
  * and movsx/movsxd. A store to memory changes nothing we track. */
-static void do_mov(struct pst_dx_eval *ev, const cs_insn *insn) {
+static void do_mov(struct pst__dx_eval *ev, const cs_insn *insn) {
   const cs_x86 *x = &insn->detail->x86;
-  struct pst_dx_val v;
+  struct pst__dx_val v;
 
   if (x->op_count != 2 || x->operands[0].type != X86_OP_REG)
     return;
   v = op_val(ev, insn, &x->operands[1]);
   if (insn->id == X86_INS_MOVSX || insn->id == X86_INS_MOVSXD)
-    v = pst_dx_sext(ev, v, x->operands[1].size);
+    v = pst__dx_sext(ev, v, x->operands[1].size);
   write_reg(ev, x->operands[0].reg, v);
 }
 
-static void do_lea(struct pst_dx_eval *ev, const cs_insn *insn) {
+static void do_lea(struct pst__dx_eval *ev, const cs_insn *insn) {
   const cs_x86 *x = &insn->detail->x86;
 
   if (x->op_count == 2 && x->operands[0].type == X86_OP_REG &&
@@ -168,56 +169,56 @@ static int shift_count(const cs_x86 *x) {
 }
 
 /* and/or/xor: bitwise operations keep a value only in the forms
- * pst_dx_and knows, or when one side is 0. */
-static struct pst_dx_val bitwise(struct pst_dx_eval *ev, unsigned id,
-                                 struct pst_dx_val a, struct pst_dx_val b) {
-  int ca = pst_dx_is_const(&a), cb = pst_dx_is_const(&b);
+ * pst__dx_and knows, or when one side is 0. */
+static struct pst__dx_val bitwise(struct pst__dx_eval *ev, unsigned id,
+                                  struct pst__dx_val a, struct pst__dx_val b) {
+  int ca = pst__dx_is_const(&a), cb = pst__dx_is_const(&b);
 
   if (ca && cb)
-    return pst_dx_const(id == X86_INS_AND  ? a.c & b.c
-                        : id == X86_INS_OR ? a.c | b.c
-                                           : a.c ^ b.c);
+    return pst__dx_const(id == X86_INS_AND  ? a.c & b.c
+                         : id == X86_INS_OR ? a.c | b.c
+                                            : a.c ^ b.c);
   if (id == X86_INS_AND)
-    return cb   ? pst_dx_and(ev, a, b.c)
-           : ca ? pst_dx_and(ev, b, a.c)
-                : pst_dx_unknown();
+    return cb   ? pst__dx_and(ev, a, b.c)
+           : ca ? pst__dx_and(ev, b, a.c)
+                : pst__dx_unknown();
   /* x | 0 and x ^ 0 are x. */
-  return cb && b.c == 0 ? a : ca && a.c == 0 ? b : pst_dx_unknown();
+  return cb && b.c == 0 ? a : ca && a.c == 0 ? b : pst__dx_unknown();
 }
 
 /* Two-operand arithmetic on a register destination. */
-static struct pst_dx_val arith(struct pst_dx_eval *ev, const cs_insn *insn,
-                               struct pst_dx_val a, struct pst_dx_val b) {
+static struct pst__dx_val arith(struct pst__dx_eval *ev, const cs_insn *insn,
+                                struct pst__dx_val a, struct pst__dx_val b) {
   const cs_x86 *x = &insn->detail->x86;
   int n;
 
   switch (insn->id) {
   case X86_INS_ADD:
-    return pst_dx_add(ev, a, b);
+    return pst__dx_add(ev, a, b);
   case X86_INS_SUB:
-    return pst_dx_add(ev, a, pst_dx_mul(ev, b, (uint64_t)-1));
+    return pst__dx_add(ev, a, pst__dx_mul(ev, b, (uint64_t)-1));
   case X86_INS_SHL:
   case X86_INS_SAL:
   case X86_INS_SHR:
     n = shift_count(x);
     if (n < 0)
-      return pst_dx_unknown();
-    return insn->id == X86_INS_SHR ? pst_dx_shr(ev, a, (unsigned)n)
-                                   : pst_dx_shl(ev, a, (unsigned)n);
+      return pst__dx_unknown();
+    return insn->id == X86_INS_SHR ? pst__dx_shr(ev, a, (unsigned)n)
+                                   : pst__dx_shl(ev, a, (unsigned)n);
   case X86_INS_IMUL:
-    return pst_dx_is_const(&b)   ? pst_dx_mul(ev, a, b.c)
-           : pst_dx_is_const(&a) ? pst_dx_mul(ev, b, a.c)
-                                 : pst_dx_unknown();
+    return pst__dx_is_const(&b)   ? pst__dx_mul(ev, a, b.c)
+           : pst__dx_is_const(&a) ? pst__dx_mul(ev, b, a.c)
+                                  : pst__dx_unknown();
   default:
     return bitwise(ev, insn->id, a, b);
   }
 }
 
 /* add, sub, and, or, xor, shl, shr, imul, inc, dec, neg. */
-static void do_arith(struct pst_dx_eval *ev, const cs_insn *insn) {
+static void do_arith(struct pst__dx_eval *ev, const cs_insn *insn) {
   const cs_x86 *x = &insn->detail->x86;
   const cs_x86_op *dst = &x->operands[0];
-  struct pst_dx_val a, b;
+  struct pst__dx_val a, b;
 
   if (x->op_count == 0 || dst->type != X86_OP_REG)
     return; /* a memory destination: not tracked */
@@ -225,17 +226,17 @@ static void do_arith(struct pst_dx_eval *ev, const cs_insn *insn) {
   if ((insn->id == X86_INS_XOR || insn->id == X86_INS_SUB) &&
       x->op_count == 2 && x->operands[1].type == X86_OP_REG &&
       x->operands[1].reg == dst->reg) {
-    write_reg(ev, dst->reg, pst_dx_const(0));
+    write_reg(ev, dst->reg, pst__dx_const(0));
     return;
   }
   a = read_reg(ev, dst->reg);
   if (insn->id == X86_INS_INC || insn->id == X86_INS_DEC) {
-    b = pst_dx_const(insn->id == X86_INS_INC ? 1 : (uint64_t)-1);
-    write_reg(ev, dst->reg, pst_dx_add(ev, a, b));
+    b = pst__dx_const(insn->id == X86_INS_INC ? 1 : (uint64_t)-1);
+    write_reg(ev, dst->reg, pst__dx_add(ev, a, b));
     return;
   }
   if (insn->id == X86_INS_NEG) {
-    write_reg(ev, dst->reg, pst_dx_mul(ev, a, (uint64_t)-1));
+    write_reg(ev, dst->reg, pst__dx_mul(ev, a, (uint64_t)-1));
     return;
   }
   /* imul r, r/m, imm multiplies its second operand, not the destination. */
@@ -243,13 +244,13 @@ static void do_arith(struct pst_dx_eval *ev, const cs_insn *insn) {
     a = op_val(ev, insn, &x->operands[1]);
     b = op_val(ev, insn, &x->operands[2]);
   } else {
-    b = x->op_count > 1 ? op_val(ev, insn, &x->operands[1]) : pst_dx_unknown();
+    b = x->op_count > 1 ? op_val(ev, insn, &x->operands[1]) : pst__dx_unknown();
   }
   write_reg(ev, dst->reg, arith(ev, insn, a, b));
 }
 
 /* `cmp a, b` and `test r, r` are remembered for the branch after them. */
-static void do_cmp(struct pst_dx_eval *ev, const cs_insn *insn) {
+static void do_cmp(struct pst__dx_eval *ev, const cs_insn *insn) {
   const cs_x86 *x = &insn->detail->x86;
   const cs_x86_op *a = &x->operands[0], *b = &x->operands[1];
 
@@ -259,7 +260,7 @@ static void do_cmp(struct pst_dx_eval *ev, const cs_insn *insn) {
     /* The flags of r & r are those of cmp r, 0 (CF = OF = 0). */
     if (a->type != X86_OP_REG || b->type != X86_OP_REG || a->reg != b->reg)
       return;
-    ev->cmp.rhs = pst_dx_const(0);
+    ev->cmp.rhs = pst__dx_const(0);
   } else {
     ev->cmp.rhs = op_val(ev, insn, b);
   }
@@ -306,24 +307,24 @@ static int jcc_cc(unsigned id) {
   }
 }
 
-/* A conditional branch goes the way pst_dx_decide says the successful
+/* A conditional branch goes the way pst__dx_decide says the successful
  * lookup goes. When it cannot tell (something unknown is tested) the path
  * falls through, which compilers make the likely side. */
-static void do_jcc(struct pst_dx_eval *ev, const cs_insn *insn, int cc,
-                   struct pst_dx_flow *flow) {
+static void do_jcc(struct pst__dx_eval *ev, const cs_insn *insn, int cc,
+                   struct pst__dx_flow *flow) {
   const cs_x86 *x = &insn->detail->x86;
 
   if (!ev->cmp.valid || x->op_count != 1 || x->operands[0].type != X86_OP_IMM)
     return;
-  if (pst_dx_decide(ev, &ev->cmp.lhs, &ev->cmp.rhs, ev->cmp.bits,
-                    (enum pst_dx_cc)cc) == 1) {
+  if (pst__dx_decide(ev, &ev->cmp.lhs, &ev->cmp.rhs, ev->cmp.bits,
+                     (enum pst__dx_cc)cc) == 1) {
     flow->kind = PST_DX_GOTO;
     flow->has_target = 1;
     flow->target = (uint64_t)x->operands[0].imm;
   }
 }
 
-static void do_jmp(const cs_insn *insn, struct pst_dx_flow *flow) {
+static void do_jmp(const cs_insn *insn, struct pst__dx_flow *flow) {
   const cs_x86 *x = &insn->detail->x86;
 
   flow->kind = PST_DX_JUMP;
@@ -336,7 +337,7 @@ static void do_jmp(const cs_insn *insn, struct pst_dx_flow *flow) {
 /* Anything else: whatever register it writes becomes unknown, and so does
  * a register first operand (the destination in Intel order) even when
  * capstone does not say it is written: forgetting is always safe. */
-static void clobber(struct pst_dx_eval *ev, const cs_insn *insn) {
+static void clobber(struct pst__dx_eval *ev, const cs_insn *insn) {
   const cs_detail *d = insn->detail;
   const cs_x86 *x = &d->x86;
   uint8_t i;
@@ -344,9 +345,9 @@ static void clobber(struct pst_dx_eval *ev, const cs_insn *insn) {
   for (i = 0; i < x->op_count; i++)
     if (x->operands[i].type == X86_OP_REG &&
         (i == 0 || (x->operands[i].access & CS_AC_WRITE)))
-      write_reg(ev, x->operands[i].reg, pst_dx_unknown());
+      write_reg(ev, x->operands[i].reg, pst__dx_unknown());
   for (i = 0; i < d->regs_write_count; i++)
-    write_reg(ev, d->regs_write[i], pst_dx_unknown());
+    write_reg(ev, d->regs_write[i], pst__dx_unknown());
 }
 
 static int writes_flags(const cs_insn *insn) {
@@ -373,7 +374,7 @@ static int is_inert(unsigned id) {
   }
 }
 
-static void do_control(const cs_insn *insn, struct pst_dx_flow *flow) {
+static void do_control(const cs_insn *insn, struct pst__dx_flow *flow) {
   switch (insn->id) {
   case X86_INS_JMP:
     do_jmp(insn, flow);
@@ -390,8 +391,8 @@ static void do_control(const cs_insn *insn, struct pst_dx_flow *flow) {
   }
 }
 
-static void step(struct pst_dx_eval *ev, const cs_insn *insn,
-                 struct pst_dx_flow *flow) {
+static void step(struct pst__dx_eval *ev, const cs_insn *insn,
+                 struct pst__dx_flow *flow) {
   int cc = jcc_cc(insn->id);
 
   if (writes_flags(insn))
@@ -447,7 +448,7 @@ static void step(struct pst_dx_eval *ev, const cs_insn *insn,
   }
 }
 
-const struct pst_disasm_ops pst_disasm_x86_64_ops = {
+const struct pst__disasm_ops pst__disasm_x86_64_ops = {
     .name = "x86_64",
     .cs_arch = CS_ARCH_X86,
     .cs_mode = CS_MODE_64,

@@ -3,7 +3,7 @@
  * Every decoder runs one symbolic evaluator over one path through the code:
  * eval.c holds the expression algebra and the loop that walks the path,
  * eval_x86_64.c and eval_aarch64.c give each instruction its meaning on the
- * register file (one struct pst_disasm_ops per arch), and tsd.c and tss_key.c
+ * register file (one struct pst__disasm_ops per arch), and tsd.c and tss_key.c
  * read the facts they want out of the state at the end of the path.
  *
  * An expression is linear over a few atoms,
@@ -18,7 +18,7 @@
  * passing a global's address or contents to a function. Anything else is
  * "unknown" and poisons what is computed from it.
  *
- * Nothing here is thread-shared: a struct pst_dx_eval belongs to one call.
+ * Nothing here is thread-shared: a struct pst__dx_eval belongs to one call.
  */
 #ifndef PST_DISASM_INTERNAL_H
 #define PST_DISASM_INTERNAL_H
@@ -34,10 +34,10 @@
 
 /* A register or memory value. Coefficients are uint64_t so that arithmetic
  * wraps like the machine's instead of overflowing; read them as int64_t. */
-struct pst_dx_val {
+struct pst__dx_val {
   uint8_t known; /* 0: nothing is known, the other fields are meaningless */
   uint8_t got;   /* a pointer read through read64 went into it */
-  uint16_t load; /* 1 + index in pst_dx_eval.loads of a loaded term, or 0 */
+  uint16_t load; /* 1 + index in pst__dx_eval.loads of a loaded term, or 0 */
   uint64_t c;    /* constant term */
   uint64_t key;  /* coefficient of KEY */
   uint64_t tp;   /* coefficient of the thread pointer */
@@ -46,11 +46,11 @@ struct pst_dx_val {
 };
 
 /* One memory read seen on the path. */
-struct pst_dx_load {
-  struct pst_dx_val addr; /* where it read */
-  int size;               /* how many bytes */
-  int state;              /* 0 not read64'd yet, 1 value is valid, -1 failed */
-  uint64_t value;         /* what read64 returned, when state == 1 */
+struct pst__dx_load {
+  struct pst__dx_val addr; /* where it read */
+  int size;                /* how many bytes */
+  int state;               /* 0 not read64'd yet, 1 value is valid, -1 failed */
+  uint64_t value;          /* what read64 returned, when state == 1 */
 };
 
 /* The code is short (a libc or libpython stub): these bound the work. */
@@ -59,7 +59,7 @@ struct pst_dx_load {
 #define PST_DX_MAX_STEPS 256 /* instructions executed on one path */
 
 /* Condition codes after a compare of lhs with rhs, arch-neutral. */
-enum pst_dx_cc {
+enum pst__dx_cc {
   PST_DX_CC_NONE, /* anything we do not decide (sign, overflow, parity) */
   PST_DX_CC_EQ,
   PST_DX_CC_NE,
@@ -75,70 +75,70 @@ enum pst_dx_cc {
 
 /* The last `cmp lhs, rhs` (or `test r, r`, which compares r with 0), for
  * the conditional branch that follows it. */
-struct pst_dx_cmp {
+struct pst__dx_cmp {
   int valid;
-  struct pst_dx_val lhs;
-  struct pst_dx_val rhs;
+  struct pst__dx_val lhs;
+  struct pst__dx_val rhs;
   int bits; /* width of the compare: 32 or 64 */
 };
 
-struct pst_disasm_ops;
+struct pst__disasm_ops;
 
 /* The machine state along one path. */
-struct pst_dx_eval {
-  const struct pst_disasm_ops *ops;
-  struct pst_dx_val reg[PST_DX_NREGS];
-  struct pst_dx_load loads[PST_DX_NLOADS];
+struct pst__dx_eval {
+  const struct pst__disasm_ops *ops;
+  struct pst__dx_val reg[PST_DX_NREGS];
+  struct pst__dx_load loads[PST_DX_NLOADS];
   unsigned nloads;
   unsigned split; /* the shift of the hi/lo atoms; 0 until seen */
-  struct pst_dx_cmp cmp;
-  uint64_t key_min;            /* KEY is assumed in [key_min, key_max]: this */
-  uint64_t key_max;            /* picks the side of a branch that tests it */
-  pst_disasm_read64_fn read64; /* may be NULL: loads then stay symbolic */
+  struct pst__dx_cmp cmp;
+  uint64_t key_min;             /* KEY is assumed in [key_min, key_max]: this */
+  uint64_t key_max;             /* picks the side of a branch that tests it */
+  pst__disasm_read64_fn read64; /* may be NULL: loads then stay symbolic */
   void *arg;
   int read_err; /* first error read64 returned, for messages */
 };
 
-struct pst_dx_val pst_dx_unknown(void);
-struct pst_dx_val pst_dx_const(uint64_t c);
-struct pst_dx_val pst_dx_key(void);
-struct pst_dx_val pst_dx_tp(void);
+struct pst__dx_val pst__dx_unknown(void);
+struct pst__dx_val pst__dx_const(uint64_t c);
+struct pst__dx_val pst__dx_key(void);
+struct pst__dx_val pst__dx_tp(void);
 
 /* Predicates on the shape of a value. */
-int pst_dx_is_const(const struct pst_dx_val *v);
-int pst_dx_is_key(const struct pst_dx_val *v);
+int pst__dx_is_const(const struct pst__dx_val *v);
+int pst__dx_is_key(const struct pst__dx_val *v);
 /* v is exactly one loaded value, nothing added: returns its load, or NULL. */
-const struct pst_dx_load *pst_dx_pure_load(const struct pst_dx_eval *ev,
-                                           const struct pst_dx_val *v);
+const struct pst__dx_load *pst__dx_pure_load(const struct pst__dx_eval *ev,
+                                             const struct pst__dx_val *v);
 
 /* Arithmetic. Each returns unknown when the result leaves the form above. */
-struct pst_dx_val pst_dx_add(struct pst_dx_eval *ev, struct pst_dx_val a,
-                             struct pst_dx_val b);
-struct pst_dx_val pst_dx_mul(struct pst_dx_eval *ev, struct pst_dx_val a,
-                             uint64_t k);
-struct pst_dx_val pst_dx_shl(struct pst_dx_eval *ev, struct pst_dx_val a,
-                             unsigned n);
-struct pst_dx_val pst_dx_shr(struct pst_dx_eval *ev, struct pst_dx_val a,
-                             unsigned n);
-struct pst_dx_val pst_dx_and(struct pst_dx_eval *ev, struct pst_dx_val a,
-                             uint64_t mask);
+struct pst__dx_val pst__dx_add(struct pst__dx_eval *ev, struct pst__dx_val a,
+                               struct pst__dx_val b);
+struct pst__dx_val pst__dx_mul(struct pst__dx_eval *ev, struct pst__dx_val a,
+                               uint64_t k);
+struct pst__dx_val pst__dx_shl(struct pst__dx_eval *ev, struct pst__dx_val a,
+                               unsigned n);
+struct pst__dx_val pst__dx_shr(struct pst__dx_eval *ev, struct pst__dx_val a,
+                               unsigned n);
+struct pst__dx_val pst__dx_and(struct pst__dx_eval *ev, struct pst__dx_val a,
+                               uint64_t mask);
 /* What a 32-bit register write keeps (x86_64 and aarch64 both zero-extend). */
-struct pst_dx_val pst_dx_trunc32(const struct pst_dx_eval *ev,
-                                 struct pst_dx_val a);
+struct pst__dx_val pst__dx_trunc32(const struct pst__dx_eval *ev,
+                                   struct pst__dx_val a);
 /* Sign-extends the low `bytes` bytes (1, 2 or 4). */
-struct pst_dx_val pst_dx_sext(const struct pst_dx_eval *ev, struct pst_dx_val a,
-                              int bytes);
+struct pst__dx_val pst__dx_sext(const struct pst__dx_eval *ev,
+                                struct pst__dx_val a, int bytes);
 
 /* The value of a `size`-byte read at addr. When addr has a loaded term that
- * read64 can resolve, it is resolved first (see pst_dx_resolve). */
-struct pst_dx_val pst_dx_load(struct pst_dx_eval *ev, struct pst_dx_val addr,
-                              int size);
+ * read64 can resolve, it is resolved first (see pst__dx_resolve). */
+struct pst__dx_val pst__dx_load(struct pst__dx_eval *ev,
+                                struct pst__dx_val addr, int size);
 
 /* Replaces the loaded term of *v by its value when it is an 8-byte read of a
  * constant address that read64 can answer: a pointer that the code goes on to
  * use must come from a GOT slot or another pointer global. Returns 1 when *v
  * has no loaded term left, 0 otherwise. */
-int pst_dx_resolve(struct pst_dx_eval *ev, struct pst_dx_val *v);
+int pst__dx_resolve(struct pst__dx_eval *ev, struct pst__dx_val *v);
 
 /* Whether a branch on cc after comparing lhs with rhs (bits wide) is taken
  * (1), not taken (0) or undecided (-1) on the path we follow, which is the
@@ -150,13 +150,13 @@ int pst_dx_resolve(struct pst_dx_eval *ev, struct pst_dx_val *v);
  *  - two values read from memory: taken as equal (glibc's sequence-number
  *    check, which compilers place on either side of the branch).
  * The caller falls through when undecided. */
-int pst_dx_decide(const struct pst_dx_eval *ev, const struct pst_dx_val *lhs,
-                  const struct pst_dx_val *rhs, int bits, enum pst_dx_cc cc);
+int pst__dx_decide(const struct pst__dx_eval *ev, const struct pst__dx_val *lhs,
+                   const struct pst__dx_val *rhs, int bits, enum pst__dx_cc cc);
 
 /* ---- Walking a path ---------------------------------------------------- */
 
 /* What an instruction does to control flow. */
-enum pst_dx_flow_kind {
+enum pst__dx_flow_kind {
   PST_DX_NEXT, /* falls through (or a conditional branch not taken) */
   PST_DX_GOTO, /* a conditional branch decided taken: go on at target */
   PST_DX_JUMP, /* unconditional jump; target valid when has_target */
@@ -165,87 +165,88 @@ enum pst_dx_flow_kind {
   PST_DX_TRAP, /* ud2, brk, hlt: the path does not go on */
 };
 
-struct pst_dx_flow {
-  enum pst_dx_flow_kind kind;
+struct pst__dx_flow {
+  enum pst__dx_flow_kind kind;
   int has_target;
   uint64_t target;
 };
 
 /* The per-arch half of the evaluator. */
-struct pst_disasm_ops {
+struct pst__disasm_ops {
   const char *name; /* "x86_64" */
   cs_arch cs_arch;
   cs_mode cs_mode;
-  int arg_slot;         /* pst_dx_eval.reg index of the first argument */
+  int arg_slot;         /* pst__dx_eval.reg index of the first argument */
   int ret_slot;         /* and of the return value */
   const char *arg_name; /* "rdi", for messages */
   const char *ret_name; /* "rax" */
   /* Applies insn (decoded with detail) to ev and says where control goes.
    * Never fails: what it does not understand becomes unknown. */
-  void (*step)(struct pst_dx_eval *ev, const cs_insn *insn,
-               struct pst_dx_flow *flow);
+  void (*step)(struct pst__dx_eval *ev, const cs_insn *insn,
+               struct pst__dx_flow *flow);
 };
 
-extern const struct pst_disasm_ops pst_disasm_x86_64_ops;
-extern const struct pst_disasm_ops pst_disasm_aarch64_ops;
+extern const struct pst__disasm_ops pst__disasm_x86_64_ops;
+extern const struct pst__disasm_ops pst__disasm_aarch64_ops;
 
 /* The code being decoded: borrowed from the caller of the public API. */
-struct pst_dx_code {
+struct pst__dx_code {
   const uint8_t *bytes;
   size_t len;
   uint64_t addr; /* virtual address of bytes[0] */
 };
 
 /* Where a path stops. */
-enum pst_dx_until {
+enum pst__dx_until {
   PST_DX_UNTIL_RET,    /* follow jumps inside the code up to a ret */
   PST_DX_UNTIL_BRANCH, /* stop at the first call or unconditional jump */
 };
 
 /* The instruction a path stopped at. */
-struct pst_dx_stop {
-  enum pst_dx_flow_kind kind; /* PST_DX_RET, PST_DX_CALL or PST_DX_JUMP */
+struct pst__dx_stop {
+  enum pst__dx_flow_kind kind; /* PST_DX_RET, PST_DX_CALL or PST_DX_JUMP */
   uint64_t addr;
   char mnemonic[CS_MNEMONIC_SIZE];
 };
 
 /* Resets ev: every register unknown, KEY anywhere in 32 bits. */
-void pst_dx_init(struct pst_dx_eval *ev, const struct pst_disasm_ops *ops,
-                 pst_disasm_read64_fn read64, void *arg);
+void pst__dx_init(struct pst__dx_eval *ev, const struct pst__disasm_ops *ops,
+                  pst__disasm_read64_fn read64, void *arg);
 
 /* Runs ev along code from its first byte until `until`, leaving the final
  * state in ev and the stopping instruction in *stop. Returns 0, -EINVAL when
  * the path runs off the code, meets an undecodable instruction, a trap, a
  * call (UNTIL_RET) or a ret (UNTIL_BRANCH), or loops (message in why),
  * -ENOMEM, or -ENOTSUP when capstone lacks the arch. */
-int pst_dx_run(struct pst_dx_eval *ev, const struct pst_dx_code *code,
-               enum pst_dx_until until, struct pst_dx_stop *stop, char *why,
-               size_t why_len);
+int pst__dx_run(struct pst__dx_eval *ev, const struct pst__dx_code *code,
+                enum pst__dx_until until, struct pst__dx_stop *stop, char *why,
+                size_t why_len);
 
 /* snprintf into why when it is non-NULL. */
-void pst_dx_why(char *why, size_t why_len, const char *fmt, ...)
+void pst__dx_why(char *why, size_t why_len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* ---- Decoders (tsd.c, tss_key.c) ---------------------------------------- */
 
-int pst_dx_tsd_layout(const struct pst_disasm_ops *ops,
-                      const struct pst_dx_code *code,
-                      struct pst_tsd_layout *out, char *why, size_t why_len);
+int pst__dx_tsd_layout(const struct pst__disasm_ops *ops,
+                       const struct pst__dx_code *code,
+                       struct pst__tsd_layout *out, char *why, size_t why_len);
 
-int pst_dx_tss_key(const struct pst_disasm_ops *ops,
-                   const struct pst_dx_code *code, pst_disasm_read64_fn read64,
-                   void *arg, uint64_t *out, int *is_load, char *shape,
-                   size_t shape_len, char *why, size_t why_len);
+int pst__dx_tss_key(const struct pst__disasm_ops *ops,
+                    const struct pst__dx_code *code,
+                    pst__disasm_read64_fn read64, void *arg, uint64_t *out,
+                    int *is_load, char *shape, size_t shape_len, char *why,
+                    size_t why_len);
 
-int pst_dx_tls_getter(const struct pst_disasm_ops *ops,
-                      const struct pst_dx_code *code,
-                      pst_disasm_read64_fn read64, void *arg,
-                      int64_t *tp_offset, char *shape, size_t shape_len,
-                      char *why, size_t why_len);
+int pst__dx_tls_getter(const struct pst__disasm_ops *ops,
+                       const struct pst__dx_code *code,
+                       pst__disasm_read64_fn read64, void *arg,
+                       int64_t *tp_offset, char *shape, size_t shape_len,
+                       char *why, size_t why_len);
 
-int pst_dx_global_getter(const struct pst_disasm_ops *ops,
-                         const struct pst_dx_code *code,
-                         pst_disasm_read64_fn read64, void *arg, uint64_t *out,
-                         char *why, size_t why_len);
+int pst__dx_global_getter(const struct pst__disasm_ops *ops,
+                          const struct pst__dx_code *code,
+                          pst__disasm_read64_fn read64, void *arg,
+                          uint64_t *out, char *why, size_t why_len);
 
 #endif

@@ -1,4 +1,4 @@
-/* tsd.c: reads the libc thread-specific-data layout (struct pst_tsd_layout)
+/* tsd.c: reads the libc thread-specific-data layout (struct pst__tsd_layout)
  * out of pthread_getspecific by evaluating it symbolically, any arch.
  *
  * The function is run twice with KEY, its argument, in a range: [0, 31]
@@ -27,27 +27,27 @@
 #define L2_PTR_SIZE 8
 
 /* Whether v is TP + c with nothing else; sets *c. */
-static int is_tp_plus(const struct pst_dx_val *v, int64_t *c) {
-  struct pst_dx_val rest = *v;
+static int is_tp_plus(const struct pst__dx_val *v, int64_t *c) {
+  struct pst__dx_val rest = *v;
 
   rest.tp = 0;
   rest.c = 0;
-  if (!v->known || v->tp != 1 || !pst_dx_is_const(&rest))
+  if (!v->known || v->tp != 1 || !pst__dx_is_const(&rest))
     return 0;
   *c = (int64_t)v->c;
   return 1;
 }
 
 /* The 8-byte load the function returns, or NULL with why set. */
-static const struct pst_dx_load *returned_load(const struct pst_dx_eval *ev,
-                                               char *why, size_t why_len) {
-  const struct pst_dx_val *v = &ev->reg[ev->ops->ret_slot];
-  const struct pst_dx_load *l = pst_dx_pure_load(ev, v);
+static const struct pst__dx_load *returned_load(const struct pst__dx_eval *ev,
+                                                char *why, size_t why_len) {
+  const struct pst__dx_val *v = &ev->reg[ev->ops->ret_slot];
+  const struct pst__dx_load *l = pst__dx_pure_load(ev, v);
 
   if (l == NULL || l->size != 8) {
-    pst_dx_why(why, why_len,
-               "%s at the ret is not an 8-byte value read from memory",
-               ev->ops->ret_name);
+    pst__dx_why(why, why_len,
+                "%s at the ret is not an 8-byte value read from memory",
+                ev->ops->ret_name);
     return NULL;
   }
   return l;
@@ -55,10 +55,11 @@ static const struct pst_dx_load *returned_load(const struct pst_dx_eval *ev,
 
 /* Level one: the load's address is TP + offset + m*KEY, or
  * [TP + offset] + m*KEY. */
-static int match_level1(const struct pst_dx_eval *ev,
-                        struct pst_tsd_layout *out, char *why, size_t why_len) {
-  const struct pst_dx_load *l = returned_load(ev, why, why_len), *base;
-  struct pst_dx_val a;
+static int match_level1(const struct pst__dx_eval *ev,
+                        struct pst__tsd_layout *out, char *why,
+                        size_t why_len) {
+  const struct pst__dx_load *l = returned_load(ev, why, why_len), *base;
+  struct pst__dx_val a;
 
   if (l == NULL)
     return -EINVAL;
@@ -67,25 +68,25 @@ static int match_level1(const struct pst_dx_eval *ev,
   a.key = 0;
   if (out->multiplier > 0 && is_tp_plus(&a, &out->offset))
     return 0;
-  base = pst_dx_pure_load(ev, &a);
+  base = pst__dx_pure_load(ev, &a);
   if (out->multiplier > 0 && base != NULL && base->size == 8 &&
       is_tp_plus(&base->addr, &out->offset)) {
     out->indirect = 1;
     return 0;
   }
-  pst_dx_why(why, why_len,
-             "%s at the ret is not read at TP + offset + m*key nor at "
-             "*(TP + offset) + m*key",
-             ev->ops->ret_name);
+  pst__dx_why(why, why_len,
+              "%s at the ret is not read at TP + offset + m*key nor at "
+              "*(TP + offset) + m*key",
+              ev->ops->ret_name);
   return -EINVAL;
 }
 
 /* Level two: the load's address is [TP + l2_offset + 8*HI] + m*LO + data,
  * with m the multiplier of level one. Returns 1 when it matches. */
-static int match_level2(const struct pst_dx_eval *ev,
-                        struct pst_tsd_layout *out) {
-  const struct pst_dx_load *l = returned_load(ev, NULL, 0), *block;
-  struct pst_dx_val a, b;
+static int match_level2(const struct pst__dx_eval *ev,
+                        struct pst__tsd_layout *out) {
+  const struct pst__dx_load *l = returned_load(ev, NULL, 0), *block;
+  struct pst__dx_val a, b;
 
   if (l == NULL || ev->split != L2_SPLIT)
     return 0;
@@ -106,23 +107,23 @@ static int match_level2(const struct pst_dx_eval *ev,
 }
 
 /* Runs the function with KEY in [key_min, key_max] up to its ret. */
-static int run_range(struct pst_dx_eval *ev, const struct pst_disasm_ops *ops,
-                     const struct pst_dx_code *code, uint64_t key_min,
+static int run_range(struct pst__dx_eval *ev, const struct pst__disasm_ops *ops,
+                     const struct pst__dx_code *code, uint64_t key_min,
                      uint64_t key_max, char *why, size_t why_len) {
-  struct pst_dx_stop stop;
+  struct pst__dx_stop stop;
 
-  pst_dx_init(ev, ops, NULL, NULL);
+  pst__dx_init(ev, ops, NULL, NULL);
   ev->key_min = key_min;
   ev->key_max = key_max;
-  ev->reg[ops->arg_slot] = pst_dx_key();
-  return pst_dx_run(ev, code, PST_DX_UNTIL_RET, &stop, why, why_len);
+  ev->reg[ops->arg_slot] = pst__dx_key();
+  return pst__dx_run(ev, code, PST_DX_UNTIL_RET, &stop, why, why_len);
 }
 
-int pst_dx_tsd_layout(const struct pst_disasm_ops *ops,
-                      const struct pst_dx_code *code,
-                      struct pst_tsd_layout *out, char *why, size_t why_len) {
-  struct pst_tsd_layout l = {0};
-  struct pst_dx_eval *ev;
+int pst__dx_tsd_layout(const struct pst__disasm_ops *ops,
+                       const struct pst__dx_code *code,
+                       struct pst__tsd_layout *out, char *why, size_t why_len) {
+  struct pst__tsd_layout l = {0};
+  struct pst__dx_eval *ev;
   int err;
 
   /* A few KiB: too much for the stack of a libuv worker thread. */

@@ -8,7 +8,7 @@
  * one point: the first argument at the call (a constant address, or a value
  * read from one), the return value at the ret (a value read from a constant
  * address). Pointers the code loads and then dereferences or offsets are GOT
- * slots; read64 supplies their contents (see pst_dx_resolve).
+ * slots; read64 supplies their contents (see pst__dx_resolve).
  */
 
 #include <errno.h>
@@ -27,8 +27,8 @@ struct source {
 };
 
 /* Says in why that reg, at the stop, is `problem`. Returns -EINVAL. */
-static int not_constant(const struct pst_dx_eval *ev, const char *reg,
-                        const char *problem, const struct pst_dx_stop *stop,
+static int not_constant(const struct pst__dx_eval *ev, const char *reg,
+                        const char *problem, const struct pst__dx_stop *stop,
                         char *why, size_t why_len) {
   char detail[64] = "";
 
@@ -36,20 +36,20 @@ static int not_constant(const struct pst_dx_eval *ev, const char *reg,
   if (ev->read_err != 0)
     snprintf(detail, sizeof(detail),
              " (reading a GOT slot failed: read64 returned %d)", ev->read_err);
-  pst_dx_why(why, why_len, "%s at the %s at 0x%" PRIx64 " is %s%s", reg,
-             stop->mnemonic, stop->addr, problem, detail);
+  pst__dx_why(why, why_len, "%s at the %s at 0x%" PRIx64 " is %s%s", reg,
+              stop->mnemonic, stop->addr, problem, detail);
   return -EINVAL;
 }
 
 /* Classifies v as an address or a value read from one. A value read with
  * nothing added is taken as the argument itself (the key, is_load 1), even
  * when 8 bytes wide: the caller sees where it was read and can judge. */
-static int classify(struct pst_dx_eval *ev, struct pst_dx_val v,
+static int classify(struct pst__dx_eval *ev, struct pst__dx_val v,
                     struct source *src) {
-  const struct pst_dx_load *l = pst_dx_pure_load(ev, &v);
+  const struct pst__dx_load *l = pst__dx_pure_load(ev, &v);
 
   if (l != NULL) {
-    if (!pst_dx_is_const(&l->addr))
+    if (!pst__dx_is_const(&l->addr))
       return -EINVAL;
     src->addr = l->addr.c;
     src->is_load = 1;
@@ -58,8 +58,8 @@ static int classify(struct pst_dx_eval *ev, struct pst_dx_val v,
     return 0;
   }
   /* An address computed from a GOT pointer: fold the pointer in. */
-  pst_dx_resolve(ev, &v);
-  if (!pst_dx_is_const(&v))
+  pst__dx_resolve(ev, &v);
+  if (!pst__dx_is_const(&v))
     return -EINVAL;
   src->addr = v.c;
   src->is_load = 0;
@@ -68,8 +68,8 @@ static int classify(struct pst_dx_eval *ev, struct pst_dx_val v,
   return 0;
 }
 
-static void describe(const struct pst_dx_eval *ev, const struct source *src,
-                     const struct pst_dx_stop *stop, char *shape,
+static void describe(const struct pst__dx_eval *ev, const struct source *src,
+                     const struct pst__dx_stop *stop, char *shape,
                      size_t shape_len) {
   const char *got = src->got ? " (GOT-relative)" : "";
 
@@ -83,12 +83,13 @@ static void describe(const struct pst_dx_eval *ev, const struct source *src,
              src->addr, got, stop->mnemonic);
 }
 
-int pst_dx_tss_key(const struct pst_disasm_ops *ops,
-                   const struct pst_dx_code *code, pst_disasm_read64_fn read64,
-                   void *arg, uint64_t *out, int *is_load, char *shape,
-                   size_t shape_len, char *why, size_t why_len) {
-  struct pst_dx_stop stop;
-  struct pst_dx_eval *ev;
+int pst__dx_tss_key(const struct pst__disasm_ops *ops,
+                    const struct pst__dx_code *code,
+                    pst__disasm_read64_fn read64, void *arg, uint64_t *out,
+                    int *is_load, char *shape, size_t shape_len, char *why,
+                    size_t why_len) {
+  struct pst__dx_stop stop;
+  struct pst__dx_eval *ev;
   struct source src;
   int err;
 
@@ -96,8 +97,8 @@ int pst_dx_tss_key(const struct pst_disasm_ops *ops,
   ev = malloc(sizeof(*ev));
   if (ev == NULL)
     return -ENOMEM;
-  pst_dx_init(ev, ops, read64, arg);
-  err = pst_dx_run(ev, code, PST_DX_UNTIL_BRANCH, &stop, why, why_len);
+  pst__dx_init(ev, ops, read64, arg);
+  err = pst__dx_run(ev, code, PST_DX_UNTIL_BRANCH, &stop, why, why_len);
   if (err != 0)
     goto out;
   err = classify(ev, ev->reg[ops->arg_slot], &src);
@@ -118,35 +119,36 @@ out:
 /* Runs code up to its ret in a new evaluator (*evp, for the caller to
  * free; NULL on -ENOMEM) and gives in *l the load the return value is, or
  * NULL when it is not one value read from memory. 0 or -errno (why). */
-static int run_getter(const struct pst_disasm_ops *ops,
-                      const struct pst_dx_code *code,
-                      pst_disasm_read64_fn read64, void *arg,
-                      struct pst_dx_eval **evp, struct pst_dx_stop *stop,
-                      const struct pst_dx_load **l, char *why, size_t why_len) {
+static int run_getter(const struct pst__disasm_ops *ops,
+                      const struct pst__dx_code *code,
+                      pst__disasm_read64_fn read64, void *arg,
+                      struct pst__dx_eval **evp, struct pst__dx_stop *stop,
+                      const struct pst__dx_load **l, char *why,
+                      size_t why_len) {
   int err;
 
   *l = NULL;
   *evp = malloc(sizeof(**evp));
   if (*evp == NULL)
     return -ENOMEM;
-  pst_dx_init(*evp, ops, read64, arg);
-  err = pst_dx_run(*evp, code, PST_DX_UNTIL_RET, stop, why, why_len);
+  pst__dx_init(*evp, ops, read64, arg);
+  err = pst__dx_run(*evp, code, PST_DX_UNTIL_RET, stop, why, why_len);
   if (err == 0)
-    *l = pst_dx_pure_load(*evp, &(*evp)->reg[ops->ret_slot]);
+    *l = pst__dx_pure_load(*evp, &(*evp)->reg[ops->ret_slot]);
   return err;
 }
 
-int pst_dx_global_getter(const struct pst_disasm_ops *ops,
-                         const struct pst_dx_code *code,
-                         pst_disasm_read64_fn read64, void *arg, uint64_t *out,
-                         char *why, size_t why_len) {
-  const struct pst_dx_load *l;
-  struct pst_dx_stop stop;
-  struct pst_dx_eval *ev;
+int pst__dx_global_getter(const struct pst__disasm_ops *ops,
+                          const struct pst__dx_code *code,
+                          pst__disasm_read64_fn read64, void *arg,
+                          uint64_t *out, char *why, size_t why_len) {
+  const struct pst__dx_load *l;
+  struct pst__dx_stop stop;
+  struct pst__dx_eval *ev;
   int err;
 
   err = run_getter(ops, code, read64, arg, &ev, &stop, &l, why, why_len);
-  if (err == 0 && (l == NULL || !pst_dx_is_const(&l->addr)))
+  if (err == 0 && (l == NULL || !pst__dx_is_const(&l->addr)))
     err = not_constant(ev, ops->ret_name, "not read from a constant address",
                        &stop, why, why_len);
   if (err == 0)
@@ -155,14 +157,14 @@ int pst_dx_global_getter(const struct pst_disasm_ops *ops,
   return err;
 }
 
-int pst_dx_tls_getter(const struct pst_disasm_ops *ops,
-                      const struct pst_dx_code *code,
-                      pst_disasm_read64_fn read64, void *arg,
-                      int64_t *tp_offset, char *shape, size_t shape_len,
-                      char *why, size_t why_len) {
-  const struct pst_dx_load *l;
-  struct pst_dx_stop stop;
-  struct pst_dx_eval *ev;
+int pst__dx_tls_getter(const struct pst__disasm_ops *ops,
+                       const struct pst__dx_code *code,
+                       pst__disasm_read64_fn read64, void *arg,
+                       int64_t *tp_offset, char *shape, size_t shape_len,
+                       char *why, size_t why_len) {
+  const struct pst__dx_load *l;
+  struct pst__dx_stop stop;
+  struct pst__dx_eval *ev;
   int err;
 
   err = run_getter(ops, code, read64, arg, &ev, &stop, &l, why, why_len);

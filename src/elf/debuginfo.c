@@ -39,7 +39,7 @@ struct want {
   const char *link; /* the .gnu_debuglink name, or NULL */
   uint32_t crc;
   int machine;
-  const struct pst_debuginfo_where *w;
+  const struct pst__debuginfo_where *w;
 };
 
 static uint32_t get_u32(const uint8_t *p) {
@@ -50,10 +50,10 @@ static uint32_t get_u32(const uint8_t *p) {
 
 static size_t align4(size_t n) { return (n + 3) & ~(size_t)3; }
 
-int pst_debuginfo_build_id(const struct pst_elf *e, const uint8_t **id,
-                           size_t *len) {
+int pst__debuginfo_build_id(const struct pst__elf *e, const uint8_t **id,
+                            size_t *len) {
   uint64_t size = 0;
-  const uint8_t *p = pst_elf_section_bytes(e, ".note.gnu.build-id", &size);
+  const uint8_t *p = pst__elf_section_bytes(e, ".note.gnu.build-id", &size);
 
   /* Each note: namesz, descsz, type, then the name and the descriptor,
    * each padded to 4 bytes (ELF64 notes on Linux use 4, like ELF32). */
@@ -76,10 +76,10 @@ int pst_debuginfo_build_id(const struct pst_elf *e, const uint8_t **id,
   return PST_ENOSYM;
 }
 
-int pst_debuginfo_debuglink(const struct pst_elf *e, const char **name,
-                            uint32_t *crc) {
+int pst__debuginfo_debuglink(const struct pst__elf *e, const char **name,
+                             uint32_t *crc) {
   uint64_t size = 0;
-  const char *p = pst_elf_section_bytes(e, ".gnu_debuglink", &size);
+  const char *p = pst__elf_section_bytes(e, ".gnu_debuglink", &size);
   size_t n, at;
 
   /* The file name, NUL-terminated, padded to 4 bytes, then its CRC-32
@@ -98,7 +98,7 @@ int pst_debuginfo_debuglink(const struct pst_elf *e, const char **name,
   return 0;
 }
 
-uint32_t pst_debuginfo_crc32(const void *buf, size_t len) {
+uint32_t pst__debuginfo_crc32(const void *buf, size_t len) {
   const Bytef *p = buf;
   uLong c = crc32(0L, Z_NULL, 0);
 
@@ -117,51 +117,51 @@ uint32_t pst_debuginfo_crc32(const void *buf, size_t len) {
  * debug file wanted. 0 with *out, -ENOENT when it does not exist or does
  * not match (logged), -ENOMEM. */
 static int try_file(int rootfd, const char *path, const struct want *wt,
-                    int by_link, struct pst_elf **out) {
-  struct pst_elf *d = NULL;
+                    int by_link, struct pst__elf **out) {
+  struct pst__elf *d = NULL;
   struct stat st;
   const uint8_t *id;
   size_t id_len, len;
   const void *img;
   int fd, err;
 
-  fd = pst_root_openat(rootfd, path, &st);
+  fd = pst__root_openat(rootfd, path, &st);
   if (fd < 0) {
     if (fd != -ENOENT && fd != -ENOTDIR)
-      pst_debug("debuginfo: %s: %s", path, pst_strerror(fd));
+      pst__debug("debuginfo: %s: %s", path, pst_strerror(fd));
     return -ENOENT;
   }
   if (wt->w->inode && st.st_ino == wt->w->inode && st.st_dev == wt->w->dev) {
     close(fd); /* the image itself */
     return -ENOENT;
   }
-  err = pst_elf_open(fd, &d); /* owns fd now */
+  err = pst__elf_open(fd, &d); /* owns fd now */
   if (err) {
-    pst_debug("debuginfo: %s: %s", path, pst_strerror(err));
+    pst__debug("debuginfo: %s: %s", path, pst_strerror(err));
     return err == -ENOMEM ? err : -ENOENT;
   }
-  if (pst_elf_machine(d) != wt->machine) {
-    pst_debug("debuginfo: %s: another machine", path);
+  if (pst__elf_machine(d) != wt->machine) {
+    pst__debug("debuginfo: %s: another machine", path);
     goto refuse;
   }
   if (wt->id) {
-    if (pst_debuginfo_build_id(d, &id, &id_len) || id_len != wt->id_len ||
+    if (pst__debuginfo_build_id(d, &id, &id_len) || id_len != wt->id_len ||
         memcmp(id, wt->id, id_len)) {
-      pst_debug("debuginfo: %s: build-id differs", path);
+      pst__debug("debuginfo: %s: build-id differs", path);
       goto refuse;
     }
   }
   if (by_link) {
-    img = pst_elf_image(d, &len);
-    if (pst_debuginfo_crc32(img, len) != wt->crc) {
-      pst_debug("debuginfo: %s: CRC-32 differs from .gnu_debuglink's", path);
+    img = pst__elf_image(d, &len);
+    if (pst__debuginfo_crc32(img, len) != wt->crc) {
+      pst__debug("debuginfo: %s: CRC-32 differs from .gnu_debuglink's", path);
       goto refuse;
     }
   }
   *out = d;
   return 0;
 refuse:
-  pst_elf_close(d);
+  pst__elf_close(d);
   return -ENOENT;
 }
 
@@ -184,10 +184,10 @@ static void open_roots(pid_t pid, int roots[2]) {
   struct stat ours, theirs;
 
   roots[0] = -1;
-  roots[1] = pst_root_open(0);
+  roots[1] = pst__root_open(0);
   if (pid <= 0)
     return;
-  roots[0] = pst_root_open(pid);
+  roots[0] = pst__root_open(pid);
   if (roots[0] < 0 || roots[1] < 0)
     return; /* gone, or not ours to see: our root's debug dirs only */
   if (fstat(roots[0], &theirs) == 0 && fstat(roots[1], &ours) == 0 &&
@@ -218,25 +218,25 @@ static int split_dirs(const char *s, const char **dirs, int *lens) {
   return n;
 }
 
-int pst_debuginfo_open(const struct pst_elf *e,
-                       const struct pst_debuginfo_where *w,
-                       struct pst_elf **out, char *found, size_t found_len,
-                       enum pst_debuginfo_how *how) {
+int pst__debuginfo_open(const struct pst__elf *e,
+                        const struct pst__debuginfo_where *w,
+                        struct pst__elf **out, char *found, size_t found_len,
+                        enum pst__debuginfo_how *how) {
   const char *dirs_s = w->dirs ? w->dirs : getenv("PST_DEBUG_DIRS");
   const char *dirs[MAX_DIRS];
   int lens[MAX_DIRS], ndirs, roots[2];
   char hex[2 * MAX_BUILD_ID + 1], path[PATH_MAX];
   const char *slash = w->path ? strrchr(w->path, '/') : NULL;
   int mod_len = slash ? (int)(slash - w->path) : 0;
-  struct want wt = {.machine = pst_elf_machine(e), .w = w};
+  struct want wt = {.machine = pst__elf_machine(e), .w = w};
   int err = -ENOENT, r;
 
   if (!dirs_s)
     dirs_s = DEFAULT_DIRS;
   ndirs = split_dirs(dirs_s, dirs, lens);
-  if (pst_debuginfo_build_id(e, &wt.id, &wt.id_len))
+  if (pst__debuginfo_build_id(e, &wt.id, &wt.id_len))
     wt.id = NULL;
-  if (pst_debuginfo_debuglink(e, &wt.link, &wt.crc))
+  if (pst__debuginfo_debuglink(e, &wt.link, &wt.crc))
     wt.link = NULL;
   if (!wt.id && !wt.link)
     return -ENOENT;

@@ -37,16 +37,16 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-struct pst_elf;
+struct pst__elf;
 
-/* How a debug file was found (pst_debuginfo_open's *how). */
-enum pst_debuginfo_how {
+/* How a debug file was found (pst__debuginfo_open's *how). */
+enum pst__debuginfo_how {
   PST_DEBUGINFO_BUILD_ID = 1, /* .build-id/xx/yyyy.debug */
   PST_DEBUGINFO_DEBUGLINK,    /* the .gnu_debuglink name, CRC checked */
 };
 
 /* Where to look for the debug file of one image. */
-struct pst_debuginfo_where {
+struct pst__debuginfo_where {
   const char *path; /* the image's path as the target sees it (maps), for
                        the .gnu_debuglink directories; NULL: none */
   pid_t pid;        /* the target, whose root is searched first; 0: ours
@@ -60,27 +60,27 @@ struct pst_debuginfo_where {
 /* The GNU build-id of e (NT_GNU_BUILD_ID in .note.gnu.build-id): *id is
  * borrowed from e's mapping, *len its length in bytes (1 to 64). 0, or
  * PST_ENOSYM when e has none (or a malformed note). */
-int pst_debuginfo_build_id(const struct pst_elf *e, const uint8_t **id,
-                           size_t *len);
+int pst__debuginfo_build_id(const struct pst__elf *e, const uint8_t **id,
+                            size_t *len);
 
 /* The .gnu_debuglink of e: the file name (borrowed, NUL-terminated, no
  * '/') and the CRC-32 of that file. 0 or PST_ENOSYM. */
-int pst_debuginfo_debuglink(const struct pst_elf *e, const char **name,
-                            uint32_t *crc);
+int pst__debuginfo_debuglink(const struct pst__elf *e, const char **name,
+                             uint32_t *crc);
 
 /* The CRC-32 .gnu_debuglink uses (zlib's crc32, ISO 3309) of
  * [buf, buf + len). */
-uint32_t pst_debuginfo_crc32(const void *buf, size_t len);
+uint32_t pst__debuginfo_crc32(const void *buf, size_t len);
 
 /* Finds and opens the debug file of image e (search order above). Returns
- * 0 with *out, a new pst_elf the caller closes with pst_elf_close(),
+ * 0 with *out, a new pst__elf the caller closes with pst__elf_close(),
  * found (if non-NULL) filled with the path opened (as we opened it, e.g.
  * /proc/PID/root/usr/lib/debug/...) and *how (if non-NULL); -ENOENT when
  * none is found or none matches (the candidates refused are logged at
  * debug level), -ENOMEM. */
-int pst_debuginfo_open(const struct pst_elf *e,
-                       const struct pst_debuginfo_where *w,
-                       struct pst_elf **out, char *found, size_t found_len,
-                       enum pst_debuginfo_how *how);
+int pst__debuginfo_open(const struct pst__elf *e,
+                        const struct pst__debuginfo_where *w,
+                        struct pst__elf **out, char *found, size_t found_len,
+                        enum pst__debuginfo_how *how);
 
 #endif

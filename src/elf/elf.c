@@ -14,7 +14,7 @@
 #include "elf/elf.h"
 #include "pystitch/errno.h"
 
-struct pst_elf {
+struct pst__elf {
   int fd;
   void *map;
   size_t size;
@@ -31,7 +31,7 @@ struct pst_elf {
  * it maps a page of zeros over the faulting page (MAP_FIXED, anonymous, the
  * mapping stays ours) and marks the mapping faulted, so that the read goes
  * on with zeros (every parser here bounds-checks what it reads) and the
- * image's users see pst_elf_faulted() and drop what they read. A SIGBUS at
+ * image's users see pst__elf_faulted() and drop what they read. A SIGBUS at
  * any other address is not ours: the previous action is restored and the
  * fault happens again under it. The table is only ever appended to (in
  * chunks, never freed), so the handler reads it without a lock. */
@@ -121,14 +121,14 @@ static void guard_remove(struct guard_slot *g) {
   pthread_mutex_unlock(&guard_lock);
 }
 
-int pst_elf_faulted(const struct pst_elf *e) {
+int pst__elf_faulted(const struct pst__elf *e) {
   return e->slot && atomic_load(&e->slot->faulted);
 }
 
-unsigned long pst_elf_faults(void) { return atomic_load(&guard_faults); }
+unsigned long pst__elf_faults(void) { return atomic_load(&guard_faults); }
 
-int pst_elf_open(int fd, struct pst_elf **out) {
-  struct pst_elf *e;
+int pst__elf_open(int fd, struct pst__elf **out) {
+  struct pst__elf *e;
   struct stat st;
   int err;
 
@@ -171,11 +171,11 @@ int pst_elf_open(int fd, struct pst_elf **out) {
   *out = e;
   return 0;
 err:
-  pst_elf_close(e);
+  pst__elf_close(e);
   return err;
 }
 
-void pst_elf_close(struct pst_elf *e) {
+void pst__elf_close(struct pst__elf *e) {
   if (!e)
     return;
   if (e->elf)
@@ -188,11 +188,11 @@ void pst_elf_close(struct pst_elf *e) {
   free(e);
 }
 
-int pst_elf_machine(const struct pst_elf *e) { return e->ehdr.e_machine; }
-int pst_elf_type(const struct pst_elf *e) { return e->ehdr.e_type; }
+int pst__elf_machine(const struct pst__elf *e) { return e->ehdr.e_machine; }
+int pst__elf_type(const struct pst__elf *e) { return e->ehdr.e_type; }
 
-int pst_elf_symbols(const struct pst_elf *e, const char *const *names, size_t n,
-                    uint64_t *values, uint64_t *sizes) {
+int pst__elf_symbols(const struct pst__elf *e, const char *const *names,
+                     size_t n, uint64_t *values, uint64_t *sizes) {
   static const unsigned types[] = {SHT_DYNSYM, SHT_SYMTAB};
   size_t found = 0;
   char *done = calloc(n ? n : 1, 1);
@@ -236,11 +236,11 @@ int pst_elf_symbols(const struct pst_elf *e, const char *const *names, size_t n,
   return (int)found;
 }
 
-int pst_elf_symbol(const struct pst_elf *e, const char *name, uint64_t *value,
-                   uint64_t *size) {
+int pst__elf_symbol(const struct pst__elf *e, const char *name, uint64_t *value,
+                    uint64_t *size) {
   uint64_t v, sz;
 
-  if (pst_elf_symbols(e, &name, 1, &v, &sz) != 1)
+  if (pst__elf_symbols(e, &name, 1, &v, &sz) != 1)
     return PST_ENOSYM;
   *value = v;
   if (size)
@@ -249,7 +249,7 @@ int pst_elf_symbol(const struct pst_elf *e, const char *name, uint64_t *value,
 }
 
 /* The header of section name, or -1. */
-static int find_section(const struct pst_elf *e, const char *name,
+static int find_section(const struct pst__elf *e, const char *name,
                         GElf_Shdr *out) {
   Elf_Scn *scn = NULL;
   size_t shstrndx;
@@ -267,8 +267,8 @@ static int find_section(const struct pst_elf *e, const char *name,
   return -1;
 }
 
-int pst_elf_section(const struct pst_elf *e, const char *name, uint64_t *addr,
-                    uint64_t *size) {
+int pst__elf_section(const struct pst__elf *e, const char *name, uint64_t *addr,
+                     uint64_t *size) {
   GElf_Shdr sh;
 
   if (find_section(e, name, &sh))
@@ -278,8 +278,8 @@ int pst_elf_section(const struct pst_elf *e, const char *name, uint64_t *addr,
   return 0;
 }
 
-const void *pst_elf_section_bytes(const struct pst_elf *e, const char *name,
-                                  uint64_t *size) {
+const void *pst__elf_section_bytes(const struct pst__elf *e, const char *name,
+                                   uint64_t *size) {
   GElf_Shdr sh;
 
   if (find_section(e, name, &sh) || sh.sh_type == SHT_NOBITS ||
@@ -289,8 +289,8 @@ const void *pst_elf_section_bytes(const struct pst_elf *e, const char *name,
   return (const char *)e->map + sh.sh_offset;
 }
 
-int pst_elf_read(const struct pst_elf *e, uint64_t vaddr, void *buf,
-                 size_t len) {
+int pst__elf_read(const struct pst__elf *e, uint64_t vaddr, void *buf,
+                  size_t len) {
   size_t n;
 
   if (elf_getphdrnum(e->elf, &n) != 0)
@@ -318,13 +318,13 @@ int pst_elf_read(const struct pst_elf *e, uint64_t vaddr, void *buf,
   return -EFAULT;
 }
 
-const void *pst_elf_image(const struct pst_elf *e, size_t *len) {
+const void *pst__elf_image(const struct pst__elf *e, size_t *len) {
   *len = e->size;
   return e->map;
 }
 
-int pst_elf_segment(const struct pst_elf *e, unsigned type, uint64_t *vaddr,
-                    uint64_t *offset, uint64_t *filesz) {
+int pst__elf_segment(const struct pst__elf *e, unsigned type, uint64_t *vaddr,
+                     uint64_t *offset, uint64_t *filesz) {
   size_t n;
 
   if (elf_getphdrnum(e->elf, &n) != 0)
@@ -341,8 +341,8 @@ int pst_elf_segment(const struct pst_elf *e, unsigned type, uint64_t *vaddr,
   return PST_ENOSYM;
 }
 
-int pst_elf_bias(const struct pst_elf *e, uint64_t map_start,
-                 uint64_t map_offset, uint64_t *bias) {
+int pst__elf_bias(const struct pst__elf *e, uint64_t map_start,
+                  uint64_t map_offset, uint64_t *bias) {
   size_t n;
 
   if (elf_getphdrnum(e->elf, &n) != 0)

@@ -42,17 +42,17 @@ static int is_libc(const char *base) {
  * their bytes (in .rodata) from the libc itself: a debug file has the
  * same link-time addresses but no contents. */
 struct thread_db {
-  const struct pst_elf *bytes;
-  const struct pst_elf *syms;
+  const struct pst__elf *bytes;
+  const struct pst__elf *syms;
 };
 
 static int db_read(const struct thread_db *db, const char *name, void *buf,
                    size_t len) {
   uint64_t a;
 
-  if (pst_elf_symbol(db->syms, name, &a, NULL))
+  if (pst__elf_symbol(db->syms, name, &a, NULL))
     return PST_ENOSYM;
-  return pst_elf_read(db->bytes, a, buf, len) ? -EFAULT : 0;
+  return pst__elf_read(db->bytes, a, buf, len) ? -EFAULT : 0;
 }
 
 /* The descriptors' offsets are from the thread descriptor (struct pthread
@@ -61,7 +61,7 @@ static int db_read(const struct thread_db *db, const char *name, void *buf,
  * THREAD_SELF is tp - sizeof(struct pthread), and gdb's aarch64
  * ps_get_thread_area subtracts libthread_db's const_thread_area, that same
  * size). Sets *base to the descriptor's offset from the thread pointer. */
-static int db_base(const struct thread_db *db, enum pst_arch arch,
+static int db_base(const struct thread_db *db, enum pst__arch arch,
                    int64_t *base) {
   uint32_t size;
   int err;
@@ -80,8 +80,8 @@ static int db_base(const struct thread_db *db, enum pst_arch arch,
  * {size in bits, count, offset}. The level-2 array `specific` (whose entry 0
  * points at specific_1stblock, so the double lookup works for every key),
  * and the data member of struct pthread_key_data and its size. */
-static int thread_db_layout(const struct thread_db *db, enum pst_arch arch,
-                            struct pst_tsd_layout *out) {
+static int thread_db_layout(const struct thread_db *db, enum pst__arch arch,
+                            struct pst__tsd_layout *out) {
   uint32_t spec[3], data[3], size;
   int64_t base;
   int err;
@@ -104,8 +104,8 @@ static int thread_db_layout(const struct thread_db *db, enum pst_arch arch,
 /* struct pthread's start_routine from its descriptor (nptl_db's
  * structs.def: DB_STRUCT_FIELD (pthread, start_routine)): a 64-bit scalar.
  * glibc's struct pthread has declared `void *arg` right after it since
- * NPTL began (nptl/descr.h), which pst_tsd_start_routine relies on. */
-static int start_layout(const struct thread_db *db, enum pst_arch arch,
+ * NPTL began (nptl/descr.h), which pst__tsd_start_routine relies on. */
+static int start_layout(const struct thread_db *db, enum pst__arch arch,
                         int64_t *offset) {
   uint32_t d[3];
   int64_t base;
@@ -124,24 +124,24 @@ static int start_layout(const struct thread_db *db, enum pst_arch arch,
  * separate debug file's symbols (a libc whose .symtab was stripped and
  * whose descriptors are not dynamic: glibc < 2.34's libpthread). Fills the
  * start_* fields of tsd, logging a layout that stays unknown. */
-static void find_start_layout(const struct pst_elf *e,
-                              const struct pst_debuginfo_where *w,
-                              enum pst_arch arch, struct pst_tsd *tsd) {
+static void find_start_layout(const struct pst__elf *e,
+                              const struct pst__debuginfo_where *w,
+                              enum pst__arch arch, struct pst__tsd *tsd) {
   struct thread_db db = {.bytes = e, .syms = e};
   const char *path = tsd->libc_path;
-  struct pst_elf *d = NULL;
+  struct pst__elf *d = NULL;
   char found[512];
   int err;
 
   err = start_layout(&db, arch, &tsd->start_offset);
   if (err == PST_ENOSYM &&
-      pst_debuginfo_open(e, w, &d, found, sizeof(found), NULL) == 0) {
+      pst__debuginfo_open(e, w, &d, found, sizeof(found), NULL) == 0) {
     db.syms = d;
     err = start_layout(&db, arch, &tsd->start_offset);
     if (err == 0)
       snprintf(tsd->start_method, sizeof(tsd->start_method),
                "_thread_db_pthread_start_routine in %.110s", found);
-    pst_elf_close(d);
+    pst__elf_close(d);
   } else if (err == 0) {
     snprintf(tsd->start_method, sizeof(tsd->start_method),
              "_thread_db_pthread_start_routine");
@@ -155,11 +155,11 @@ static void find_start_layout(const struct pst_elf *e,
            err == PST_ENOSYM ? "no _thread_db_pthread_start_routine"
                              : "unexpected _thread_db_pthread_start_routine",
            path);
-  pst_info("thread start routines: %s", tsd->start_method);
+  pst__info("thread start routines: %s", tsd->start_method);
 }
 
-static int decode_getspecific(const struct pst_elf *e, enum pst_arch arch,
-                              struct pst_tsd_layout *out, char *why,
+static int decode_getspecific(const struct pst__elf *e, enum pst__arch arch,
+                              struct pst__tsd_layout *out, char *why,
                               size_t why_len) {
   static const char *const names[] = {"__pthread_getspecific",
                                       "pthread_getspecific"};
@@ -168,7 +168,7 @@ static int decode_getspecific(const struct pst_elf *e, enum pst_arch arch,
   size_t i;
 
   for (i = 0; i < 2; i++)
-    if (pst_elf_symbol(e, names[i], &addr, &size) == 0)
+    if (pst__elf_symbol(e, names[i], &addr, &size) == 0)
       break;
   if (i == 2) {
     snprintf(why, why_len, "no pthread_getspecific symbol");
@@ -177,15 +177,15 @@ static int decode_getspecific(const struct pst_elf *e, enum pst_arch arch,
   if (size == 0 || size > sizeof(code))
     size = sizeof(code);
   memset(code, 0, sizeof(code));
-  if (pst_elf_read(e, addr, code, size)) {
+  if (pst__elf_read(e, addr, code, size)) {
     snprintf(why, why_len, "cannot read pthread_getspecific bytes");
     return -EFAULT;
   }
-  return pst_disasm_tsd_layout(arch, code, size, addr, out, why, why_len);
+  return pst__disasm_tsd_layout(arch, code, size, addr, out, why, why_len);
 }
 
-static void set_default(struct pst_tsd *tsd, enum pst_arch arch) {
-  struct pst_tsd_layout *l = &tsd->layout;
+static void set_default(struct pst__tsd *tsd, enum pst__arch arch) {
+  struct pst__tsd_layout *l = &tsd->layout;
   memset(l, 0, sizeof(*l));
   if (tsd->is_musl) {
     /* musl 1.2 struct pthread: tsd pointer at +0x80 (x86_64), -88 from
@@ -203,7 +203,7 @@ static void set_default(struct pst_tsd *tsd, enum pst_arch arch) {
   }
 }
 
-int pst_tsd_loading(const struct pst_maps *maps) {
+int pst__tsd_loading(const struct pst__maps *maps) {
   int loader = 0;
 
   for (size_t i = 0; i < maps->n; i++) {
@@ -216,10 +216,10 @@ int pst_tsd_loading(const struct pst_maps *maps) {
   return loader;
 }
 
-int pst_tsd_analyse_elf(const struct pst_elf *e,
-                        const struct pst_debuginfo_where *w, enum pst_arch arch,
-                        struct pst_tsd *tsd) {
-  struct pst_tsd_layout db;
+int pst__tsd_analyse_elf(const struct pst__elf *e,
+                         const struct pst__debuginfo_where *w,
+                         enum pst__arch arch, struct pst__tsd *tsd) {
+  struct pst__tsd_layout db;
   char why[128] = "";
   int err, have_db;
 
@@ -245,7 +245,7 @@ int pst_tsd_analyse_elf(const struct pst_elf *e,
       snprintf(tsd->method, sizeof(tsd->method),
                "disassembly (disagrees with _thread_db: l2 0x%llx x%lld)",
                (unsigned long long)db.l2_offset, (long long)db.multiplier);
-      pst_warn("TSD layout: %s", tsd->method);
+      pst__warn("TSD layout: %s", tsd->method);
     } else {
       snprintf(tsd->method, sizeof(tsd->method), "disassembly%s",
                have_db ? ", matches _thread_db descriptors" : "");
@@ -257,34 +257,34 @@ int pst_tsd_analyse_elf(const struct pst_elf *e,
     tsd->l2_only = 1;
     snprintf(tsd->method, sizeof(tsd->method),
              "_thread_db descriptors (disassembly failed: %s)", why);
-    pst_info("TSD layout: %s", tsd->method);
+    pst__info("TSD layout: %s", tsd->method);
   } else {
     set_default(tsd, arch);
     snprintf(tsd->method, sizeof(tsd->method),
              "default for %s (disassembly failed: %s)",
              tsd->is_musl ? "musl" : "glibc", why);
-    pst_warn("TSD layout: %s", tsd->method);
+    pst__warn("TSD layout: %s", tsd->method);
   }
-  if (pst_elf_faulted(e)) /* truncated while read: zeros decoded */
+  if (pst__elf_faulted(e)) /* truncated while read: zeros decoded */
     return PST_EBADDATA;
   return 0;
 }
 
-int pst_tsd_analyse(pid_t pid, const struct pst_maps *maps, enum pst_arch arch,
-                    struct pst_tsd *tsd) {
-  const struct pst_map *mp;
-  struct pst_debuginfo_where w = {0};
-  struct pst_elf *e = NULL;
+int pst__tsd_analyse(pid_t pid, const struct pst__maps *maps,
+                     enum pst__arch arch, struct pst__tsd *tsd) {
+  const struct pst__map *mp;
+  struct pst__debuginfo_where w = {0};
+  struct pst__elf *e = NULL;
   int fd, err;
 
   memset(tsd, 0, sizeof(*tsd));
-  mp = pst_maps_find_file(maps, is_libc);
+  mp = pst__maps_find_file(maps, is_libc);
   if (!mp)
-    mp = pst_maps_find_file(maps, is_glibc);
+    mp = pst__maps_find_file(maps, is_glibc);
   for (size_t i = 0; i < maps->n && !mp; i++)
     if (is_musl_path(maps->v[i].path))
       mp = &maps->v[i];
-  if (!mp && pst_tsd_loading(maps))
+  if (!mp && pst__tsd_loading(maps))
     return PST_ENOTREADY; /* a default would be a guess */
   if (!mp) {
     /* libc linked statically into the executable: its first mapping. */
@@ -297,17 +297,17 @@ int pst_tsd_analyse(pid_t pid, const struct pst_maps *maps, enum pst_arch arch,
   snprintf(tsd->libc_path, sizeof(tsd->libc_path), "%s", mp->path);
   tsd->is_musl = is_musl_path(mp->path);
 
-  fd = pst_maps_open(pid, mp);
-  if (fd >= 0 && pst_elf_open(fd, &e) == 0 && !tsd->is_musl) {
+  fd = pst__maps_open(pid, mp);
+  if (fd >= 0 && pst__elf_open(fd, &e) == 0 && !tsd->is_musl) {
     /* glibc < 2.34 keeps pthread_getspecific and the _thread_db
      * descriptors in libpthread.so.0. */
-    const struct pst_map *pt = pst_maps_find_file(maps, is_libpthread);
+    const struct pst__map *pt = pst__maps_find_file(maps, is_libpthread);
     uint64_t v;
-    if (pt && pst_elf_symbol(e, "pthread_getspecific", &v, NULL) != 0) {
-      struct pst_elf *e2;
-      int fd2 = pst_maps_open(pid, pt);
-      if (fd2 >= 0 && pst_elf_open(fd2, &e2) == 0) {
-        pst_elf_close(e);
+    if (pt && pst__elf_symbol(e, "pthread_getspecific", &v, NULL) != 0) {
+      struct pst__elf *e2;
+      int fd2 = pst__maps_open(pid, pt);
+      if (fd2 >= 0 && pst__elf_open(fd2, &e2) == 0) {
+        pst__elf_close(e);
         e = e2;
         mp = pt;
         snprintf(tsd->libc_path, sizeof(tsd->libc_path), "%s", mp->path);
@@ -321,25 +321,25 @@ int pst_tsd_analyse(pid_t pid, const struct pst_maps *maps, enum pst_arch arch,
              mp->path);
     snprintf(tsd->start_method, sizeof(tsd->start_method),
              "unknown: cannot open %s", mp->path);
-    pst_warn("%s", tsd->method);
+    pst__warn("%s", tsd->method);
     return 0;
   }
   w.path = mp->path;
   w.pid = pid;
-  err = pst_tsd_analyse_elf(e, &w, arch, tsd);
-  pst_elf_close(e);
+  err = pst__tsd_analyse_elf(e, &w, arch, tsd);
+  pst__elf_close(e);
   return err;
 }
 
-int pst_tsd_start_routine(const struct pst_tsd *tsd, struct pst_mem *mem,
-                          uint64_t tp, uint64_t *fn, uint64_t *arg) {
+int pst__tsd_start_routine(const struct pst__tsd *tsd, struct pst__mem *mem,
+                           uint64_t tp, uint64_t *fn, uint64_t *arg) {
   uint64_t v[2];
   int err;
 
   if (!tsd->has_start)
     return -ENOSYS;
   /* One read: start_routine and arg are adjacent. */
-  err = pst_mem_read(mem, tp + (uint64_t)tsd->start_offset, v, sizeof(v));
+  err = pst__mem_read(mem, tp + (uint64_t)tsd->start_offset, v, sizeof(v));
   if (err)
     return err;
   *fn = v[0];
@@ -348,9 +348,9 @@ int pst_tsd_start_routine(const struct pst_tsd *tsd, struct pst_mem *mem,
   return 0;
 }
 
-int pst_tsd_get(const struct pst_tsd *tsd, struct pst_mem *mem, uint64_t tp,
-                unsigned key, uint64_t *value) {
-  const struct pst_tsd_layout *l = &tsd->layout;
+int pst__tsd_get(const struct pst__tsd *tsd, struct pst__mem *mem, uint64_t tp,
+                 unsigned key, uint64_t *value) {
+  const struct pst__tsd_layout *l = &tsd->layout;
   uint64_t base;
   int err;
 
@@ -358,26 +358,26 @@ int pst_tsd_get(const struct pst_tsd *tsd, struct pst_mem *mem, uint64_t tp,
     uint64_t l2;
     if (key >= 1024)
       return -EINVAL;
-    err = pst_mem_read_u64(mem, tp + (uint64_t)l->l2_offset + 8 * (key >> 5),
-                           &l2);
+    err = pst__mem_read_u64(mem, tp + (uint64_t)l->l2_offset + 8 * (key >> 5),
+                            &l2);
     if (err)
       return err;
     if (l2 == 0) {
       *value = 0;
       return 0;
     }
-    return pst_mem_read_u64(mem,
-                            l2 +
-                                (uint64_t)(key & 31) * (uint64_t)l->multiplier +
-                                (uint64_t)l->l2_data,
-                            value);
+    return pst__mem_read_u64(
+        mem,
+        l2 + (uint64_t)(key & 31) * (uint64_t)l->multiplier +
+            (uint64_t)l->l2_data,
+        value);
   }
   base = tp + (uint64_t)l->offset;
   if (l->indirect) {
-    err = pst_mem_read_u64(mem, base, &base);
+    err = pst__mem_read_u64(mem, base, &base);
     if (err)
       return err;
   }
-  return pst_mem_read_u64(mem, base + (uint64_t)key * (uint64_t)l->multiplier,
-                          value);
+  return pst__mem_read_u64(mem, base + (uint64_t)key * (uint64_t)l->multiplier,
+                           value);
 }

@@ -63,7 +63,7 @@ static int is_eval(const char *name, const char *loop) {
   return strncmp(name, loop, n) == 0 && (name[n] == '\0' || name[n] == '.');
 }
 
-unsigned pst_native_classify(const char *func, int version_hex) {
+unsigned pst__native_classify(const char *func, int version_hex) {
   if (!func)
     return 0;
   if (is_eval(func, version_hex < 0x0300 ? "PyEval_EvalFrameEx"
@@ -75,7 +75,7 @@ unsigned pst_native_classify(const char *func, int version_hex) {
   return 0;
 }
 
-size_t pst_merge_py_groups(const struct pst_frame *py, size_t np) {
+size_t pst__merge_py_groups(const struct pst_frame *py, size_t np) {
   size_t groups = 0;
 
   for (size_t i = 0; i < np; i++)
@@ -108,15 +108,15 @@ static int hidden(const unsigned *flags, size_t nn, size_t i,
          ((flags[i] & PST_NF_PLUMBING) || between_evals(flags, nn, i));
 }
 
-size_t pst_merge(const struct pst_frame *nat, const unsigned *flags, size_t nn,
-                 const struct pst_frame *py, size_t np, int show_plumbing,
-                 const char *marker, struct pst_frame *out, size_t max,
-                 int *mismatch) {
+size_t pst__merge(const struct pst_frame *nat, const unsigned *flags, size_t nn,
+                  const struct pst_frame *py, size_t np, int show_plumbing,
+                  const char *marker, struct pst_frame *out, size_t max,
+                  int *mismatch) {
   size_t evals = 0, k = 0, p = 0;
 
   for (size_t i = 0; i < nn; i++)
     evals += (flags[i] & PST_NF_EVAL) != 0;
-  *mismatch = evals != pst_merge_py_groups(py, np);
+  *mismatch = evals != pst__merge_py_groups(py, np);
   if (*mismatch) {
     for (size_t i = 0; i < np && k < max; i++)
       out[k++] = py[i];

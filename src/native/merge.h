@@ -19,7 +19,7 @@
 
 #include "pystitch.h"
 
-/* Flags of a native frame, set by the caller with pst_native_classify(). */
+/* Flags of a native frame, set by the caller with pst__native_classify(). */
 #define PST_NF_EVAL 1     /* an eval-loop frame of the interpreter */
 #define PST_NF_PLUMBING 2 /* interpreter call machinery */
 #define PST_NF_INTERP                                                          \
@@ -30,7 +30,7 @@
 
 /* Classifies a native function name found in the interpreter's own module
  * (libpython or a static python): PST_NF_* flags. py_major_minor is 0xMMmm. */
-unsigned pst_native_classify(const char *func, int version_hex);
+unsigned pst__native_classify(const char *func, int version_hex);
 
 /* Merges nat[0..nn) (native, innermost first, kind PST_FRAME_NATIVE) with
  * py[0..np) (Python, innermost first, with entry flags) into out (at most
@@ -41,13 +41,13 @@ unsigned pst_native_classify(const char *func, int version_hex);
  * eval-frame count and the Python entry count differ (then out holds the
  * Python frames, a marker frame and the native frames). Returns the number
  * of frames written. marker is the marker frame's text (caller-owned). */
-size_t pst_merge(const struct pst_frame *nat, const unsigned *flags, size_t nn,
-                 const struct pst_frame *py, size_t np, int show_plumbing,
-                 const char *marker, struct pst_frame *out, size_t max,
-                 int *mismatch);
+size_t pst__merge(const struct pst_frame *nat, const unsigned *flags, size_t nn,
+                  const struct pst_frame *py, size_t np, int show_plumbing,
+                  const char *marker, struct pst_frame *out, size_t max,
+                  int *mismatch);
 
 /* How many eval-loop calls the Python frames need: their entry frames (a
  * trailing partial group counts as one). */
-size_t pst_merge_py_groups(const struct pst_frame *py, size_t np);
+size_t pst__merge_py_groups(const struct pst_frame *py, size_t np);
 
 #endif

@@ -41,37 +41,37 @@
 /* The table encoding libunwind's dwarf_search_unwind_table assumes. */
 #define EH_TABLE_ENC (DW_EH_PE_datarel | DW_EH_PE_sdata4)
 
-struct pst_module {
-  struct pst_modcache *cache; /* reference; NULL for image modules */
+struct pst__module {
+  struct pst__modcache *cache; /* reference; NULL for image modules */
   unsigned refs;
   dev_t dev;
   uint64_t inode;
-  int err;             /* open/parse error remembered, or 0 */
-  struct pst_elf *elf; /* NULL when err */
+  int err;              /* open/parse error remembered, or 0 */
+  struct pst__elf *elf; /* NULL when err */
   const void *image;
   size_t len;
   int has_table;
-  struct pst_eh_table table;
-  struct pst_symtab *symtab; /* built at the first symbol lookup */
-  int symtab_err;            /* why it could not be, or 0 */
-  char *path;                /* as the first process that mapped it sees
+  struct pst__eh_table table;
+  struct pst__symtab *symtab; /* built at the first symbol lookup */
+  int symtab_err;             /* why it could not be, or 0 */
+  char *path;                 /* as the first process that mapped it sees
                                  it (owned), for the debug file search;
                                  NULL for image modules */
-  pid_t pid;                 /* that process, for its root */
-  char *debug_path;          /* the separate debug file merged into
+  pid_t pid;                  /* that process, for its root */
+  char *debug_path;           /* the separate debug file merged into
                                  symtab (owned), or NULL */
 };
 
-struct pst_modcache {
+struct pst__modcache {
   unsigned refs;
-  struct pst_module **v; /* live modules (borrowed: they remove
+  struct pst__module **v; /* live modules (borrowed: they remove
                                  themselves when freed) and failed
                                  entries (owned) */
   size_t n, cap;
 };
 
-int pst_modcache_new(struct pst_modcache **out) {
-  struct pst_modcache *c = calloc(1, sizeof(*c));
+int pst__modcache_new(struct pst__modcache **out) {
+  struct pst__modcache *c = calloc(1, sizeof(*c));
 
   if (!c)
     return -ENOMEM;
@@ -80,12 +80,12 @@ int pst_modcache_new(struct pst_modcache **out) {
   return 0;
 }
 
-struct pst_modcache *pst_modcache_get(struct pst_modcache *c) {
+struct pst__modcache *pst__modcache_get(struct pst__modcache *c) {
   c->refs++;
   return c;
 }
 
-void pst_modcache_put(struct pst_modcache *c) {
+void pst__modcache_put(struct pst__modcache *c) {
   if (!c || --c->refs)
     return;
   /* Live modules hold a reference, so only failed entries are left. */
@@ -149,17 +149,17 @@ static int read_enc(const unsigned char **p, const unsigned char *end,
  * libunwind can use). Sets m->has_table. A module without a table is still
  * usable (reads of its segments, symbols): libunwind then falls back to
  * frame pointers for its frames. */
-static void parse_eh_frame_hdr(struct pst_module *m, const char *name) {
+static void parse_eh_frame_hdr(struct pst__module *m, const char *name) {
   uint64_t vaddr, off, size, ptr, count, pos;
   const unsigned char *hdr, *p, *end;
 
-  if (pst_elf_segment(m->elf, PT_GNU_EH_FRAME, &vaddr, &off, &size) != 0) {
+  if (pst__elf_segment(m->elf, PT_GNU_EH_FRAME, &vaddr, &off, &size) != 0) {
     /* .debug_frame would do, but Debian's libunwind does not export
      * dwarf_find_debug_frame (built without --enable-debug-frame on
      * x86_64), and files without .eh_frame_hdr are rare on Linux. */
-    pst_info("%s: no .eh_frame_hdr; its frames are unwound by frame "
-             "pointer only",
-             name);
+    pst__info("%s: no .eh_frame_hdr; its frames are unwound by frame "
+              "pointer only",
+              name);
     return;
   }
   if (off > m->len || size > m->len - off || size < 4)
@@ -183,70 +183,70 @@ static void parse_eh_frame_hdr(struct pst_module *m, const char *name) {
   m->has_table = 1;
   return;
 bad:
-  pst_info("%s: .eh_frame_hdr in an unsupported form; its frames are "
-           "unwound by frame pointer only",
-           name);
+  pst__info("%s: .eh_frame_hdr in an unsupported form; its frames are "
+            "unwound by frame pointer only",
+            name);
 }
 
 /* Builds a module around an opened ELF (ownership of e passes to m). */
-static int module_from_elf(struct pst_elf *e, const char *name,
-                           struct pst_module **out) {
-  struct pst_module *m = calloc(1, sizeof(*m));
+static int module_from_elf(struct pst__elf *e, const char *name,
+                           struct pst__module **out) {
+  struct pst__module *m = calloc(1, sizeof(*m));
 
   if (!m) {
-    pst_elf_close(e);
+    pst__elf_close(e);
     return -ENOMEM;
   }
   m->refs = 1;
   m->elf = e;
-  m->image = pst_elf_image(e, &m->len);
+  m->image = pst__elf_image(e, &m->len);
   parse_eh_frame_hdr(m, name);
-  if (pst_elf_faulted(e)) { /* truncated under us: nothing read is sure */
-    pst_module_put(m);
+  if (pst__elf_faulted(e)) { /* truncated under us: nothing read is sure */
+    pst__module_put(m);
     return PST_EBADDATA;
   }
   *out = m;
   return 0;
 }
 
-static struct pst_module *cache_find(const struct pst_modcache *c, dev_t dev,
-                                     uint64_t inode) {
+static struct pst__module *cache_find(const struct pst__modcache *c, dev_t dev,
+                                      uint64_t inode) {
   for (size_t i = 0; i < c->n; i++)
     if (c->v[i]->inode == inode && c->v[i]->dev == dev)
       return c->v[i];
   return NULL;
 }
 
-int pst_module_get(struct pst_modcache *c, pid_t pid, const struct pst_map *mp,
-                   struct pst_module **out) {
+int pst__module_get(struct pst__modcache *c, pid_t pid,
+                    const struct pst__map *mp, struct pst__module **out) {
   dev_t dev = makedev(mp->dev_major, mp->dev_minor);
-  struct pst_module *m = cache_find(c, dev, mp->inode);
-  struct pst_elf *e = NULL;
+  struct pst__module *m = cache_find(c, dev, mp->inode);
+  struct pst__elf *e = NULL;
   int fd, err;
 
   if (m) {
     if (m->err)
       return m->err;
-    *out = pst_module_ref(m);
+    *out = pst__module_ref(m);
     return 0;
   }
-  if (pst_array_reserve((void **)&c->v, &c->cap, c->n + 1, sizeof(*c->v)))
+  if (pst__array_reserve((void **)&c->v, &c->cap, c->n + 1, sizeof(*c->v)))
     return -ENOMEM;
-  fd = pst_maps_open(pid, mp);
-  err = fd < 0 ? fd : pst_elf_open(fd, &e);
+  fd = pst__maps_open(pid, mp);
+  err = fd < 0 ? fd : pst__elf_open(fd, &e);
   if (err == 0)
     err = module_from_elf(e, mp->path, &m);
   if (err == 0) {
     m->pid = pid;
     if (!(m->path = strdup(mp->path))) {
-      pst_module_put(m);
+      pst__module_put(m);
       return -ENOMEM;
     }
   }
   if (err == -ENOMEM)
     return err;
   if (err) {
-    pst_debug("module %s: %s", mp->path, pst_strerror(err));
+    pst__debug("module %s: %s", mp->path, pst_strerror(err));
     /* A failed entry: owned by the cache, freed with it, never handed out
      * (so it holds no reference to the cache). */
     m = calloc(1, sizeof(*m));
@@ -254,7 +254,7 @@ int pst_module_get(struct pst_modcache *c, pid_t pid, const struct pst_map *mp,
       return -ENOMEM;
     m->err = err;
   } else {
-    m->cache = pst_modcache_get(c);
+    m->cache = pst__modcache_get(c);
   }
   m->dev = dev;
   m->inode = mp->inode;
@@ -265,13 +265,13 @@ int pst_module_get(struct pst_modcache *c, pid_t pid, const struct pst_map *mp,
   return 0;
 }
 
-int pst_module_new_image(const char *name, const void *buf, size_t len,
-                         struct pst_module **out) {
-  struct pst_elf *e;
+int pst__module_new_image(const char *name, const void *buf, size_t len,
+                          struct pst__module **out) {
+  struct pst__elf *e;
   int fd, err;
   size_t done = 0;
 
-  /* pst_elf maps a file: give it an anonymous one holding the copy. */
+  /* pst__elf maps a file: give it an anonymous one holding the copy. */
   fd = memfd_create(name, MFD_CLOEXEC);
   if (fd < 0)
     return -errno;
@@ -286,18 +286,18 @@ int pst_module_new_image(const char *name, const void *buf, size_t len,
     }
     done += (size_t)w;
   }
-  err = pst_elf_open(fd, &e);
+  err = pst__elf_open(fd, &e);
   if (err)
     return err;
   return module_from_elf(e, name, out);
 }
 
-struct pst_module *pst_module_ref(struct pst_module *m) {
+struct pst__module *pst__module_ref(struct pst__module *m) {
   m->refs++;
   return m;
 }
 
-static void cache_remove(struct pst_modcache *c, const struct pst_module *m) {
+static void cache_remove(struct pst__modcache *c, const struct pst__module *m) {
   for (size_t i = 0; i < c->n; i++)
     if (c->v[i] == m) {
       c->v[i] = c->v[--c->n];
@@ -305,27 +305,27 @@ static void cache_remove(struct pst_modcache *c, const struct pst_module *m) {
     }
 }
 
-void pst_module_put(struct pst_module *m) {
+void pst__module_put(struct pst__module *m) {
   if (!m || --m->refs)
     return;
   if (m->cache) {
     cache_remove(m->cache, m);
-    pst_modcache_put(m->cache);
+    pst__modcache_put(m->cache);
   }
-  pst_symtab_free(m->symtab);
-  pst_elf_close(m->elf);
+  pst__symtab_free(m->symtab);
+  pst__elf_close(m->elf);
   free(m->path);
   free(m->debug_path);
   free(m);
 }
 
-void pst_module_zput(struct pst_module **mp) {
-  pst_module_put(*mp);
+void pst__module_zput(struct pst__module **mp) {
+  pst__module_put(*mp);
   *mp = NULL;
 }
 
-const void *pst_module_image(const struct pst_module *m, size_t *len) {
-  if (pst_module_faulted(m)) {
+const void *pst__module_image(const struct pst__module *m, size_t *len) {
+  if (pst__module_faulted(m)) {
     *len = 0;
     return NULL; /* its pages past the file's end read as zeros */
   }
@@ -333,16 +333,16 @@ const void *pst_module_image(const struct pst_module *m, size_t *len) {
   return m->image;
 }
 
-int pst_module_faulted(const struct pst_module *m) {
-  return m->elf && pst_elf_faulted(m->elf);
+int pst__module_faulted(const struct pst__module *m) {
+  return m->elf && pst__elf_faulted(m->elf);
 }
 
-struct pst_elf *pst_module_elf(const struct pst_module *m) {
+struct pst__elf *pst__module_elf(const struct pst__module *m) {
   return m->elf;
 }
 
-int pst_module_eh_table(const struct pst_module *m, struct pst_eh_table *t) {
-  if (pst_module_faulted(m))
+int pst__module_eh_table(const struct pst__module *m, struct pst__eh_table *t) {
+  if (pst__module_faulted(m))
     return PST_EBADDATA;
   if (!m->has_table)
     return PST_ENOSYM;
@@ -350,55 +350,55 @@ int pst_module_eh_table(const struct pst_module *m, struct pst_eh_table *t) {
   return 0;
 }
 
-int pst_module_bias(const struct pst_module *m, const struct pst_map *mp,
-                    uint64_t *bias) {
-  return pst_elf_bias(m->elf, mp->start, mp->offset, bias);
+int pst__module_bias(const struct pst__module *m, const struct pst__map *mp,
+                     uint64_t *bias) {
+  return pst__elf_bias(m->elf, mp->start, mp->offset, bias);
 }
 
 /* The separate debug file of a file module whose image has no .symtab
- * (stripped): a new pst_elf, or NULL. Its path is kept in m->debug_path. */
-static struct pst_elf *find_debug_file(struct pst_module *m) {
-  struct pst_debuginfo_where w = {
+ * (stripped): a new pst__elf, or NULL. Its path is kept in m->debug_path. */
+static struct pst__elf *find_debug_file(struct pst__module *m) {
+  struct pst__debuginfo_where w = {
       .path = m->path, .pid = m->pid, .dev = m->dev, .inode = m->inode};
-  enum pst_debuginfo_how how;
-  struct pst_elf *d = NULL;
+  enum pst__debuginfo_how how;
+  struct pst__elf *d = NULL;
   uint64_t addr, size;
   char found[4096];
 
-  if (!m->path || pst_elf_section(m->elf, ".symtab", &addr, &size) == 0)
+  if (!m->path || pst__elf_section(m->elf, ".symtab", &addr, &size) == 0)
     return NULL; /* an image module, or not stripped */
-  if (pst_debuginfo_open(m->elf, &w, &d, found, sizeof(found), &how))
+  if (pst__debuginfo_open(m->elf, &w, &d, found, sizeof(found), &how))
     return NULL;
-  pst_info("%s: symbols from %s (%s)", m->path, found,
-           how == PST_DEBUGINFO_BUILD_ID ? "build-id" : ".gnu_debuglink");
+  pst__info("%s: symbols from %s (%s)", m->path, found,
+            how == PST_DEBUGINFO_BUILD_ID ? "build-id" : ".gnu_debuglink");
   m->debug_path = strdup(found); /* for messages only: NULL is fine */
   return d;
 }
 
-const struct pst_symtab *pst_module_symtab(struct pst_module *m) {
+const struct pst__symtab *pst__module_symtab(struct pst__module *m) {
   if (!m->symtab && !m->symtab_err && m->image) {
-    struct pst_elf *d = find_debug_file(m);
+    struct pst__elf *d = find_debug_file(m);
     const void *dimg = NULL;
     size_t dlen = 0;
     if (d)
-      dimg = pst_elf_image(d, &dlen);
+      dimg = pst__elf_image(d, &dlen);
     m->symtab_err =
-        pst_symtab_build_debug(m->image, m->len, dimg, dlen, &m->symtab);
+        pst__symtab_build_debug(m->image, m->len, dimg, dlen, &m->symtab);
     if (!m->symtab_err &&
-        (pst_module_faulted(m) || (d && pst_elf_faulted(d)))) {
-      pst_symtab_free(m->symtab); /* built from a truncated file */
+        (pst__module_faulted(m) || (d && pst__elf_faulted(d)))) {
+      pst__symtab_free(m->symtab); /* built from a truncated file */
       m->symtab = NULL;
       m->symtab_err = PST_EBADDATA;
     }
-    pst_elf_close(d); /* the table copied what it keeps */
+    pst__elf_close(d); /* the table copied what it keeps */
     if (m->symtab_err)
-      pst_debug("no symbols: %s", pst_strerror(m->symtab_err));
+      pst__debug("no symbols: %s", pst_strerror(m->symtab_err));
   }
   return m->symtab;
 }
 
-const char *pst_module_debug_file(const struct pst_module *m) {
+const char *pst__module_debug_file(const struct pst__module *m) {
   return m->debug_path;
 }
 
-const char *pst_module_path(const struct pst_module *m) { return m->path; }
+const char *pst__module_path(const struct pst__module *m) { return m->path; }

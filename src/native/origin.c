@@ -65,7 +65,7 @@ static int at_lit(const char *p, const char *lit) {
   return !strncmp(p, lit, strlen(lit));
 }
 
-char *pst_origin_shorten(const char *func, char *buf, size_t len) {
+char *pst__origin_shorten(const char *func, char *buf, size_t len) {
   char tmp[256];
   size_t n = 0, last_space = 0;
   int depth = 0;
@@ -165,7 +165,7 @@ static int tuple_first(const char *name, char *buf, size_t len) {
 /* Reads a NUL-terminated string of at most len - 1 bytes at addr, page
  * by page (a string near the end of a mapping must not fail as a whole).
  * 0, or -1 when unreadable or longer. */
-static int read_cstr(struct pst_mem *mem, uint64_t addr, char *buf,
+static int read_cstr(struct pst__mem *mem, uint64_t addr, char *buf,
                      size_t len) {
   size_t got = 0;
 
@@ -173,7 +173,7 @@ static int read_cstr(struct pst_mem *mem, uint64_t addr, char *buf,
     size_t n = 4096 - (size_t)((addr + got) & 4095);
     if (n > len - 1 - got)
       n = len - 1 - got;
-    if (pst_mem_read(mem, addr + got, buf + got, n))
+    if (pst__mem_read(mem, addr + got, buf + got, n))
       return -1;
     if (memchr(buf + got, '\0', n))
       return 0;
@@ -202,15 +202,15 @@ static void dbuf_put(const char *s, size_t n, void *opaque) {
  * mangled name (Itanium C++ ABI 2.9.4/2.9.5; GCC prefixes '*' to the name
  * of a type with internal linkage). RTTI is there in stripped libraries,
  * where the vtable and _M_run symbols are not. 0 or -1. */
-static int rtti_name(struct pst_mem *mem, uint64_t vptr, char *buf,
+static int rtti_name(struct pst__mem *mem, uint64_t vptr, char *buf,
                      size_t len) {
   uint64_t ti, name;
   char mangled[2048];
   struct dbuf d = {buf, len, 0};
   const char *m = mangled;
 
-  if (len == 0 || pst_mem_read_u64(mem, vptr - 8, &ti) ||
-      pst_mem_read_u64(mem, ti + 8, &name) ||
+  if (len == 0 || pst__mem_read_u64(mem, vptr - 8, &ti) ||
+      pst__mem_read_u64(mem, ti + 8, &name) ||
       read_cstr(mem, name, mangled, sizeof(mangled)))
     return -1;
   if (*m == '*')
@@ -226,17 +226,17 @@ static int rtti_name(struct pst_mem *mem, uint64_t vptr, char *buf,
  * std::thread::_State *): the name of its dynamic type (RTTI), else of the
  * vtable's _M_run (symbols). Fills o->func, o->label and o->detail; leaves
  * them when anything does not fit. */
-static void std_thread(pst_origin_lookup_cb lookup, void *opaque,
-                       struct pst_mem *mem, uint64_t arg,
-                       struct pst_origin *o) {
-  struct pst_resolved run = {0};
+static void std_thread(pst__origin_lookup_cb lookup, void *opaque,
+                       struct pst__mem *mem, uint64_t arg,
+                       struct pst__origin *o) {
+  struct pst__resolved run = {0};
   uint64_t vptr, m_run;
   char type[1024], callable[256], shortname[PST_ORIGIN_LABEL_MAX];
   const char *cls, *end, *where = NULL;
 
-  if (!mem || !arg || pst_mem_read_u64(mem, arg, &vptr))
+  if (!mem || !arg || pst__mem_read_u64(mem, arg, &vptr))
     return;
-  if (pst_mem_read_u64(mem, vptr + 8 * STATE_M_RUN_SLOT, &m_run) == 0 &&
+  if (pst__mem_read_u64(mem, vptr + 8 * STATE_M_RUN_SLOT, &m_run) == 0 &&
       lookup(opaque, m_run, &run) == 0 && run.path)
     where = base_name(run.path);
   if (!(rtti_name(mem, vptr, type, sizeof(type)) == 0 &&
@@ -260,7 +260,7 @@ static void std_thread(pst_origin_lookup_cb lookup, void *opaque,
   } else if (strstr(callable, "(*)")) {
     return; /* a plain function pointer: its type says nothing */
   } else {
-    pst_origin_shorten(callable, shortname, sizeof(shortname));
+    pst__origin_shorten(callable, shortname, sizeof(shortname));
   }
   if (!shortname[0])
     return;
@@ -271,19 +271,19 @@ static void std_thread(pst_origin_lookup_cb lookup, void *opaque,
 }
 
 static int resolver_lookup(void *opaque, uint64_t addr,
-                           struct pst_resolved *out) {
-  return pst_resolver_lookup(opaque, addr, out);
+                           struct pst__resolved *out) {
+  return pst__resolver_lookup(opaque, addr, out);
 }
 
-void pst_origin_describe(struct pst_resolver *r, struct pst_mem *mem,
-                         uint64_t fn, uint64_t arg, struct pst_origin *o) {
-  pst_origin_describe_with(resolver_lookup, r, mem, fn, arg, o);
+void pst__origin_describe(struct pst__resolver *r, struct pst__mem *mem,
+                          uint64_t fn, uint64_t arg, struct pst__origin *o) {
+  pst__origin_describe_with(resolver_lookup, r, mem, fn, arg, o);
 }
 
-void pst_origin_describe_with(pst_origin_lookup_cb lookup, void *opaque,
-                              struct pst_mem *mem, uint64_t fn, uint64_t arg,
-                              struct pst_origin *o) {
-  struct pst_resolved at;
+void pst__origin_describe_with(pst__origin_lookup_cb lookup, void *opaque,
+                               struct pst__mem *mem, uint64_t fn, uint64_t arg,
+                               struct pst__origin *o) {
+  struct pst__resolved at;
   char mod[64], shortname[PST_ORIGIN_LABEL_MAX];
   const char *f, *base;
 
@@ -334,21 +334,21 @@ void pst_origin_describe_with(pst_origin_lookup_cb lookup, void *opaque,
     snprintf(o->label, sizeof(o->label), "std::thread");
     std_thread(lookup, opaque, mem, arg, o);
   } else if (f) {
-    pst_origin_shorten(f, shortname, sizeof(shortname));
+    pst__origin_shorten(f, shortname, sizeof(shortname));
     snprintf(o->label, sizeof(o->label), "%s", shortname[0] ? shortname : f);
   } else {
     snprintf(o->label, sizeof(o->label), "%.50s thread", mod);
   }
 }
 
-void pst_origin_unknown(const char *why, struct pst_origin *o) {
+void pst__origin_unknown(const char *why, struct pst__origin *o) {
   memset(o, 0, sizeof(*o));
   snprintf(o->detail, sizeof(o->detail), "start routine unknown: %s", why);
 }
 
-char *pst_origin_thread_name(const char *comm, const char *main_comm,
-                             const struct pst_origin *o, pid_t tid, char *buf,
-                             size_t len) {
+char *pst__origin_thread_name(const char *comm, const char *main_comm,
+                              const struct pst__origin *o, pid_t tid, char *buf,
+                              size_t len) {
   int pool =
       o && (o->kind == PST_ORIGIN_OPENMP || o->kind == PST_ORIGIN_PTHREADPOOL);
 

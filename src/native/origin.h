@@ -1,5 +1,5 @@
 /* origin.h: what started a thread that has no Python state, named from its
- * start routine (pst_tsd_start_routine) through the module symbol tables
+ * start routine (pst__tsd_start_routine) through the module symbol tables
  * (resolve.h), so that `dump` and the profiles can call an OpenMP or
  * pthreadpool worker by what it is rather than by the process's comm.
  *
@@ -30,7 +30,7 @@
  *   - an address in a module without a symbol there: "<module> thread"
  *     ("libfoo thread", module = file name up to ".so").
  *
- * Thread names (pst_origin_thread_name): a comm the program set with
+ * Thread names (pst__origin_thread_name): a comm the program set with
  * prctl(PR_SET_NAME)/pthread_setname_np (one that differs from the main
  * thread's comm) wins, except on OpenMP and pthreadpool workers, which
  * never name themselves: their comm is inherited from whichever thread
@@ -42,7 +42,7 @@
  *   libgomp.so.1.0.0)
  *   Thread 1038 "pthreadpool worker" (native, started at
  *   libpthreadpool.so.0+0xd790)
- * with the parenthesis from struct pst_origin's detail.
+ * with the parenthesis from struct pst__origin's detail.
  */
 #ifndef PST_NATIVE_ORIGIN_H
 #define PST_NATIVE_ORIGIN_H
@@ -51,16 +51,16 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-struct pst_mem;
-struct pst_resolved;
-struct pst_resolver;
+struct pst__mem;
+struct pst__resolved;
+struct pst__resolver;
 
-/* Names target address addr as pst_resolver_lookup() does (opaque is the
+/* Names target address addr as pst__resolver_lookup() does (opaque is the
  * caller's): 0 with *out filled, else an error code. */
-typedef int (*pst_origin_lookup_cb)(void *opaque, uint64_t addr,
-                                    struct pst_resolved *out);
+typedef int (*pst__origin_lookup_cb)(void *opaque, uint64_t addr,
+                                     struct pst__resolved *out);
 
-enum pst_origin_kind {
+enum pst__origin_kind {
   PST_ORIGIN_UNKNOWN = 0, /* no start routine known, or it is in no file */
   PST_ORIGIN_MAIN,        /* start routine 0: the main thread (or a thread
                              not made by pthread_create) */
@@ -73,8 +73,8 @@ enum pst_origin_kind {
 
 #define PST_ORIGIN_LABEL_MAX 64
 
-struct pst_origin {
-  enum pst_origin_kind kind;
+struct pst__origin {
+  enum pst__origin_kind kind;
   uint64_t fn;                      /* the start routine, 0 if none */
   char label[PST_ORIGIN_LABEL_MAX]; /* short thread name, e.g. "libgomp
                                        worker"; "" when nothing is known
@@ -90,39 +90,39 @@ struct pst_origin {
 };
 
 /* Describes the thread whose start routine is fn with argument arg (both
- * from pst_tsd_start_routine). The names come from r; mem reads the
+ * from pst__tsd_start_routine). The names come from r; mem reads the
  * start argument of a std::thread (its _State's vtable), and may be NULL
  * to skip that. Never fails: what cannot be named is left out (kind
  * UNKNOWN, label ""). out is overwritten. */
-void pst_origin_describe(struct pst_resolver *r, struct pst_mem *mem,
-                         uint64_t fn, uint64_t arg, struct pst_origin *out);
+void pst__origin_describe(struct pst__resolver *r, struct pst__mem *mem,
+                          uint64_t fn, uint64_t arg, struct pst__origin *out);
 
-/* pst_origin_describe() with the names from lookup(opaque, ...) instead
+/* pst__origin_describe() with the names from lookup(opaque, ...) instead
  * of a resolver: for replaying names and memory captured elsewhere (and
  * the fuzz harness). The strings lookup returns need only live until
  * this returns. */
-void pst_origin_describe_with(pst_origin_lookup_cb lookup, void *opaque,
-                              struct pst_mem *mem, uint64_t fn, uint64_t arg,
-                              struct pst_origin *out);
+void pst__origin_describe_with(pst__origin_lookup_cb lookup, void *opaque,
+                               struct pst__mem *mem, uint64_t fn, uint64_t arg,
+                               struct pst__origin *out);
 
-/* The origin of a start-routine layout that is unknown (pst_tsd's
+/* The origin of a start-routine layout that is unknown (pst__tsd's
  * -ENOSYS) or a read that failed: kind UNKNOWN, detail "start routine
  * unknown: why". */
-void pst_origin_unknown(const char *why, struct pst_origin *out);
+void pst__origin_unknown(const char *why, struct pst__origin *out);
 
 /* The name to show for thread tid, which has no Python state, into buf
  * (len bytes, truncated, NUL-terminated): comm when it differs from
  * main_comm (the program named the thread) and o is not an OpenMP or
  * pthreadpool worker, else o's label (o may be NULL), else "native thread
  * TID". comm or main_comm NULL: not compared. Returns buf. */
-char *pst_origin_thread_name(const char *comm, const char *main_comm,
-                             const struct pst_origin *o, pid_t tid, char *buf,
-                             size_t len);
+char *pst__origin_thread_name(const char *comm, const char *main_comm,
+                              const struct pst__origin *o, pid_t tid, char *buf,
+                              size_t len);
 
 /* Shortens a demangled function name to what fits a label: no parameter
  * list, template arguments, lambda or clone suffix, and a constructor
  * "ns::C::C" as its class "ns::C". Writes at most len bytes into buf
  * (NUL-terminated); returns buf. */
-char *pst_origin_shorten(const char *func, char *buf, size_t len);
+char *pst__origin_shorten(const char *func, char *buf, size_t len);
 
 #endif

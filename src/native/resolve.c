@@ -25,61 +25,61 @@
 struct used {
   dev_t dev;
   uint64_t inode;
-  struct pst_module *mod; /* reference, or NULL when it cannot be opened */
+  struct pst__module *mod; /* reference, or NULL when it cannot be opened */
 };
 
-struct pst_resolver {
+struct pst__resolver {
   pid_t pid;
-  struct pst_modcache *cache; /* reference */
-  struct pst_maps maps;
+  struct pst__modcache *cache; /* reference */
+  struct pst__maps maps;
   int loaded; /* maps read at least once */
   struct used *used;
   size_t nused, capused;
-  struct pst_strtab *strings; /* paths and names handed out */
+  struct pst__strtab *strings; /* paths and names handed out */
 };
 
-int pst_resolver_new(pid_t pid, struct pst_modcache *cache,
-                     struct pst_resolver **out) {
-  struct pst_resolver *r = calloc(1, sizeof(*r));
+int pst__resolver_new(pid_t pid, struct pst__modcache *cache,
+                      struct pst__resolver **out) {
+  struct pst__resolver *r = calloc(1, sizeof(*r));
   int err = -ENOMEM;
 
   if (!r)
     return -ENOMEM;
   r->pid = pid;
-  if (!(r->strings = pst_strtab_new()))
+  if (!(r->strings = pst__strtab_new()))
     goto err;
   if (cache)
-    r->cache = pst_modcache_get(cache);
-  else if ((err = pst_modcache_new(&r->cache)) != 0)
+    r->cache = pst__modcache_get(cache);
+  else if ((err = pst__modcache_new(&r->cache)) != 0)
     goto err;
   *out = r;
   return 0;
 err:
-  pst_resolver_free(r);
+  pst__resolver_free(r);
   return err;
 }
 
-void pst_resolver_free(struct pst_resolver *r) {
+void pst__resolver_free(struct pst__resolver *r) {
   if (!r)
     return;
   for (size_t i = 0; i < r->nused; i++)
-    pst_module_put(r->used[i].mod);
+    pst__module_put(r->used[i].mod);
   free(r->used);
   if (r->loaded)
-    pst_maps_exit(&r->maps);
-  pst_modcache_put(r->cache);
-  pst_strtab_free(r->strings);
+    pst__maps_exit(&r->maps);
+  pst__modcache_put(r->cache);
+  pst__strtab_free(r->strings);
   free(r);
 }
 
-static int reload(struct pst_resolver *r) {
-  struct pst_maps m;
-  int err = pst_maps_load(r->pid, &m);
+static int reload(struct pst__resolver *r) {
+  struct pst__maps m;
+  int err = pst__maps_load(r->pid, &m);
 
   if (err)
     return err;
   if (r->loaded)
-    pst_maps_exit(&r->maps);
+    pst__maps_exit(&r->maps);
   r->maps = m;
   r->loaded = 1;
   return 0;
@@ -87,10 +87,10 @@ static int reload(struct pst_resolver *r) {
 
 /* The module of file mapping mp (borrowed from r->used), or NULL when it
  * cannot be opened; -ENOMEM as an error. */
-static int module_of(struct pst_resolver *r, const struct pst_map *mp,
-                     struct pst_module **out) {
+static int module_of(struct pst__resolver *r, const struct pst__map *mp,
+                     struct pst__module **out) {
   dev_t dev = makedev(mp->dev_major, mp->dev_minor);
-  struct pst_module *m = NULL;
+  struct pst__module *m = NULL;
   int err;
 
   for (size_t i = 0; i < r->nused; i++)
@@ -98,10 +98,10 @@ static int module_of(struct pst_resolver *r, const struct pst_map *mp,
       *out = r->used[i].mod;
       return 0;
     }
-  if (pst_array_reserve((void **)&r->used, &r->capused, r->nused + 1,
-                        sizeof(*r->used)))
+  if (pst__array_reserve((void **)&r->used, &r->capused, r->nused + 1,
+                         sizeof(*r->used)))
     return -ENOMEM;
-  err = pst_module_get(r->cache, r->pid, mp, &m);
+  err = pst__module_get(r->cache, r->pid, mp, &m);
   if (err == -ENOMEM)
     return err;
   r->used[r->nused++] = (struct used){dev, mp->inode, err ? NULL : m};
@@ -109,38 +109,38 @@ static int module_of(struct pst_resolver *r, const struct pst_map *mp,
   return 0;
 }
 
-int pst_resolver_lookup(struct pst_resolver *r, uint64_t addr,
-                        struct pst_resolved *out) {
-  const struct pst_map *mp = NULL;
-  const struct pst_symtab *t;
-  struct pst_module *m;
+int pst__resolver_lookup(struct pst__resolver *r, uint64_t addr,
+                         struct pst__resolved *out) {
+  const struct pst__map *mp = NULL;
+  const struct pst__symtab *t;
+  struct pst__module *m;
   uint64_t bias;
   int err;
 
   memset(out, 0, sizeof(*out));
   if (r->loaded)
-    mp = pst_maps_find(&r->maps, addr);
+    mp = pst__maps_find(&r->maps, addr);
   if (!mp || !mp->path[0]) {
     /* Unknown, or anonymous: read the maps again once. */
     if ((err = reload(r)) != 0)
       return err;
-    mp = pst_maps_find(&r->maps, addr);
+    mp = pst__maps_find(&r->maps, addr);
   }
   if (!mp || !mp->path[0])
     return -ENOENT;
-  if (!(out->path = pst_strtab_intern(r->strings, mp->path)))
+  if (!(out->path = pst__strtab_intern(r->strings, mp->path)))
     return -ENOMEM;
   if (mp->path[0] != '/' || mp->inode == 0)
     return 0; /* [vdso], [heap] and the like: no file to name it in */
   if ((err = module_of(r, mp, &m)) != 0)
     return err;
-  if (!m || pst_module_bias(m, mp, &bias) != 0)
+  if (!m || pst__module_bias(m, mp, &bias) != 0)
     return 0;
   out->vaddr = out->offset = addr - bias;
-  t = pst_module_symtab(m);
+  t = pst__module_symtab(m);
   if (t) {
-    const char *f = pst_symtab_lookup(t, out->vaddr, &out->offset);
-    if (f && !(out->func = pst_strtab_intern(r->strings, f)))
+    const char *f = pst__symtab_lookup(t, out->vaddr, &out->offset);
+    if (f && !(out->func = pst__strtab_intern(r->strings, f)))
       return -ENOMEM;
     if (!f)
       out->offset = out->vaddr;

@@ -2,19 +2,19 @@
  * native unwinder, for code that needs a few names (what started a thread)
  * whether or not --native is on.
  *
- * A struct pst_resolver serves one process: its mappings (read at the first
+ * A struct pst__resolver serves one process: its mappings (read at the first
  * lookup, read again when an address lies in none of them: a library
  * dlopen()ed since) and a reference to each module it had to name an
  * address in. Nothing is opened before a lookup asks for it: a lookup
- * opens the one file mapped there (pst_module_get, shared through the
+ * opens the one file mapped there (pst__module_get, shared through the
  * module cache with the unwinder when they are given the same cache) and
- * builds that module's symbol table (pst_module_symtab: .symtab, .dynsym,
+ * builds that module's symbol table (pst__module_symtab: .symtab, .dynsym,
  * MiniDebugInfo, separate debug file).
  *
- * Ownership: pst_resolver_new() returns a resolver the caller frees with
- * pst_resolver_free(); it holds a reference to the cache and to every
- * module it used until then. Strings in struct pst_resolved are interned
- * in the resolver and valid until pst_resolver_free().
+ * Ownership: pst__resolver_new() returns a resolver the caller frees with
+ * pst__resolver_free(); it holds a reference to the cache and to every
+ * module it used until then. Strings in struct pst__resolved are interned
+ * in the resolver and valid until pst__resolver_free().
  *
  * Not thread-safe: one thread (the sampler's loop thread) uses a resolver.
  */
@@ -24,11 +24,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-struct pst_modcache;
-struct pst_resolver;
+struct pst__modcache;
+struct pst__resolver;
 
 /* One resolved address. */
-struct pst_resolved {
+struct pst__resolved {
   const char *path; /* the file mapped at the address, as the target sees
                         it; NULL when the address is in no file mapping */
   const char *func; /* the function containing it (demangled), or NULL */
@@ -40,18 +40,18 @@ struct pst_resolved {
 
 /* A resolver for process pid. cache: the module cache to use (a reference
  * is taken), or NULL for a private one. 0 or -ENOMEM. */
-int pst_resolver_new(pid_t pid, struct pst_modcache *cache,
-                     struct pst_resolver **out);
+int pst__resolver_new(pid_t pid, struct pst__modcache *cache,
+                      struct pst__resolver **out);
 
 /* Frees r: drops its module and cache references. NULL is a no-op. */
-void pst_resolver_free(struct pst_resolver *r);
+void pst__resolver_free(struct pst__resolver *r);
 
 /* Names target address addr. Returns 0 with *out filled (func may be
  * NULL: the module has no symbol there), -ENOENT when addr is in no file
  * mapping even after the maps were read again (out->path NULL), -ESRCH
  * when the process is gone, -ENOMEM. A file that cannot be opened gives 0
  * with path set and func NULL. */
-int pst_resolver_lookup(struct pst_resolver *r, uint64_t addr,
-                        struct pst_resolved *out);
+int pst__resolver_lookup(struct pst__resolver *r, uint64_t addr,
+                         struct pst__resolved *out);
 
 #endif

@@ -1,7 +1,7 @@
 /* symtab.c: sorted, demangled function tables of ELF images (.symtab,
  * .dynsym, MiniDebugInfo) for symbolising native frames.
  *
- * The image is untrusted (a fuzzer is pointed at pst_symtab_build): it is
+ * The image is untrusted (a fuzzer is pointed at pst__symtab_build): it is
  * never cast to a structure in place (offsets need not be aligned), every
  * read goes through read_at(), which checks offset and size against the
  * image's length, and every count read from it is bounded by the bytes that
@@ -32,7 +32,7 @@ struct entry {
 };
 #define MAX_SIZE ((1u << 31) - 1)
 
-struct pst_symtab {
+struct pst__symtab {
   struct entry *v;
   size_t n;
   char *names; /* NUL-terminated names, back to back */
@@ -206,7 +206,7 @@ static int add_symbols(const struct image *im, const Elf64_Shdr *sh,
       continue; /* not NUL-terminated inside the table */
     if (b->n >= b->max)
       break;
-    if (pst_array_reserve((void **)&b->v, &b->cap, b->n + 1, sizeof(*b->v)))
+    if (pst__array_reserve((void **)&b->v, &b->cap, b->n + 1, sizeof(*b->v)))
       return -ENOMEM;
     r = &b->v[b->n++];
     r->start = s.st_value;
@@ -287,7 +287,7 @@ static int add_debugdata(const struct image *im, const Elf64_Shdr *sh,
     return 0;
   err = unxz(xz, sh->sh_size, &b->inner, &len);
   if (err) {
-    pst_debug("symtab: .gnu_debugdata left out: %s", strerror(-err));
+    pst__debug("symtab: .gnu_debugdata left out: %s", strerror(-err));
     return 0;
   }
   if (open_image(b->inner, len, &inner))
@@ -396,7 +396,7 @@ struct pool {
 };
 
 static int pool_append(struct pool *pl, const char *s, size_t n) {
-  if (pst_array_reserve((void **)&pl->p, &pl->cap, pl->len + n + 1, 1))
+  if (pst__array_reserve((void **)&pl->p, &pl->cap, pl->len + n + 1, 1))
     return -ENOMEM;
   memcpy(pl->p + pl->len, s, n);
   pl->len += n;
@@ -435,7 +435,7 @@ static int64_t pool_add(struct pool *pl, const struct raw *r) {
 }
 
 #ifndef NDEBUG
-static void check_invariants(const struct pst_symtab *t) {
+static void check_invariants(const struct pst__symtab *t) {
   for (size_t i = 0; i < t->n; i++) {
     if (t->v[i].size == 0 || t->v[i].name >= t->names_len ||
         (i > 0 && t->v[i - 1].start > t->v[i].start))
@@ -445,12 +445,12 @@ static void check_invariants(const struct pst_symtab *t) {
     abort();
 }
 #else
-static void check_invariants(const struct pst_symtab *t) { (void)t; }
+static void check_invariants(const struct pst__symtab *t) { (void)t; }
 #endif
 
 /* Sets the covered bits: the running maximum of the ends of all earlier
  * address groups, compared with each group's start. */
-static void mark_covered(struct pst_symtab *t) {
+static void mark_covered(struct pst__symtab *t) {
   uint64_t max_end = 0, group_end = 0;
 
   for (size_t i = 0; i < t->n; i++) {
@@ -468,15 +468,15 @@ static void mark_covered(struct pst_symtab *t) {
   }
 }
 
-int pst_symtab_build(const void *image, size_t len, struct pst_symtab **out) {
-  return pst_symtab_build_debug(image, len, NULL, 0, out);
+int pst__symtab_build(const void *image, size_t len, struct pst__symtab **out) {
+  return pst__symtab_build_debug(image, len, NULL, 0, out);
 }
 
-int pst_symtab_build_debug(const void *image, size_t len, const void *debug,
-                           size_t debug_len, struct pst_symtab **out) {
+int pst__symtab_build_debug(const void *image, size_t len, const void *debug,
+                            size_t debug_len, struct pst__symtab **out) {
   struct builder b = {0};
   struct pool pl = {0};
-  struct pst_symtab *t = NULL;
+  struct pst__symtab *t = NULL;
   struct image im, dim;
   int err;
 
@@ -497,7 +497,7 @@ int pst_symtab_build_debug(const void *image, size_t len, const void *debug,
     if (err)
       goto out;
   } else if (debug) {
-    pst_debug("symtab: separate debug file is not ELF64: left out");
+    pst__debug("symtab: separate debug file is not ELF64: left out");
   }
   arrange(&b);
   t = calloc(1, sizeof(*t));
@@ -530,14 +530,14 @@ int pst_symtab_build_debug(const void *image, size_t len, const void *debug,
   *out = t;
   t = NULL;
 out:
-  pst_symtab_free(t);
+  pst__symtab_free(t);
   free(pl.p);
   free(b.v);
   free(b.inner);
   return err;
 }
 
-void pst_symtab_free(struct pst_symtab *t) {
+void pst__symtab_free(struct pst__symtab *t) {
   if (!t)
     return;
   free(t->v);
@@ -546,7 +546,7 @@ void pst_symtab_free(struct pst_symtab *t) {
 }
 
 /* Index of the first entry whose start is above vaddr. */
-static size_t upper_bound(const struct pst_symtab *t, uint64_t vaddr) {
+static size_t upper_bound(const struct pst__symtab *t, uint64_t vaddr) {
   size_t lo = 0, hi = t->n;
 
   while (lo < hi) {
@@ -559,8 +559,8 @@ static size_t upper_bound(const struct pst_symtab *t, uint64_t vaddr) {
   return lo;
 }
 
-const char *pst_symtab_lookup(const struct pst_symtab *t, uint64_t vaddr,
-                              uint64_t *offset) {
+const char *pst__symtab_lookup(const struct pst__symtab *t, uint64_t vaddr,
+                               uint64_t *offset) {
   size_t end = upper_bound(t, vaddr), g;
 
   /* The nearest address group [g, end) first, its aliases in preference
@@ -590,8 +590,8 @@ static bool clone_of(const char *s, const char *name, size_t n) {
   return s[n] == '\0' || s[n] == '.' || !strncmp(s + n, " [clone ", 8);
 }
 
-int pst_symtab_ranges(const struct pst_symtab *t, const char *name,
-                      uint64_t *starts, uint64_t *ends, int max) {
+int pst__symtab_ranges(const struct pst__symtab *t, const char *name,
+                       uint64_t *starts, uint64_t *ends, int max) {
   size_t n = strlen(name);
   int found = 0;
 
@@ -608,8 +608,8 @@ int pst_symtab_ranges(const struct pst_symtab *t, const char *name,
   return found;
 }
 
-size_t pst_symtab_count(const struct pst_symtab *t) { return t->n; }
+size_t pst__symtab_count(const struct pst__symtab *t) { return t->n; }
 
-size_t pst_symtab_memory(const struct pst_symtab *t) {
+size_t pst__symtab_memory(const struct pst__symtab *t) {
   return sizeof(*t) + t->n * sizeof(*t->v) + t->names_len;
 }

@@ -1,7 +1,7 @@
 /* symtab.h: address-to-function-name lookup for one ELF image, for the
  * --native feature (symbolising the instruction pointers of native frames).
  *
- * A struct pst_symtab is built once per module from the ELF image in memory
+ * A struct pst__symtab is built once per module from the ELF image in memory
  * and is immutable afterwards, so any number of threads may look up in it
  * at once without locking. It holds every defined function symbol
  * (STT_FUNC and STT_GNU_IFUNC, local ones included) of:
@@ -10,7 +10,7 @@
  *     .symtab holds the local functions of a stripped binary (Fedora ships
  *     them; see GDB's manual, "MiniDebugInfo"). Decompressed with liblzma,
  *     at most PST_SYMTAB_MAX_DEBUGDATA bytes, not recursively;
- *   - with pst_symtab_build_debug(), the .symtab of the image's separate
+ *   - with pst__symtab_build_debug(), the .symtab of the image's separate
  *     debug file (found by debuginfo.h: build-id or .gnu_debuglink).
  * Symbols of size 0 get the size up to the next symbol (or to the end of
  * their section). Aliases (several names at one address) are all kept; a
@@ -39,7 +39,7 @@
  *
  * Input is untrusted: every offset, size and count read from the image is
  * checked against its length (and the decompressed one against its own), so
- * no input makes pst_symtab_build() read out of bounds. Only ELF64 in the
+ * no input makes pst__symtab_build() read out of bounds. Only ELF64 in the
  * host's byte order is read (pystitch runs on x86_64 and aarch64 only);
  * anything else is -ENOEXEC.
  */
@@ -53,37 +53,37 @@
  * (the table is built from the outer symbols alone). */
 #define PST_SYMTAB_MAX_DEBUGDATA ((size_t)64 << 20)
 
-struct pst_symtab;
+struct pst__symtab;
 
 /* Builds the sorted function table of the ELF image [image, image + len).
  * The image is only borrowed during the call: the table copies what it
  * keeps, so the image may be unmapped afterwards. An image with no function
  * symbol gives an empty table (every lookup NULL), not an error.
- * Returns 0 and *out (free it with pst_symtab_free), -ENOEXEC when the image
+ * Returns 0 and *out (free it with pst__symtab_free), -ENOEXEC when the image
  * is not an ELF64 file of the host's byte order or its section header table
  * is out of bounds, -ENOMEM, or -EOVERFLOW (names past 4 GiB). A corrupt symbol section, string table or
  * .gnu_debugdata is skipped, not an error. *out is untouched on failure. */
-int pst_symtab_build(const void *image, size_t len, struct pst_symtab **out);
+int pst__symtab_build(const void *image, size_t len, struct pst__symtab **out);
 
-/* pst_symtab_build() of image plus the function symbols of its separate
+/* pst__symtab_build() of image plus the function symbols of its separate
  * debug file (debuginfo.h), the image [debug, debug + debug_len], whose
  * addresses are the image's link-time ones: one table, as if the image had
  * never been stripped. Both are borrowed during the call only. A debug
  * image that is not ELF64 is left out (logged at debug level), not an
- * error; debug NULL is pst_symtab_build(). Same returns as
- * pst_symtab_build(). */
-int pst_symtab_build_debug(const void *image, size_t len, const void *debug,
-                           size_t debug_len, struct pst_symtab **out);
+ * error; debug NULL is pst__symtab_build(). Same returns as
+ * pst__symtab_build(). */
+int pst__symtab_build_debug(const void *image, size_t len, const void *debug,
+                            size_t debug_len, struct pst__symtab **out);
 
 /* Frees t and its names. NULL is a no-op. */
-void pst_symtab_free(struct pst_symtab *t);
+void pst__symtab_free(struct pst__symtab *t);
 
 /* The function containing vaddr, a file-relative virtual address (runtime
  * ip minus the module's load bias). Returns its demangled name, borrowed
- * from t (valid until pst_symtab_free), and sets *offset (if non-NULL) to
+ * from t (valid until pst__symtab_free), and sets *offset (if non-NULL) to
  * vaddr minus the symbol's start; NULL when no symbol covers vaddr. */
-const char *pst_symtab_lookup(const struct pst_symtab *t, uint64_t vaddr,
-                              uint64_t *offset);
+const char *pst__symtab_lookup(const struct pst__symtab *t, uint64_t vaddr,
+                               uint64_t *offset);
 
 /* The ranges [starts[i], ends[i]) of every symbol whose (demangled) name is
  * name, or name followed by a GCC clone suffix: "." as in ".cold",
@@ -92,13 +92,13 @@ const char *pst_symtab_lookup(const struct pst_symtab *t, uint64_t vaddr,
  * Fills at most max ranges, in address order; returns how many there are
  * (which may exceed max), 0 when none. Linear in the table: not for the
  * sampling path. */
-int pst_symtab_ranges(const struct pst_symtab *t, const char *name,
-                      uint64_t *starts, uint64_t *ends, int max);
+int pst__symtab_ranges(const struct pst__symtab *t, const char *name,
+                       uint64_t *starts, uint64_t *ends, int max);
 
 /* Number of symbols held (aliases included). */
-size_t pst_symtab_count(const struct pst_symtab *t);
+size_t pst__symtab_count(const struct pst__symtab *t);
 
 /* Bytes allocated for t: the structure, its entries and its name pool. */
-size_t pst_symtab_memory(const struct pst_symtab *t);
+size_t pst__symtab_memory(const struct pst__symtab *t);
 
 #endif

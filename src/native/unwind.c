@@ -3,7 +3,7 @@
  * Why not libunwind-ptrace's _UPT_* accessors: they make one
  * PTRACE_PEEKDATA per word and re-read /proc/PID/maps and the ELF file
  * for every table lookup (~21 ms for a 40-frame stack). Here:
- *   registers  one PTRACE_GETREGS per unwind (pst_ptrace_getregs);
+ *   registers  one PTRACE_GETREGS per unwind (pst__ptrace_getregs);
  *   memory     words in a read-only file mapping come from the module's
  *              local image (code, .eh_frame, .eh_frame_hdr); anything else
  *              (the stack) from a per-unwind page cache filled by
@@ -14,7 +14,7 @@
  *
  * Staleness: the page cache is valid for one unwind (the thread is
  * stopped meanwhile). Mappings are reloaded when an IP is in none of them
- * (at most every PST_UNWIND_RELOAD_MS) or on pst_unwinder_refresh();
+ * (at most every PST_UNWIND_RELOAD_MS) or on pst__unwinder_refresh();
  * libunwind's per-IP cache is flushed when a known mapping changed.
  */
 #include <dlfcn.h>
@@ -54,7 +54,7 @@ extern int UNW_OBJ(dwarf_search_unwind_table)(unw_addr_space_t as,
 /* ---- Architecture: libunwind register numbers to user_regs_struct ----
  * The only arch-specific table. UNW_X86_64_* are the DWARF numbers 0-16.
  * aarch64 would map UNW_AARCH64_X0..X30, SP, PC to regs[], sp, pc; it is
- * not done yet (pst_unwinder_new returns -ENOSYS there). */
+ * not done yet (pst__unwinder_new returns -ENOSYS there). */
 #define REG(name) offsetof(struct user_regs_struct, name)
 static const size_t reg_offsets[] = {
     [UNW_X86_64_RAX] = REG(rax), [UNW_X86_64_RDX] = REG(rdx),
@@ -100,18 +100,18 @@ struct region {
 
 /* Per mapping: its module, opened on first use. */
 struct umap {
-  struct pst_module *mod; /* reference, or NULL */
+  struct pst__module *mod; /* reference, or NULL */
   uint64_t bias;
   int tried; /* module lookup done (mod may still be NULL) */
 };
 
-struct pst_unwinder {
+struct pst__unwinder {
   pid_t pid;
-  struct pst_mem *mem;        /* borrowed */
-  struct pst_modcache *cache; /* reference */
-  struct pst_maps maps;
-  struct umap *umaps;      /* parallel to maps.v */
-  struct pst_module *vdso; /* reference, or NULL */
+  struct pst__mem *mem;        /* borrowed */
+  struct pst__modcache *cache; /* reference */
+  struct pst__maps maps;
+  struct umap *umaps;       /* parallel to maps.v */
+  struct pst__module *vdso; /* reference, or NULL */
   uint64_t vdso_start, vdso_end;
   unw_addr_space_t as;
   uint64_t last_reload_ns;
@@ -121,7 +121,7 @@ struct pst_unwinder {
   int npages;
   struct region hot_stack; /* last page cache hit */
   struct region hot_img;   /* last image hit */
-  struct pst_unwind_stats stats;
+  struct pst__unwind_stats stats;
 };
 
 /* ---- Per-thread cache builds ----
@@ -131,7 +131,7 @@ struct pst_unwinder {
  * Such a build has a large PT_TLS segment (the cache itself), Debian's has
  * 16 bytes. When detected, switching unwinders on a thread flushes. */
 static int tls_cache_build = -1;
-static _Thread_local const struct pst_unwinder *tls_cache_user;
+static _Thread_local const struct pst__unwinder *tls_cache_user;
 
 static int find_tls_cb(struct dl_phdr_info *info, size_t size, void *data) {
   const Dl_info *dli = data;
@@ -154,8 +154,8 @@ static int per_thread_cache_build(void) {
     if (dladdr((void *)&unw_init_remote, &dli) && dli.dli_fbase)
       tls_cache_build = dl_iterate_phdr(find_tls_cb, &dli) == 2;
     if (tls_cache_build)
-      pst_info("libunwind has a per-thread cache: flushed when switching "
-               "between processes");
+      pst__info("libunwind has a per-thread cache: flushed when switching "
+                "between processes");
   }
   return tls_cache_build;
 }
@@ -164,11 +164,11 @@ static int per_thread_cache_build(void) {
 
 static void umaps_release(struct umap *v, size_t n) {
   for (size_t i = 0; i < n; i++)
-    pst_module_put(v[i].mod);
+    pst__module_put(v[i].mod);
   free(v);
 }
 
-static int same_mapping(const struct pst_map *a, const struct pst_map *b) {
+static int same_mapping(const struct pst__map *a, const struct pst__map *b) {
   return a->start == b->start && a->end == b->end && a->offset == b->offset &&
          a->inode == b->inode && a->dev_major == b->dev_major &&
          a->dev_minor == b->dev_minor && a->perms == b->perms &&
@@ -179,23 +179,23 @@ static int same_mapping(const struct pst_map *a, const struct pst_map *b) {
  * Flushes libunwind's cache if an executable mapping went away or changed
  * (its cached IPs could now mean other code). On failure the old maps
  * stay. */
-static int load_maps(struct pst_unwinder *u) {
-  struct pst_maps nm;
+static int load_maps(struct pst__unwinder *u) {
+  struct pst__maps nm;
   struct umap *nu;
   size_t j = 0;
   int err, changed = 0;
 
-  err = pst_maps_load(u->pid, &nm);
+  err = pst__maps_load(u->pid, &nm);
   if (err)
     return err;
   nu = calloc(nm.n ? nm.n : 1, sizeof(*nu));
   if (!nu) {
-    pst_maps_exit(&nm);
+    pst__maps_exit(&nm);
     return -ENOMEM;
   }
   /* Both lists are sorted by start: one merge walk. */
   for (size_t i = 0; i < u->maps.n; i++) {
-    const struct pst_map *o = &u->maps.v[i];
+    const struct pst__map *o = &u->maps.v[i];
     while (j < nm.n && nm.v[j].start < o->start)
       j++;
     if (j < nm.n && same_mapping(o, &nm.v[j])) {
@@ -207,34 +207,34 @@ static int load_maps(struct pst_unwinder *u) {
   }
   if (u->umaps)
     umaps_release(u->umaps, u->maps.n);
-  pst_maps_exit(&u->maps);
+  pst__maps_exit(&u->maps);
   u->maps = nm;
   u->umaps = nu;
   memset(&u->hot_img, 0, sizeof(u->hot_img));
   if (changed && u->as)
     unw_flush_cache(u->as, 0, 0);
-  u->last_reload_ns = pst_now_ns();
+  u->last_reload_ns = pst__now_ns();
   return 0;
 }
 
 /* The vdso's module: its image copied once from the target. */
-static struct pst_module *vdso_module(struct pst_unwinder *u,
-                                      const struct pst_map *mp) {
+static struct pst__module *vdso_module(struct pst__unwinder *u,
+                                       const struct pst__map *mp) {
   void *buf;
   int err;
 
   if (u->vdso && u->vdso_start == mp->start && u->vdso_end == mp->end)
     return u->vdso;
-  pst_module_zput(&u->vdso);
+  pst__module_zput(&u->vdso);
   buf = malloc(mp->end - mp->start);
   if (!buf)
     return NULL;
-  err = pst_mem_read(u->mem, mp->start, buf, mp->end - mp->start);
+  err = pst__mem_read(u->mem, mp->start, buf, mp->end - mp->start);
   if (!err)
-    err = pst_module_new_image("[vdso]", buf, mp->end - mp->start, &u->vdso);
+    err = pst__module_new_image("[vdso]", buf, mp->end - mp->start, &u->vdso);
   free(buf);
   if (err) {
-    pst_debug("pid %d: [vdso] not read: %s", (int)u->pid, pst_strerror(err));
+    pst__debug("pid %d: [vdso] not read: %s", (int)u->pid, pst_strerror(err));
     return NULL;
   }
   u->vdso_start = mp->start;
@@ -244,10 +244,10 @@ static struct pst_module *vdso_module(struct pst_unwinder *u,
 
 /* The module of mapping i (opened on first use), or NULL. Writable
  * mappings get none: their bytes may differ from the file. */
-static struct pst_module *map_module(struct pst_unwinder *u, size_t i) {
-  const struct pst_map *mp = &u->maps.v[i];
+static struct pst__module *map_module(struct pst__unwinder *u, size_t i) {
+  const struct pst__map *mp = &u->maps.v[i];
   struct umap *um = &u->umaps[i];
-  struct pst_module *m = NULL;
+  struct pst__module *m = NULL;
 
   if (um->tried)
     return um->mod;
@@ -257,29 +257,29 @@ static struct pst_module *map_module(struct pst_unwinder *u, size_t i) {
   if (!strcmp(mp->path, "[vdso]")) {
     m = vdso_module(u, mp);
     if (m)
-      m = pst_module_ref(m);
+      m = pst__module_ref(m);
   } else if (mp->path[0] == '/' && mp->inode != 0) {
-    if (pst_module_get(u->cache, u->pid, mp, &m) != 0)
+    if (pst__module_get(u->cache, u->pid, mp, &m) != 0)
       m = NULL;
   }
-  if (m && pst_module_bias(m, mp, &um->bias) != 0)
-    pst_module_zput(&m);
+  if (m && pst__module_bias(m, mp, &um->bias) != 0)
+    pst__module_zput(&m);
   um->mod = m;
   return m;
 }
 
-static ptrdiff_t map_index(const struct pst_unwinder *u, uint64_t addr) {
-  const struct pst_map *mp = pst_maps_find(&u->maps, addr);
+static ptrdiff_t map_index(const struct pst__unwinder *u, uint64_t addr) {
+  const struct pst__map *mp = pst__maps_find(&u->maps, addr);
   return mp ? mp - u->maps.v : -1;
 }
 
 /* map_index, reloading the maps once (rate-limited) when addr is in none:
  * a library dlopen'ed since the last load. */
-static ptrdiff_t map_index_reload(struct pst_unwinder *u, uint64_t addr) {
+static ptrdiff_t map_index_reload(struct pst__unwinder *u, uint64_t addr) {
   ptrdiff_t i = map_index(u, addr);
 
   if (i >= 0 ||
-      pst_now_ns() - u->last_reload_ns < PST_UNWIND_RELOAD_MS * 1000000ull)
+      pst__now_ns() - u->last_reload_ns < PST_UNWIND_RELOAD_MS * 1000000ull)
     return i;
   if (load_maps(u) == 0)
     u->stats.maps_reloads++;
@@ -292,7 +292,7 @@ static int region_has(const struct region *r, uint64_t addr, size_t len) {
   return addr >= r->lo && addr < r->hi && r->hi - addr >= len;
 }
 
-static struct cpage *page_find(struct pst_unwinder *u, uint64_t page) {
+static struct cpage *page_find(struct pst__unwinder *u, uint64_t page) {
   /* Newest first: an unwind walks the stack upwards. */
   for (int i = u->npages - 1; i >= 0; i--)
     if (u->pages[i].addr == page)
@@ -303,8 +303,8 @@ static struct cpage *page_find(struct pst_unwinder *u, uint64_t page) {
 /* Reads the granule at page and the next ones (READAHEAD_FIRST or
  * READAHEAD in all, stopping at one already cached) in one batch. Returns
  * the page's entry or NULL (unreadable, or the cache is full). */
-static struct cpage *page_fill(struct pst_unwinder *u, uint64_t page) {
-  struct pst_mem_iov iov[READAHEAD];
+static struct cpage *page_fill(struct pst__unwinder *u, uint64_t page) {
+  struct pst__mem_iov iov[READAHEAD];
   int k = 0, got, want = u->npages ? READAHEAD : READAHEAD_FIRST;
 
   while (k < want && u->npages + k < CPAGES_MAX &&
@@ -320,7 +320,7 @@ static struct cpage *page_fill(struct pst_unwinder *u, uint64_t page) {
   if (k == 0)
     return NULL;
   u->stats.stack_reads++;
-  got = pst_mem_readv(u->mem, iov, (size_t)k);
+  got = pst__mem_readv(u->mem, iov, (size_t)k);
   if (got <= 0)
     return NULL;
   u->npages += got;
@@ -329,7 +329,7 @@ static struct cpage *page_fill(struct pst_unwinder *u, uint64_t page) {
 
 /* Copies len (<= 8) bytes of target memory at addr through the page cache;
  * may straddle two granules. */
-static int read_cached(struct pst_unwinder *u, uint64_t addr, void *buf,
+static int read_cached(struct pst__unwinder *u, uint64_t addr, void *buf,
                        size_t len) {
   while (len > 0) {
     uint64_t page = addr & ~(uint64_t)(CPAGE - 1);
@@ -351,14 +351,14 @@ static int read_cached(struct pst_unwinder *u, uint64_t addr, void *buf,
 
 /* A word outside the hot regions: the local image if addr is in a
  * read-only file mapping whose bytes the file holds, else the target. */
-static int read_slow(struct pst_unwinder *u, uint64_t addr, unw_word_t *val) {
+static int read_slow(struct pst__unwinder *u, uint64_t addr, unw_word_t *val) {
   ptrdiff_t i = map_index(u, addr);
 
   if (i >= 0) {
-    const struct pst_map *mp = &u->maps.v[i];
-    struct pst_module *m = map_module(u, (size_t)i);
+    const struct pst__map *mp = &u->maps.v[i];
+    struct pst__module *m = map_module(u, (size_t)i);
     size_t len;
-    const unsigned char *img = m ? pst_module_image(m, &len) : NULL;
+    const unsigned char *img = m ? pst__module_image(m, &len) : NULL;
     if (img && mp->offset < len) {
       uint64_t avail = len - mp->offset;
       struct region r = {
@@ -379,14 +379,14 @@ static int read_slow(struct pst_unwinder *u, uint64_t addr, unw_word_t *val) {
 static int acc_find_proc_info(unw_addr_space_t as, unw_word_t ip,
                               unw_proc_info_t *pi, int need_unwind_info,
                               void *arg) {
-  struct pst_unwinder *u = arg;
+  struct pst__unwinder *u = arg;
   ptrdiff_t i = map_index_reload(u, ip);
-  struct pst_module *m;
-  struct pst_eh_table t;
+  struct pst__module *m;
+  struct pst__eh_table t;
   unw_dyn_info_t di;
 
   if (i < 0 || !(u->maps.v[i].perms & PST_MAP_X) ||
-      !(m = map_module(u, (size_t)i)) || pst_module_eh_table(m, &t) != 0) {
+      !(m = map_module(u, (size_t)i)) || pst__module_eh_table(m, &t) != 0) {
     /* libunwind then tries frame pointers (x86_64). */
     u->stats.table_misses++;
     return -UNW_ENOINFO;
@@ -424,7 +424,7 @@ static int acc_get_dyn_info_list_addr(unw_addr_space_t as, unw_word_t *dilap,
 
 static int acc_access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val,
                           int write, void *arg) {
-  struct pst_unwinder *u = arg;
+  struct pst__unwinder *u = arg;
 
   (void)as;
   if (write)
@@ -444,7 +444,7 @@ static int acc_access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val,
 
 static int acc_access_reg(unw_addr_space_t as, unw_regnum_t reg,
                           unw_word_t *val, int write, void *arg) {
-  const struct pst_unwinder *u = arg;
+  const struct pst__unwinder *u = arg;
   uint64_t v;
 
   (void)as;
@@ -476,7 +476,7 @@ static int acc_resume(unw_addr_space_t as, unw_cursor_t *c, void *arg) {
 
 static int acc_get_proc_name(unw_addr_space_t as, unw_word_t addr, char *buf,
                              size_t len, unw_word_t *off, void *arg) {
-  /* Symbol names are the symbol side's job (pst_unwinder_module). */
+  /* Symbol names are the symbol side's job (pst__unwinder_module). */
   (void)as;
   (void)addr;
   (void)buf;
@@ -547,8 +547,8 @@ static int set_unlocked(unw_addr_space_t as) {
 
   if (policy_offset(as, &off) != 0) {
     unw_set_caching_policy(as, UNW_CACHE_GLOBAL);
-    pst_warn_once("libunwind: caching policy field not found; using its "
-                  "locked cache (two rt_sigprocmask per frame)");
+    pst__warn_once("libunwind: caching policy field not found; using its "
+                   "locked cache (two rt_sigprocmask per frame)");
     return -ENOTSUP;
   }
   memcpy((unsigned char *)as + off, &v, sizeof(v));
@@ -556,7 +556,7 @@ static int set_unlocked(unw_addr_space_t as) {
   return 0;
 }
 
-int pst_unwinder_set_cache(struct pst_unwinder *u, enum pst_unwind_cache c) {
+int pst__unwinder_set_cache(struct pst__unwinder *u, enum pst__unwind_cache c) {
   switch (c) {
   case PST_UNWIND_CACHE_NONE:
     unw_set_caching_policy(u->as, UNW_CACHE_NONE);
@@ -576,9 +576,9 @@ int pst_unwinder_set_cache(struct pst_unwinder *u, enum pst_unwind_cache c) {
   return 0;
 }
 
-int pst_unwinder_new(pid_t pid, struct pst_mem *mem, struct pst_modcache *cache,
-                     struct pst_unwinder **out) {
-  struct pst_unwinder *u = calloc(1, sizeof(*u));
+int pst__unwinder_new(pid_t pid, struct pst__mem *mem,
+                      struct pst__modcache *cache, struct pst__unwinder **out) {
+  struct pst__unwinder *u = calloc(1, sizeof(*u));
   int err;
 
   if (!u)
@@ -591,8 +591,8 @@ int pst_unwinder_new(pid_t pid, struct pst_mem *mem, struct pst_modcache *cache,
     goto err;
   }
   if (cache) {
-    u->cache = pst_modcache_get(cache);
-  } else if ((err = pst_modcache_new(&u->cache)) != 0) {
+    u->cache = pst__modcache_get(cache);
+  } else if ((err = pst__modcache_new(&u->cache)) != 0) {
     goto err;
   }
   err = load_maps(u);
@@ -604,18 +604,18 @@ int pst_unwinder_new(pid_t pid, struct pst_mem *mem, struct pst_modcache *cache,
     goto err;
   }
   /* -ENOTSUP leaves the locked cache (warned once): usable. */
-  err = pst_unwinder_set_cache(u, PST_UNWIND_CACHE_UNLOCKED);
+  err = pst__unwinder_set_cache(u, PST_UNWIND_CACHE_UNLOCKED);
   if (err && err != -ENOTSUP)
     goto err;
   per_thread_cache_build();
   *out = u;
   return 0;
 err:
-  pst_unwinder_free(u);
+  pst__unwinder_free(u);
   return err;
 }
 
-void pst_unwinder_free(struct pst_unwinder *u) {
+void pst__unwinder_free(struct pst__unwinder *u) {
   if (!u)
     return;
   if (tls_cache_user == u)
@@ -624,14 +624,14 @@ void pst_unwinder_free(struct pst_unwinder *u) {
     unw_destroy_addr_space(u->as);
   if (u->umaps)
     umaps_release(u->umaps, u->maps.n);
-  pst_maps_exit(&u->maps);
-  pst_module_put(u->vdso);
-  pst_modcache_put(u->cache);
+  pst__maps_exit(&u->maps);
+  pst__module_put(u->vdso);
+  pst__modcache_put(u->cache);
   free(u->pages);
   free(u);
 }
 
-int pst_unwinder_refresh(struct pst_unwinder *u) {
+int pst__unwinder_refresh(struct pst__unwinder *u) {
   int err = load_maps(u);
 
   if (err == 0)
@@ -639,17 +639,17 @@ int pst_unwinder_refresh(struct pst_unwinder *u) {
   return err;
 }
 
-int pst_unwind_thread(struct pst_unwinder *u, pid_t tid, uint64_t *ips,
-                      uint64_t *sps, int max) {
+int pst__unwind_thread(struct pst__unwinder *u, pid_t tid, uint64_t *ips,
+                       uint64_t *sps, int max) {
   unw_cursor_t c;
   unw_word_t ip, sp;
   uint64_t prev_ip, prev_sp;
-  unsigned long faults = pst_elf_faults();
+  unsigned long faults = pst__elf_faults();
   int n, r;
 
   if (max < 1)
     return -EINVAL;
-  r = pst_ptrace_getregs(tid, &u->regs);
+  r = pst__ptrace_getregs(tid, &u->regs);
   if (r)
     return r;
   /* A new unwind: the stack pages of the last one are stale. */
@@ -697,29 +697,30 @@ int pst_unwind_thread(struct pst_unwinder *u, pid_t tid, uint64_t *ips,
   if (n == max)
     u->stats.truncated++;
 out:
-  if (pst_elf_faults() != faults) {
+  if (pst__elf_faults() != faults) {
     /* A module's file was truncated under this unwind: what was read from
      * it is zeros. Nothing of this stack is sure, nor libunwind's cache. */
     memset(&u->hot_img, 0, sizeof(u->hot_img));
     unw_flush_cache(u->as, 0, 0);
     u->stats.image_faults++;
-    pst_debug("tid %d: a module was truncated while unwinding", (int)tid);
+    pst__debug("tid %d: a module was truncated while unwinding", (int)tid);
     return PST_EBADDATA;
   }
   if (r < 0) {
     u->stats.errors++;
-    pst_debug("tid %d: unwind stopped after %d frames: %s", (int)tid, n,
-              unw_strerror(r));
+    pst__debug("tid %d: unwind stopped after %d frames: %s", (int)tid, n,
+               unw_strerror(r));
   }
   u->stats.unwinds++;
   u->stats.frames += (uint64_t)n;
   return n;
 }
 
-int pst_unwinder_module(struct pst_unwinder *u, uint64_t ip, const char **path,
-                        uint64_t *bias, const void **image, size_t *image_len) {
+int pst__unwinder_module(struct pst__unwinder *u, uint64_t ip,
+                         const char **path, uint64_t *bias, const void **image,
+                         size_t *image_len) {
   ptrdiff_t i = map_index(u, ip);
-  struct pst_module *m;
+  struct pst__module *m;
   size_t len;
   const void *img;
 
@@ -729,7 +730,7 @@ int pst_unwinder_module(struct pst_unwinder *u, uint64_t ip, const char **path,
   m = map_module(u, (size_t)i);
   if (!m)
     return -ENOENT;
-  img = pst_module_image(m, &len);
+  img = pst__module_image(m, &len);
   if (path)
     *path = u->maps.v[i].path;
   if (bias)
@@ -741,11 +742,12 @@ int pst_unwinder_module(struct pst_unwinder *u, uint64_t ip, const char **path,
   return 0;
 }
 
-int pst_unwinder_symbol(struct pst_unwinder *u, uint64_t ip, const char **func,
-                        uint64_t *offset, const char **path) {
+int pst__unwinder_symbol(struct pst__unwinder *u, uint64_t ip,
+                         const char **func, uint64_t *offset,
+                         const char **path) {
   ptrdiff_t i = map_index(u, ip);
-  const struct pst_symtab *st;
-  struct pst_module *m;
+  const struct pst__symtab *st;
+  struct pst__module *m;
 
   *func = NULL;
   *offset = 0;
@@ -759,14 +761,14 @@ int pst_unwinder_symbol(struct pst_unwinder *u, uint64_t ip, const char **func,
     return -ENOENT;
   }
   *offset = ip - u->umaps[i].bias;
-  st = pst_module_symtab(m);
+  st = pst__module_symtab(m);
   if (st)
-    *func = pst_symtab_lookup(st, ip - u->umaps[i].bias, offset);
+    *func = pst__symtab_lookup(st, ip - u->umaps[i].bias, offset);
   return *func ? 0 : -ENOENT;
 }
 
-void pst_unwinder_stats(const struct pst_unwinder *u,
-                        struct pst_unwind_stats *out) {
+void pst__unwinder_stats(const struct pst__unwinder *u,
+                         struct pst__unwind_stats *out) {
   *out = u->stats;
 }
 
@@ -774,22 +776,22 @@ void pst_unwinder_stats(const struct pst_unwinder *u,
 
 /* aarch64 (and others): libunwind's remote API is the same, but the
  * register table above and the tests are x86_64 only for now. */
-int pst_unwinder_new(pid_t pid, struct pst_mem *mem, struct pst_modcache *cache,
-                     struct pst_unwinder **out) {
+int pst__unwinder_new(pid_t pid, struct pst__mem *mem,
+                      struct pst__modcache *cache, struct pst__unwinder **out) {
   (void)pid;
   (void)mem;
   (void)cache;
   (void)out;
   return -ENOSYS;
 }
-void pst_unwinder_free(struct pst_unwinder *u) { (void)u; }
-int pst_unwinder_set_cache(struct pst_unwinder *u, enum pst_unwind_cache c) {
+void pst__unwinder_free(struct pst__unwinder *u) { (void)u; }
+int pst__unwinder_set_cache(struct pst__unwinder *u, enum pst__unwind_cache c) {
   (void)u;
   (void)c;
   return -ENOSYS;
 }
-int pst_unwind_thread(struct pst_unwinder *u, pid_t tid, uint64_t *ips,
-                      uint64_t *sps, int max) {
+int pst__unwind_thread(struct pst__unwinder *u, pid_t tid, uint64_t *ips,
+                       uint64_t *sps, int max) {
   (void)u;
   (void)tid;
   (void)ips;
@@ -797,8 +799,9 @@ int pst_unwind_thread(struct pst_unwinder *u, pid_t tid, uint64_t *ips,
   (void)max;
   return -ENOSYS;
 }
-int pst_unwinder_module(struct pst_unwinder *u, uint64_t ip, const char **path,
-                        uint64_t *bias, const void **image, size_t *image_len) {
+int pst__unwinder_module(struct pst__unwinder *u, uint64_t ip,
+                         const char **path, uint64_t *bias, const void **image,
+                         size_t *image_len) {
   (void)u;
   (void)ip;
   (void)path;
@@ -807,20 +810,21 @@ int pst_unwinder_module(struct pst_unwinder *u, uint64_t ip, const char **path,
   (void)image_len;
   return -ENOSYS;
 }
-int pst_unwinder_symbol(struct pst_unwinder *u, uint64_t ip, const char **func,
-                        uint64_t *offset, const char **path) {
+int pst__unwinder_symbol(struct pst__unwinder *u, uint64_t ip,
+                         const char **func, uint64_t *offset,
+                         const char **path) {
   (void)u;
   (void)ip;
   *func = *path = NULL;
   *offset = 0;
   return -ENOSYS;
 }
-int pst_unwinder_refresh(struct pst_unwinder *u) {
+int pst__unwinder_refresh(struct pst__unwinder *u) {
   (void)u;
   return -ENOSYS;
 }
-void pst_unwinder_stats(const struct pst_unwinder *u,
-                        struct pst_unwind_stats *out) {
+void pst__unwinder_stats(const struct pst__unwinder *u,
+                         struct pst__unwind_stats *out) {
   (void)u;
   memset(out, 0, sizeof(*out));
 }

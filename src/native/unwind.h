@@ -1,22 +1,22 @@
 /* unwind.h: native (C) stacks of a stopped thread of another process,
  * unwound by libunwind through pystitch's own accessors.
  *
- * One struct pst_unwinder per target process. It keeps the process's
+ * One struct pst__unwinder per target process. It keeps the process's
  * mappings, a reference to each mapped file's module (module.h: local
  * read-only image, .eh_frame_hdr table, shared between processes by device
  * and inode), a copy of the [vdso], and a libunwind address space whose
  * register-state cache lives as long as the unwinder. Per unwind it reads
  * the registers once (PTRACE_GETREGS) and the stack through a page cache
- * filled by process_vm_readv (struct pst_mem) in batches of pages; code and
+ * filled by process_vm_readv (struct pst__mem) in batches of pages; code and
  * unwind tables are read from the local images, never from the target.
  *
- * Ownership: pst_unwinder_new() returns an unwinder freed by
- * pst_unwinder_free(). The struct pst_mem is borrowed (the caller owns it
+ * Ownership: pst__unwinder_new() returns an unwinder freed by
+ * pst__unwinder_free(). The struct pst__mem is borrowed (the caller owns it
  * and keeps it alive and for the same pid); the module cache passed in (or
  * a private one when NULL) gets one more reference, dropped at free.
- * Strings and images returned by pst_unwinder_module() are borrowed, valid
- * until the next pst_unwind_thread()/pst_unwinder_refresh() (a maps reload
- * may drop a module) or pst_unwinder_free().
+ * Strings and images returned by pst__unwinder_module() are borrowed, valid
+ * until the next pst__unwind_thread()/pst__unwinder_refresh() (a maps reload
+ * may drop a module) or pst__unwinder_free().
  *
  * Threads: not thread-safe. Use an unwinder from the thread that stopped
  * the target thread (ptrace's rule); its libunwind cache is then used by
@@ -33,12 +33,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-struct pst_mem;
-struct pst_modcache;
-struct pst_unwinder;
+struct pst__mem;
+struct pst__modcache;
+struct pst__unwinder;
 
 /* How libunwind caches the register state it computes per IP. */
-enum pst_unwind_cache {
+enum pst__unwind_cache {
   /* UNW_CACHE_NONE: every frame searches the table and parses its FDE and
    * CIE again (and libunwind allocates from its locked mempool per frame). */
   PST_UNWIND_CACHE_NONE,
@@ -55,9 +55,9 @@ enum pst_unwind_cache {
   PST_UNWIND_CACHE_UNLOCKED,
 };
 
-/* Counters since pst_unwinder_new, for benchmarks and stats. */
-struct pst_unwind_stats {
-  uint64_t unwinds;      /* pst_unwind_thread calls that returned >= 1 */
+/* Counters since pst__unwinder_new, for benchmarks and stats. */
+struct pst__unwind_stats {
+  uint64_t unwinds;      /* pst__unwind_thread calls that returned >= 1 */
   uint64_t frames;       /* frames returned */
   uint64_t errors;       /* unwinds ended by a libunwind error */
   uint64_t cycles;       /* unwinds ended by a non-advancing sp/ip */
@@ -73,18 +73,18 @@ struct pst_unwind_stats {
  * private one. Loads /proc/PID/maps, opens the mapped files lazily.
  * Returns 0 and *out, -ESRCH, -ENOMEM, -ENOSYS (architecture), or another
  * -errno. */
-int pst_unwinder_new(pid_t pid, struct pst_mem *mem, struct pst_modcache *cache,
-                     struct pst_unwinder **out);
+int pst__unwinder_new(pid_t pid, struct pst__mem *mem,
+                      struct pst__modcache *cache, struct pst__unwinder **out);
 /* Frees u and drops its module references. NULL is ignored. */
-void pst_unwinder_free(struct pst_unwinder *u);
+void pst__unwinder_free(struct pst__unwinder *u);
 
 /* Chooses libunwind's caching policy (and flushes its cache). 0, -EINVAL,
  * or -ENOTSUP when PST_UNWIND_CACHE_UNLOCKED cannot be set in this
  * libunwind (the locked cache is then in use, which is correct). */
-int pst_unwinder_set_cache(struct pst_unwinder *u, enum pst_unwind_cache c);
+int pst__unwinder_set_cache(struct pst__unwinder *u, enum pst__unwind_cache c);
 
 /* Unwinds thread tid of the process, which the caller has stopped with
- * pst_ptrace_stop() and resumes afterwards (nothing here stops or resumes
+ * pst__ptrace_stop() and resumes afterwards (nothing here stops or resumes
  * it). Fills ips[0..n) innermost first: ips[0] is the thread's pc, the
  * others return addresses as libunwind reports them (subtract 1 before a
  * symbol lookup of a non-signal frame). sps[i] (sps may be NULL) is the
@@ -96,8 +96,8 @@ int pst_unwinder_set_cache(struct pst_unwinder *u, enum pst_unwind_cache c);
  * unwind info, an unreadable stack page, a stack pointer going down or an
  * ip/sp pair repeating) returns the frames found so far, which is never
  * less than 1. */
-int pst_unwind_thread(struct pst_unwinder *u, pid_t tid, uint64_t *ips,
-                      uint64_t *sps, int max);
+int pst__unwind_thread(struct pst__unwinder *u, pid_t tid, uint64_t *ips,
+                       uint64_t *sps, int max);
 
 /* The mapping of ip in the process: path as the target sees it ("[vdso]"
  * for the vdso), load bias (file vaddr = ip - bias) and the module's whole
@@ -105,29 +105,31 @@ int pst_unwind_thread(struct pst_unwinder *u, pid_t tid, uint64_t *ips,
  * -ENOENT (ip in no file mapping, a writable one, or one whose file could
  * not be opened; the cause is logged at debug level). Borrowed results:
  * see the ownership note above. */
-int pst_unwinder_module(struct pst_unwinder *u, uint64_t ip, const char **path,
-                        uint64_t *bias, const void **image, size_t *image_len);
+int pst__unwinder_module(struct pst__unwinder *u, uint64_t ip,
+                         const char **path, uint64_t *bias, const void **image,
+                         size_t *image_len);
 
 /* Symbolises ip (subtract 1 from a return address first): *func is the
  * function containing it (demangled, borrowed like the module's strings)
  * and *offset the offset into it, or, without a symbol, *func NULL and
  * *offset the file-relative address; *path the mapping's path (NULL when
  * ip is in no mapping). 0 when a symbol was found, else -ENOENT. */
-int pst_unwinder_symbol(struct pst_unwinder *u, uint64_t ip, const char **func,
-                        uint64_t *offset, const char **path);
+int pst__unwinder_symbol(struct pst__unwinder *u, uint64_t ip,
+                         const char **func, uint64_t *offset,
+                         const char **path);
 
 /* Reloads /proc/PID/maps now (dlopen, dlclose, exec): new files are
  * picked up, gone ones released, and libunwind's cache flushed if a
  * mapping changed. Unwinds also do this by themselves, at most every
  * PST_UNWIND_RELOAD_MS, when an IP is in no known mapping. 0 or -errno
  * (the previous maps are then kept). */
-int pst_unwinder_refresh(struct pst_unwinder *u);
+int pst__unwinder_refresh(struct pst__unwinder *u);
 
 /* Minimum interval between two automatic maps reloads. */
 #define PST_UNWIND_RELOAD_MS 100
 
 /* The counters. */
-void pst_unwinder_stats(const struct pst_unwinder *u,
-                        struct pst_unwind_stats *out);
+void pst__unwinder_stats(const struct pst__unwinder *u,
+                         struct pst__unwind_stats *out);
 
 #endif

@@ -38,7 +38,7 @@ struct slices {
 };
 
 /* The time one sample of r stands for. */
-static uint64_t sample_weight(const struct pst_prof_run *r, uint64_t period) {
+static uint64_t sample_weight(const struct pst__prof_run *r, uint64_t period) {
   uint64_t w = r->count ? r->weight_ns / r->count : 0;
   return w ? w : period;
 }
@@ -56,18 +56,18 @@ static void check_invariants(const struct slices *s) { (void)s; }
 #endif
 
 /* Turns the runs of thread ti into s->v (cleared first). */
-static int build_slices(const struct pst_profile *p, uint32_t ti,
+static int build_slices(const struct pst__profile *p, uint32_t ti,
                         struct slices *s) {
-  uint64_t period = pst_profile_period_ns(p), prev_e = 0;
+  uint64_t period = pst__profile_period_ns(p), prev_e = 0;
   size_t nruns, depth = 0;
-  const struct pst_prof_run *runs = pst_profile_runs(p, ti, &nruns);
+  const struct pst__prof_run *runs = pst__profile_runs(p, ti, &nruns);
 
   s->n = 0;
   for (size_t r = 0; r < nruns; r++) {
     uint64_t w = sample_weight(&runs[r], period);
     uint64_t b = runs[r].start_ns, e = runs[r].end_ns + w;
     size_t n, k = 0;
-    const uint32_t *ids = pst_profile_stack(p, runs[r].stack, &n);
+    const uint32_t *ids = pst__profile_stack(p, runs[r].stack, &n);
 
     if (r + 1 < nruns && runs[r + 1].start_ns <= runs[r].end_ns + 2 * w)
       e = runs[r + 1].start_ns;
@@ -78,9 +78,10 @@ static int build_slices(const struct pst_profile *p, uint32_t ti,
         k++;
     for (size_t d = 0; d < k; d++)
       s->v[s->open[d]].e = e;
-    if (pst_array_reserve((void **)&s->v, &s->cap, s->n + (n - k),
-                          sizeof(*s->v)) ||
-        pst_array_reserve((void **)&s->open, &s->open_cap, n, sizeof(*s->open)))
+    if (pst__array_reserve((void **)&s->v, &s->cap, s->n + (n - k),
+                           sizeof(*s->v)) ||
+        pst__array_reserve((void **)&s->open, &s->open_cap, n,
+                           sizeof(*s->open)))
       return -ENOMEM;
     for (size_t d = k; d < n; d++) {
       s->open[d] = (uint32_t)s->n;
@@ -93,29 +94,30 @@ static int build_slices(const struct pst_profile *p, uint32_t ti,
   return 0;
 }
 
-static void write_meta(struct pst_json *j, const char *what, int pid, int tid,
+static void write_meta(struct pst__json *j, const char *what, int pid, int tid,
                        const char *key, const char *str, int64_t num) {
-  pst_json_object_begin(j);
-  pst_json_kv_string(j, "ph", "M");
-  pst_json_kv_string(j, "name", what);
-  pst_json_kv_int(j, "pid", pid);
-  pst_json_kv_int(j, "tid", tid);
-  pst_json_key(j, "args");
-  pst_json_object_begin(j);
+  pst__json_object_begin(j);
+  pst__json_kv_string(j, "ph", "M");
+  pst__json_kv_string(j, "name", what);
+  pst__json_kv_int(j, "pid", pid);
+  pst__json_kv_int(j, "tid", tid);
+  pst__json_key(j, "args");
+  pst__json_object_begin(j);
   if (str)
-    pst_json_kv_string(j, key, str);
+    pst__json_kv_string(j, key, str);
   else
-    pst_json_kv_int(j, key, num);
-  pst_json_object_end(j);
-  pst_json_object_end(j);
+    pst__json_kv_int(j, key, num);
+  pst__json_object_end(j);
+  pst__json_object_end(j);
 }
 
-static int write_metadata(const struct pst_profile *p, struct pst_json *j) {
-  size_t nprocs = pst_profile_nprocesses(p), nthreads = pst_profile_nthreads(p);
+static int write_metadata(const struct pst__profile *p, struct pst__json *j) {
+  size_t nprocs = pst__profile_nprocesses(p),
+         nthreads = pst__profile_nthreads(p);
 
   for (uint32_t i = 0; i < nprocs; i++) {
-    const struct pst_prof_process *pr = pst_profile_proc(p, i);
-    char *label = pst_writer_proc_label(pr);
+    const struct pst__prof_process *pr = pst__profile_proc(p, i);
+    char *label = pst__writer_proc_label(pr);
 
     if (!label)
       return -ENOMEM;
@@ -126,80 +128,80 @@ static int write_metadata(const struct pst_profile *p, struct pst_json *j) {
                  pr->rank);
   }
   for (uint32_t i = 0; i < nthreads; i++) {
-    const struct pst_prof_thread *t = pst_profile_thread_at(p, i);
-    const struct pst_prof_process *pr = pst_profile_proc(p, t->process);
+    const struct pst__prof_thread *t = pst__profile_thread_at(p, i);
+    const struct pst__prof_process *pr = pst__profile_proc(p, t->process);
 
     write_meta(j, "thread_name", pr ? pr->pid : 0, t->tid, "name", t->name, 0);
   }
   return 0;
 }
 
-static void write_slices(const struct pst_profile *p, struct pst_json *j,
+static void write_slices(const struct pst__profile *p, struct pst__json *j,
                          const struct slices *s, int pid, int tid) {
   for (size_t i = 0; i < s->n; i++) {
-    const struct pst_prof_frame *fr = pst_profile_frame(p, s->v[i].frame);
+    const struct pst__prof_frame *fr = pst__profile_frame(p, s->v[i].frame);
 
-    pst_json_object_begin(j);
-    pst_json_kv_string(j, "ph", "X");
-    pst_json_kv_string(j, "name", fr->name);
-    pst_json_kv_int(j, "pid", pid);
-    pst_json_kv_int(j, "tid", tid);
-    pst_json_key(j, "ts");
-    pst_json_fixed(j, s->v[i].b, 3);
-    pst_json_key(j, "dur");
-    pst_json_fixed(j, s->v[i].e - s->v[i].b, 3);
+    pst__json_object_begin(j);
+    pst__json_kv_string(j, "ph", "X");
+    pst__json_kv_string(j, "name", fr->name);
+    pst__json_kv_int(j, "pid", pid);
+    pst__json_kv_int(j, "tid", tid);
+    pst__json_key(j, "ts");
+    pst__json_fixed(j, s->v[i].b, 3);
+    pst__json_key(j, "dur");
+    pst__json_fixed(j, s->v[i].e - s->v[i].b, 3);
     if (fr->file && *fr->file) {
-      pst_json_key(j, "args");
-      pst_json_object_begin(j);
-      pst_json_kv_string(j, "file", fr->file);
+      pst__json_key(j, "args");
+      pst__json_object_begin(j);
+      pst__json_kv_string(j, "file", fr->file);
       if (fr->line > 0)
-        pst_json_kv_int(j, "line", fr->line);
-      pst_json_object_end(j);
+        pst__json_kv_int(j, "line", fr->line);
+      pst__json_object_end(j);
     }
-    pst_json_object_end(j);
+    pst__json_object_end(j);
   }
 }
 
-static int chrome_write(const struct pst_profile *p, FILE *f) {
-  size_t nthreads = pst_profile_nthreads(p);
+static int chrome_write(const struct pst__profile *p, FILE *f) {
+  size_t nthreads = pst__profile_nthreads(p);
   struct slices s = {0};
-  struct pst_json j;
+  struct pst__json j;
   int err;
 
-  pst_json_init(&j, f);
-  pst_json_object_begin(&j);
-  pst_json_key(&j, "traceEvents");
-  pst_json_array_begin(&j);
+  pst__json_init(&j, f);
+  pst__json_object_begin(&j);
+  pst__json_key(&j, "traceEvents");
+  pst__json_array_begin(&j);
   err = write_metadata(p, &j);
   if (err)
     goto out;
   for (uint32_t t = 0; t < nthreads; t++) {
-    const struct pst_prof_thread *th = pst_profile_thread_at(p, t);
-    const struct pst_prof_process *pr = pst_profile_proc(p, th->process);
+    const struct pst__prof_thread *th = pst__profile_thread_at(p, t);
+    const struct pst__prof_process *pr = pst__profile_proc(p, th->process);
 
     err = build_slices(p, t, &s);
     if (err)
       goto out;
     write_slices(p, &j, &s, pr ? pr->pid : 0, th->tid);
   }
-  pst_json_array_end(&j);
-  pst_json_kv_string(&j, "displayTimeUnit", "ms");
-  pst_json_key(&j, "otherData");
-  pst_json_object_begin(&j);
-  pst_json_kv_string(&j, "exporter", PACKAGE_NAME " " PACKAGE_VERSION);
-  pst_json_kv_uint(&j, "period_ns", pst_profile_period_ns(p));
-  pst_json_kv_uint(&j, "start_unix_ns", pst_profile_start_unix_ns(p));
-  pst_json_kv_uint(&j, "samples", pst_profile_samples(p));
-  pst_json_object_end(&j);
-  pst_json_object_end(&j);
-  err = pst_json_finish(&j);
+  pst__json_array_end(&j);
+  pst__json_kv_string(&j, "displayTimeUnit", "ms");
+  pst__json_key(&j, "otherData");
+  pst__json_object_begin(&j);
+  pst__json_kv_string(&j, "exporter", PACKAGE_NAME " " PACKAGE_VERSION);
+  pst__json_kv_uint(&j, "period_ns", pst__profile_period_ns(p));
+  pst__json_kv_uint(&j, "start_unix_ns", pst__profile_start_unix_ns(p));
+  pst__json_kv_uint(&j, "samples", pst__profile_samples(p));
+  pst__json_object_end(&j);
+  pst__json_object_end(&j);
+  err = pst__json_finish(&j);
 out:
   free(s.v);
   free(s.open);
   return err;
 }
 
-const struct pst_writer_ops pst_writer_chrome = {
+const struct pst__writer_ops pst__writer_chrome = {
     .name = "chrome",
     .ext = ".trace.json",
     .desc = "Chrome trace events: per-thread flame charts over time (Perfetto)",

@@ -56,7 +56,7 @@ struct tree {
   struct node *v;
   uint32_t *parents; /* node i's parent (only building needs it) */
   size_t n, cap;
-  struct pst_hash ids; /* hash of (parent, frame) -> node index */
+  struct pst__hash ids; /* hash of (parent, frame) -> node index */
   uint32_t max_depth;
 };
 
@@ -74,8 +74,8 @@ static int child_eq(const void *ctx, uint32_t i, const void *key) {
  * NONE when out of memory. */
 static uint32_t tree_child(struct tree *t, uint32_t parent, uint32_t frame) {
   struct child_key k = {parent, frame};
-  uint64_t h = pst_hash_u64((uint64_t)parent << 32 | frame);
-  int64_t i = pst_hash_find(&t->ids, h, child_eq, t, &k);
+  uint64_t h = pst__hash_u64((uint64_t)parent << 32 | frame);
+  int64_t i = pst__hash_find(&t->ids, h, child_eq, t, &k);
 
   if (i >= 0)
     return (uint32_t)i;
@@ -93,7 +93,7 @@ static uint32_t tree_child(struct tree *t, uint32_t parent, uint32_t frame) {
     t->parents = par;
     t->cap = cap;
   }
-  if (pst_hash_insert(&t->ids, h, (uint32_t)t->n))
+  if (pst__hash_insert(&t->ids, h, (uint32_t)t->n))
     return NONE;
   t->v[t->n] = (struct node){
       frame, NONE, t->v[parent].child, t->v[parent].depth + 1, 0, 0};
@@ -127,7 +127,7 @@ static int tree_layout(struct tree *t, char *const *labels) {
     uint64_t x = t->v[i].start;
 
     for (uint32_t c = t->v[i].child; c != NONE; c = t->v[c].next) {
-      if (pst_array_reserve((void **)&sib, &sib_cap, k + 1, sizeof(*sib))) {
+      if (pst__array_reserve((void **)&sib, &sib_cap, k + 1, sizeof(*sib))) {
         free(sib);
         return -ENOMEM;
       }
@@ -166,24 +166,24 @@ static void check_invariants(const struct tree *t) { (void)t; }
 #endif
 
 /* Builds the merged tree of all stacks with samples. */
-static int tree_build(const struct pst_profile *p, struct tree *t,
+static int tree_build(const struct pst__profile *p, struct tree *t,
                       char *const *labels) {
-  size_t nstacks = pst_profile_nstacks(p);
+  size_t nstacks = pst__profile_nstacks(p);
   uint64_t *counts = calloc(nstacks + 1, sizeof(*counts));
   int err = -ENOMEM;
 
   t->cap = 256;
   t->v = malloc(t->cap * sizeof(*t->v));
   t->parents = malloc(t->cap * sizeof(*t->parents));
-  if (!counts || !t->v || !t->parents || pst_hash_init(&t->ids, 1024))
+  if (!counts || !t->v || !t->parents || pst__hash_init(&t->ids, 1024))
     goto out;
   t->v[0] = (struct node){NONE, NONE, NONE, 0, 0, 0};
   t->parents[0] = NONE;
   t->n = 1;
-  pst_profile_stack_totals(p, counts, NULL);
+  pst__profile_stack_totals(p, counts, NULL);
   for (uint32_t s = 0; s < nstacks; s++) {
     size_t n;
-    const uint32_t *ids = pst_profile_stack(p, s, &n);
+    const uint32_t *ids = pst__profile_stack(p, s, &n);
     uint32_t cur = 0;
 
     if (!counts[s])
@@ -210,7 +210,7 @@ out:
  * U+FFFE and U+FFFF, which XML does not allow, become U+FFFD. */
 static void put_xml(FILE *f, const char *s, size_t max) {
   for (size_t n = 0; *s && n < max; n++) {
-    size_t len = pst_utf8_len(s);
+    size_t len = pst__utf8_len(s);
 
     switch (*s) {
     case '&':
@@ -242,7 +242,7 @@ static void put_xml(FILE *f, const char *s, size_t max) {
 /* The colours' hash: 32-bit FNV-1a, folded. Changing it changes every
  * picture's colours. */
 static uint32_t name_hash(const char *s) {
-  uint32_t h = pst_hash_str32(s);
+  uint32_t h = pst__hash_str32(s);
   return h ^ (h >> 15);
 }
 
@@ -251,7 +251,7 @@ static int ends_with(const char *s, const char *suffix) {
   return n >= m && !strcmp(s + n - m, suffix);
 }
 
-static void frame_color(const struct pst_prof_frame *fr, char *buf,
+static void frame_color(const struct pst__prof_frame *fr, char *buf,
                         size_t size) {
   uint32_t h;
   unsigned r, g, b;
@@ -412,11 +412,11 @@ static const char *const svg_script =
     "  });\n"
     "})();\n";
 
-static void write_node(FILE *f, const struct pst_profile *p,
+static void write_node(FILE *f, const struct pst__profile *p,
                        const struct node *nd, char *const *labels,
                        uint64_t total, double scale, int img_h) {
-  const struct pst_prof_frame *fr =
-      nd->frame == NONE ? NULL : pst_profile_frame(p, nd->frame);
+  const struct pst__prof_frame *fr =
+      nd->frame == NONE ? NULL : pst__profile_frame(p, nd->frame);
   const char *label = fr ? labels[nd->frame] : "all";
   double w = total ? (double)nd->count * scale : IMG_W - 2 * XPAD;
   double x = XPAD + (double)nd->start * scale;
@@ -438,7 +438,7 @@ static void write_node(FILE *f, const struct pst_profile *p,
           "fill=\"%s\" rx=\"2\" ry=\"2\"/>",
           x, y, w, FRAME_H - 1, color);
   fprintf(f, "<text x=\"%.3f\" y=\"%d\">", x + 3, y + FRAME_H - 4);
-  chars = pst_writer_utf8_chars(label);
+  chars = pst__writer_utf8_chars(label);
   if (fit >= 3 && chars <= fit)
     put_xml(f, label, SIZE_MAX);
   else if (fit >= 3) {
@@ -448,8 +448,8 @@ static void write_node(FILE *f, const struct pst_profile *p,
   fputs("</text></g>\n", f);
 }
 
-static int flamegraph_write(const struct pst_profile *p, FILE *f) {
-  char **labels = pst_writer_labels(p, PST_CLEAN_CTRL);
+static int flamegraph_write(const struct pst__profile *p, FILE *f) {
+  char **labels = pst__writer_labels(p, PST_CLEAN_CTRL);
   struct tree t = {0};
   uint64_t total;
   double scale;
@@ -485,8 +485,8 @@ static int flamegraph_write(const struct pst_profile *p, FILE *f) {
           "<text id=\"subtitle\" x=\"%d\" y=\"44\" text-anchor=\"middle\">"
           "%" PRIu64 " samples, %zu threads, %zu processes, period %.3f ms"
           "</text>\n",
-          IMG_W / 2, IMG_W / 2, total, pst_profile_nthreads(p),
-          pst_profile_nprocesses(p), (double)pst_profile_period_ns(p) / 1e6);
+          IMG_W / 2, IMG_W / 2, total, pst__profile_nthreads(p),
+          pst__profile_nprocesses(p), (double)pst__profile_period_ns(p) / 1e6);
   fprintf(f,
           "<text id=\"unzoom\" class=\"btn off\" x=\"%d\" y=\"24\">"
           "Reset Zoom</text>\n"
@@ -508,12 +508,12 @@ static int flamegraph_write(const struct pst_profile *p, FILE *f) {
 out:
   free(t.v);
   free(t.parents);
-  pst_hash_exit(&t.ids);
-  pst_writer_labels_free(p, labels);
+  pst__hash_exit(&t.ids);
+  pst__writer_labels_free(p, labels);
   return err;
 }
 
-const struct pst_writer_ops pst_writer_flamegraph = {
+const struct pst__writer_ops pst__writer_flamegraph = {
     .name = "flamegraph",
     .ext = ".svg",
     .desc = "interactive SVG flame graph of all threads (zoom, search)",

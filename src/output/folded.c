@@ -15,18 +15,18 @@
 
 #include "output/writer.h"
 
-static int folded_write(const struct pst_profile *p, FILE *f) {
-  size_t nstacks = pst_profile_nstacks(p);
+static int folded_write(const struct pst__profile *p, FILE *f) {
+  size_t nstacks = pst__profile_nstacks(p);
   uint64_t *counts = calloc(nstacks + 1, sizeof(*counts));
-  char **labels = pst_writer_labels(p, PST_CLEAN_CTRL | PST_CLEAN_SEMI);
+  char **labels = pst__writer_labels(p, PST_CLEAN_CTRL | PST_CLEAN_SEMI);
   int err = -ENOMEM;
 
   if (!counts || !labels)
     goto out;
-  pst_profile_stack_totals(p, counts, NULL);
+  pst__profile_stack_totals(p, counts, NULL);
   for (uint32_t s = 0; s < nstacks; s++) {
     size_t n;
-    const uint32_t *ids = pst_profile_stack(p, s, &n);
+    const uint32_t *ids = pst__profile_stack(p, s, &n);
 
     if (!counts[s] || !n)
       continue;
@@ -39,12 +39,12 @@ static int folded_write(const struct pst_profile *p, FILE *f) {
   }
   err = ferror(f) ? -EIO : 0;
 out:
-  pst_writer_labels_free(p, labels);
+  pst__writer_labels_free(p, labels);
   free(counts);
   return err;
 }
 
-const struct pst_writer_ops pst_writer_folded = {
+const struct pst__writer_ops pst__writer_folded = {
     .name = "folded",
     .ext = ".folded",
     .desc = "collapsed stacks, one line per stack (flamegraph.pl, inferno)",

@@ -7,7 +7,7 @@
 #include "output/writer.h"
 #include "util/esc.h"
 
-void pst_json_init(struct pst_json *j, FILE *f) {
+void pst__json_init(struct pst__json *j, FILE *f) {
   memset(j, 0, sizeof(*j));
   j->f = f;
 }
@@ -15,7 +15,7 @@ void pst_json_init(struct pst_json *j, FILE *f) {
 /* Writes what goes before a value: the comma after the previous member and,
  * for a container inside a container, a newline. Checks that a value is
  * allowed here; returns 0 if so. */
-static int before_value(struct pst_json *j, int container) {
+static int before_value(struct pst__json *j, int container) {
   int d = j->depth - 1;
 
   if (j->err)
@@ -45,7 +45,7 @@ static int before_value(struct pst_json *j, int container) {
   return 0;
 }
 
-static void open_container(struct pst_json *j, int obj) {
+static void open_container(struct pst__json *j, int obj) {
   if (before_value(j, 1))
     return;
   if (j->depth >= PST_JSON_MAX_DEPTH) {
@@ -58,7 +58,7 @@ static void open_container(struct pst_json *j, int obj) {
   putc(obj ? '{' : '[', j->f);
 }
 
-static void close_container(struct pst_json *j, int obj) {
+static void close_container(struct pst__json *j, int obj) {
   if (j->err)
     return;
   if (j->depth == 0 || j->is_obj[j->depth - 1] != obj || j->want_val) {
@@ -69,12 +69,12 @@ static void close_container(struct pst_json *j, int obj) {
   putc(obj ? '}' : ']', j->f);
 }
 
-void pst_json_object_begin(struct pst_json *j) { open_container(j, 1); }
-void pst_json_object_end(struct pst_json *j) { close_container(j, 1); }
-void pst_json_array_begin(struct pst_json *j) { open_container(j, 0); }
-void pst_json_array_end(struct pst_json *j) { close_container(j, 0); }
+void pst__json_object_begin(struct pst__json *j) { open_container(j, 1); }
+void pst__json_object_end(struct pst__json *j) { close_container(j, 1); }
+void pst__json_array_begin(struct pst__json *j) { open_container(j, 0); }
+void pst__json_array_end(struct pst__json *j) { close_container(j, 0); }
 
-void pst_json_put_string(FILE *f, const char *s) {
+void pst__json_put_string(FILE *f, const char *s) {
   static const char hex[] = "0123456789abcdef";
   const char *run; /* start of bytes not yet written */
 
@@ -84,7 +84,7 @@ void pst_json_put_string(FILE *f, const char *s) {
   putc('"', f);
   while (*s) {
     unsigned char c = (unsigned char)*s;
-    size_t n = pst_utf8_len(s);
+    size_t n = pst__utf8_len(s);
     const char *esc = NULL;
     char u[7];
 
@@ -138,7 +138,7 @@ void pst_json_put_string(FILE *f, const char *s) {
   putc('"', f);
 }
 
-void pst_json_key(struct pst_json *j, const char *key) {
+void pst__json_key(struct pst__json *j, const char *key) {
   int d = j->depth - 1;
 
   if (j->err)
@@ -150,27 +150,27 @@ void pst_json_key(struct pst_json *j, const char *key) {
   if (j->nonempty[d])
     putc(',', j->f);
   j->nonempty[d] = 1;
-  pst_json_put_string(j->f, key);
+  pst__json_put_string(j->f, key);
   putc(':', j->f);
   j->want_val = 1;
 }
 
-void pst_json_string(struct pst_json *j, const char *s) {
+void pst__json_string(struct pst__json *j, const char *s) {
   if (!before_value(j, 0))
-    pst_json_put_string(j->f, s);
+    pst__json_put_string(j->f, s);
 }
 
-void pst_json_int(struct pst_json *j, int64_t v) {
+void pst__json_int(struct pst__json *j, int64_t v) {
   if (!before_value(j, 0))
     fprintf(j->f, "%" PRId64, v);
 }
 
-void pst_json_uint(struct pst_json *j, uint64_t v) {
+void pst__json_uint(struct pst__json *j, uint64_t v) {
   if (!before_value(j, 0))
     fprintf(j->f, "%" PRIu64, v);
 }
 
-void pst_json_fixed(struct pst_json *j, uint64_t v, unsigned decimals) {
+void pst__json_fixed(struct pst__json *j, uint64_t v, unsigned decimals) {
   uint64_t scale = 1, frac;
   unsigned d = decimals;
 
@@ -194,32 +194,32 @@ void pst_json_fixed(struct pst_json *j, uint64_t v, unsigned decimals) {
   fprintf(j->f, ".%0*" PRIu64, (int)d, frac);
 }
 
-void pst_json_bool(struct pst_json *j, int v) {
+void pst__json_bool(struct pst__json *j, int v) {
   if (!before_value(j, 0))
     fputs(v ? "true" : "false", j->f);
 }
 
-void pst_json_null(struct pst_json *j) {
+void pst__json_null(struct pst__json *j) {
   if (!before_value(j, 0))
     fputs("null", j->f);
 }
 
-void pst_json_kv_string(struct pst_json *j, const char *key, const char *s) {
-  pst_json_key(j, key);
-  pst_json_string(j, s);
+void pst__json_kv_string(struct pst__json *j, const char *key, const char *s) {
+  pst__json_key(j, key);
+  pst__json_string(j, s);
 }
 
-void pst_json_kv_int(struct pst_json *j, const char *key, int64_t v) {
-  pst_json_key(j, key);
-  pst_json_int(j, v);
+void pst__json_kv_int(struct pst__json *j, const char *key, int64_t v) {
+  pst__json_key(j, key);
+  pst__json_int(j, v);
 }
 
-void pst_json_kv_uint(struct pst_json *j, const char *key, uint64_t v) {
-  pst_json_key(j, key);
-  pst_json_uint(j, v);
+void pst__json_kv_uint(struct pst__json *j, const char *key, uint64_t v) {
+  pst__json_key(j, key);
+  pst__json_uint(j, v);
 }
 
-int pst_json_finish(struct pst_json *j) {
+int pst__json_finish(struct pst__json *j) {
   if (!j->err && (j->depth != 0 || !j->started))
     j->err = -EINVAL;
   if (j->err)

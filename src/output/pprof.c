@@ -45,9 +45,9 @@ typedef Perftools__Profiles__Function Function;
 /* ---- string table: cleaned strings, each once ---- */
 
 /* Index of s (cleaned) in the table, added if new; -ENOMEM. */
-static int64_t str_index(struct pst_strtab *t, const char *s) {
-  char *c = pst_writer_clean(s, 0);
-  int64_t id = c ? pst_strtab_id(t, c) : -ENOMEM;
+static int64_t str_index(struct pst__strtab *t, const char *s) {
+  char *c = pst__writer_clean(s, 0);
+  int64_t id = c ? pst__strtab_id(t, c) : -ENOMEM;
 
   free(c);
   return id;
@@ -58,7 +58,7 @@ static int64_t str_index(struct pst_strtab *t, const char *s) {
 struct functab {
   Function *v; /* id - 1 = index */
   size_t n, cap;
-  struct pst_hash ids; /* hash of (name, file) -> index */
+  struct pst__hash ids; /* hash of (name, file) -> index */
 };
 
 struct func_key {
@@ -74,13 +74,13 @@ static int func_eq(const void *ctx, uint32_t i, const void *key) {
 /* The id (1-based) of the function (name, file), added if new; -ENOMEM. */
 static int64_t function_id(struct functab *t, int64_t name, int64_t file) {
   struct func_key k = {name, file};
-  uint64_t h = pst_hash_u64((uint64_t)name << 32 | (uint64_t)file);
-  int64_t i = pst_hash_find(&t->ids, h, func_eq, t, &k);
+  uint64_t h = pst__hash_u64((uint64_t)name << 32 | (uint64_t)file);
+  int64_t i = pst__hash_find(&t->ids, h, func_eq, t, &k);
 
   if (i >= 0)
     return i + 1;
-  if (pst_array_reserve((void **)&t->v, &t->cap, t->n + 1, sizeof(*t->v)) ||
-      pst_hash_insert(&t->ids, h, (uint32_t)t->n))
+  if (pst__array_reserve((void **)&t->v, &t->cap, t->n + 1, sizeof(*t->v)) ||
+      pst__hash_insert(&t->ids, h, (uint32_t)t->n))
     return -ENOMEM;
   perftools__profiles__function__init(&t->v[t->n]);
   t->v[t->n].id = t->n + 1;
@@ -169,7 +169,7 @@ struct agg {
 };
 
 struct pprof {
-  struct pst_strtab *strs;
+  struct pst__strtab *strs;
   struct functab funcs;
   struct agg *aggs;
   size_t naggs, aggs_cap;
@@ -189,16 +189,16 @@ struct pprof {
   size_t ncomments;
 };
 
-static uint64_t run_weight(const struct pst_prof_run *r, uint64_t period) {
+static uint64_t run_weight(const struct pst__prof_run *r, uint64_t period) {
   return r->weight_ns ? r->weight_ns : r->count * period;
 }
 
 /* Sums each thread's runs by stack into pp->aggs, threads in order and
  * stacks in order of first appearance. Also finds the last sample's end. */
-static int aggregate(const struct pst_profile *p, struct pprof *pp,
+static int aggregate(const struct pst__profile *p, struct pprof *pp,
                      uint64_t *end_ns) {
-  size_t nstacks = pst_profile_nstacks(p), nthreads = pst_profile_nthreads(p);
-  uint64_t period = pst_profile_period_ns(p);
+  size_t nstacks = pst__profile_nstacks(p), nthreads = pst__profile_nthreads(p);
+  uint64_t period = pst__profile_period_ns(p);
   uint32_t *slot = calloc(nstacks + 1, sizeof(*slot));
   int err = -ENOMEM;
 
@@ -208,7 +208,7 @@ static int aggregate(const struct pst_profile *p, struct pprof *pp,
    * at an entry of the current thread with stack s. */
   for (uint32_t t = 0; t < nthreads; t++) {
     size_t nruns, first = pp->naggs;
-    const struct pst_prof_run *runs = pst_profile_runs(p, t, &nruns);
+    const struct pst__prof_run *runs = pst__profile_runs(p, t, &nruns);
 
     for (size_t r = 0; r < nruns; r++) {
       uint32_t s = runs[r].stack, i = slot[s];
@@ -223,8 +223,8 @@ static int aggregate(const struct pst_profile *p, struct pprof *pp,
         pp->aggs[i].weight += w;
         continue;
       }
-      if (pst_array_reserve((void **)&pp->aggs, &pp->aggs_cap, pp->naggs + 1,
-                            sizeof(*pp->aggs)))
+      if (pst__array_reserve((void **)&pp->aggs, &pp->aggs_cap, pp->naggs + 1,
+                             sizeof(*pp->aggs)))
         goto out;
       slot[s] = (uint32_t)pp->naggs;
       pp->aggs[pp->naggs++] = (struct agg){t, s, runs[r].count, w};
@@ -237,8 +237,8 @@ out:
 }
 
 /* Fills in locations, one per frame, and their functions. */
-static int build_locations(const struct pst_profile *p, struct pprof *pp) {
-  size_t nframes = pst_profile_nframes(p);
+static int build_locations(const struct pst__profile *p, struct pprof *pp) {
+  size_t nframes = pst__profile_nframes(p);
 
   pp->locs = calloc(nframes + 1, sizeof(*pp->locs));
   pp->lines = calloc(nframes + 1, sizeof(*pp->lines));
@@ -247,7 +247,7 @@ static int build_locations(const struct pst_profile *p, struct pprof *pp) {
   if (!pp->locs || !pp->lines || !pp->line_ptrs || !pp->loc_ptrs)
     return -ENOMEM;
   for (uint32_t i = 0; i < nframes; i++) {
-    const struct pst_prof_frame *fr = pst_profile_frame(p, i);
+    const struct pst__prof_frame *fr = pst__profile_frame(p, i);
     int64_t name = str_index(pp->strs, fr->name);
     int64_t file = str_index(pp->strs, fr->file);
     int64_t fn =
@@ -289,8 +289,8 @@ static int add_label(struct pprof *pp, Label *l, const char *key,
 }
 
 /* Fills in each thread's labels. */
-static int build_labels(const struct pst_profile *p, struct pprof *pp) {
-  size_t nthreads = pst_profile_nthreads(p);
+static int build_labels(const struct pst__profile *p, struct pprof *pp) {
+  size_t nthreads = pst__profile_nthreads(p);
 
   pp->labels = calloc(nthreads * MAX_LABELS + 1, sizeof(*pp->labels));
   pp->label_ptrs = calloc(nthreads * MAX_LABELS + 1, sizeof(*pp->label_ptrs));
@@ -298,8 +298,8 @@ static int build_labels(const struct pst_profile *p, struct pprof *pp) {
   if (!pp->labels || !pp->label_ptrs || !pp->nlabels)
     return -ENOMEM;
   for (uint32_t t = 0; t < nthreads; t++) {
-    const struct pst_prof_thread *th = pst_profile_thread_at(p, t);
-    const struct pst_prof_process *pr = pst_profile_proc(p, th->process);
+    const struct pst__prof_thread *th = pst__profile_thread_at(p, t);
+    const struct pst__prof_process *pr = pst__profile_proc(p, th->process);
     Label *l = &pp->labels[t * MAX_LABELS];
     size_t n = 0;
     int err = 0;
@@ -328,12 +328,12 @@ static int build_labels(const struct pst_profile *p, struct pprof *pp) {
 }
 
 /* Fills in one Sample per aggregate, stacks leaf first. */
-static int build_samples(const struct pst_profile *p, struct pprof *pp) {
+static int build_samples(const struct pst__profile *p, struct pprof *pp) {
   size_t total = 0, at = 0;
 
   for (size_t i = 0; i < pp->naggs; i++) {
     size_t n;
-    pst_profile_stack(p, pp->aggs[i].stack, &n);
+    pst__profile_stack(p, pp->aggs[i].stack, &n);
     total += n;
   }
   pp->samples = calloc(pp->naggs + 1, sizeof(*pp->samples));
@@ -346,7 +346,7 @@ static int build_samples(const struct pst_profile *p, struct pprof *pp) {
     const struct agg *a = &pp->aggs[i];
     Sample *s = &pp->samples[i];
     size_t n;
-    const uint32_t *ids = pst_profile_stack(p, a->stack, &n);
+    const uint32_t *ids = pst__profile_stack(p, a->stack, &n);
 
     perftools__profiles__sample__init(s);
     s->n_location_id = n;
@@ -366,8 +366,8 @@ static int build_samples(const struct pst_profile *p, struct pprof *pp) {
 }
 
 /* Comments: the exporter, then "pid N: <process label>" per process. */
-static int build_comments(const struct pst_profile *p, struct pprof *pp) {
-  size_t nprocs = pst_profile_nprocesses(p);
+static int build_comments(const struct pst__profile *p, struct pprof *pp) {
+  size_t nprocs = pst__profile_nprocesses(p);
   int64_t idx;
 
   pp->comments = calloc(nprocs + 1, sizeof(*pp->comments));
@@ -378,8 +378,8 @@ static int build_comments(const struct pst_profile *p, struct pprof *pp) {
     return -ENOMEM;
   pp->comments[pp->ncomments++] = idx;
   for (uint32_t i = 0; i < nprocs; i++) {
-    const struct pst_prof_process *pr = pst_profile_proc(p, i);
-    char *label = pst_writer_proc_label(pr), *line;
+    const struct pst__prof_process *pr = pst__profile_proc(p, i);
+    char *label = pst__writer_proc_label(pr), *line;
     size_t size;
 
     if (!label)
@@ -400,9 +400,9 @@ static int build_comments(const struct pst_profile *p, struct pprof *pp) {
 }
 
 static void pprof_free(struct pprof *pp) {
-  pst_strtab_free(pp->strs);
+  pst__strtab_free(pp->strs);
   free(pp->funcs.v);
-  pst_hash_exit(&pp->funcs.ids);
+  pst__hash_exit(&pp->funcs.ids);
   free(pp->aggs);
   free(pp->locs);
   free(pp->lines);
@@ -419,7 +419,7 @@ static void pprof_free(struct pprof *pp) {
   free(pp->comments);
 }
 
-static int pprof_write(const struct pst_profile *p, FILE *f) {
+static int pprof_write(const struct pst__profile *p, FILE *f) {
   Profile prof = PERFTOOLS__PROFILES__PROFILE__INIT;
   ValueType types[2] = {PERFTOOLS__PROFILES__VALUE_TYPE__INIT,
                         PERFTOOLS__PROFILES__VALUE_TYPE__INIT};
@@ -431,14 +431,14 @@ static int pprof_write(const struct pst_profile *p, FILE *f) {
   int err;
 
   err = -ENOMEM;
-  pp.strs = pst_strtab_new();
+  pp.strs = pst__strtab_new();
   if (!pp.strs)
     goto out;
   /* string_table[0] must be "". */
   idx[0] = str_index(pp.strs, "");
   idx[1] = str_index(pp.strs, "samples");
   idx[2] = str_index(pp.strs, "count");
-  idx[3] = str_index(pp.strs, pst_profile_cpu(p) ? "cpu" : "wall");
+  idx[3] = str_index(pp.strs, pst__profile_cpu(p) ? "cpu" : "wall");
   idx[4] = str_index(pp.strs, "nanoseconds");
   for (int i = 0; i < 5; i++)
     if (idx[i] < 0)
@@ -467,17 +467,17 @@ static int pprof_write(const struct pst_profile *p, FILE *f) {
   prof.sample_type = type_ptrs;
   prof.n_sample = pp.naggs;
   prof.sample = pp.sample_ptrs;
-  prof.n_location = pst_profile_nframes(p);
+  prof.n_location = pst__profile_nframes(p);
   prof.location = pp.loc_ptrs;
   prof.n_function = pp.funcs.n;
   prof.function = pp.func_ptrs;
-  prof.n_string_table = pst_strtab_count(pp.strs);
+  prof.n_string_table = pst__strtab_count(pp.strs);
   /* protobuf-c only reads the strings (its field is not const). */
-  prof.string_table = (char **)pst_strtab_strings(pp.strs);
-  prof.time_nanos = (int64_t)pst_profile_start_unix_ns(p);
+  prof.string_table = (char **)pst__strtab_strings(pp.strs);
+  prof.time_nanos = (int64_t)pst__profile_start_unix_ns(p);
   prof.duration_nanos = (int64_t)end_ns;
   prof.period_type = &period_type;
-  prof.period = (int64_t)pst_profile_period_ns(p);
+  prof.period = (int64_t)pst__profile_period_ns(p);
   prof.n_comment = pp.ncomments;
   prof.comment = pp.comments;
   prof.default_sample_type = idx[3];
@@ -487,7 +487,7 @@ out:
   return err;
 }
 
-const struct pst_writer_ops pst_writer_pprof = {
+const struct pst__writer_ops pst__writer_pprof = {
     .name = "pprof",
     .ext = ".pb.gz",
     .desc = "pprof profile.proto, gzipped (pprof, go tool pprof, Pyroscope)",

@@ -27,16 +27,16 @@
 
 #define SPEEDSCOPE_SCHEMA "https://www.speedscope.app/file-format-schema.json"
 
-static uint64_t run_weight(const struct pst_prof_run *r, uint64_t period) {
+static uint64_t run_weight(const struct pst__prof_run *r, uint64_t period) {
   return r->weight_ns ? r->weight_ns : r->count * period;
 }
 
 /* The profile's name: "thread TID NAME" and its process's label. */
-static char *thread_title(const struct pst_profile *p,
-                          const struct pst_prof_thread *t) {
-  const struct pst_prof_process *pr = pst_profile_proc(p, t->process);
-  char *name = pst_writer_clean(t->name, PST_CLEAN_CTRL);
-  char *proc = pr ? pst_writer_proc_label(pr) : NULL;
+static char *thread_title(const struct pst__profile *p,
+                          const struct pst__prof_thread *t) {
+  const struct pst__prof_process *pr = pst__profile_proc(p, t->process);
+  char *name = pst__writer_clean(t->name, PST_CLEAN_CTRL);
+  char *proc = pr ? pst__writer_proc_label(pr) : NULL;
   char *buf = NULL;
   size_t size;
 
@@ -59,42 +59,42 @@ out:
   return buf;
 }
 
-static void write_frames(const struct pst_profile *p, struct pst_json *j) {
-  size_t n = pst_profile_nframes(p);
+static void write_frames(const struct pst__profile *p, struct pst__json *j) {
+  size_t n = pst__profile_nframes(p);
 
-  pst_json_key(j, "shared");
-  pst_json_object_begin(j);
-  pst_json_key(j, "frames");
-  pst_json_array_begin(j);
+  pst__json_key(j, "shared");
+  pst__json_object_begin(j);
+  pst__json_key(j, "frames");
+  pst__json_array_begin(j);
   for (uint32_t i = 0; i < n; i++) {
-    const struct pst_prof_frame *fr = pst_profile_frame(p, i);
+    const struct pst__prof_frame *fr = pst__profile_frame(p, i);
 
-    pst_json_object_begin(j);
-    pst_json_kv_string(j, "name", fr->name);
+    pst__json_object_begin(j);
+    pst__json_kv_string(j, "name", fr->name);
     if (fr->file && *fr->file)
-      pst_json_kv_string(j, "file", fr->file);
+      pst__json_kv_string(j, "file", fr->file);
     if (fr->line > 0)
-      pst_json_kv_int(j, "line", fr->line);
-    pst_json_object_end(j);
+      pst__json_kv_int(j, "line", fr->line);
+    pst__json_object_end(j);
   }
-  pst_json_array_end(j);
-  pst_json_object_end(j);
+  pst__json_array_end(j);
+  pst__json_object_end(j);
 }
 
 /* Emits thread ti's runs as speedscope samples (stacks: 1) or their
  * weights (0), the gaps as empty samples (j NULL: nothing); returns where
  * the time axis ends. A run whose samples were apart (the thread unsampled in between)
  * covers that time too: the rest of it follows the run as a gap. */
-static uint64_t emit_runs(const struct pst_profile *p, struct pst_json *j,
-                          const struct pst_prof_run *runs, size_t nruns,
+static uint64_t emit_runs(const struct pst__profile *p, struct pst__json *j,
+                          const struct pst__prof_run *runs, size_t nruns,
                           uint64_t start, int stacks) {
-  uint64_t period = pst_profile_period_ns(p), at = start;
+  uint64_t period = pst__profile_period_ns(p), at = start;
 
   for (size_t r = 0; r < nruns; r++) {
     uint64_t w = run_weight(&runs[r], period);
     uint64_t last = runs[r].end_ns + w / (runs[r].count ? runs[r].count : 1);
     size_t n;
-    const uint32_t *ids = pst_profile_stack(p, runs[r].stack, &n);
+    const uint32_t *ids = pst__profile_stack(p, runs[r].stack, &n);
 
     for (int part = 0; part < 3; part++) {
       uint64_t len = part == 0
@@ -106,12 +106,12 @@ static uint64_t emit_runs(const struct pst_profile *p, struct pst_json *j,
       if (!j) {
         /* the end alone */
       } else if (!stacks) {
-        pst_json_uint(j, len);
+        pst__json_uint(j, len);
       } else {
-        pst_json_array_begin(j);
+        pst__json_array_begin(j);
         for (size_t i = 0; part == 1 && i < n; i++)
-          pst_json_uint(j, ids[i]);
-        pst_json_array_end(j);
+          pst__json_uint(j, ids[i]);
+        pst__json_array_end(j);
       }
       at += len;
     }
@@ -119,11 +119,11 @@ static uint64_t emit_runs(const struct pst_profile *p, struct pst_json *j,
   return at;
 }
 
-static int write_thread(const struct pst_profile *p, struct pst_json *j,
+static int write_thread(const struct pst__profile *p, struct pst__json *j,
                         uint32_t ti) {
-  const struct pst_prof_thread *t = pst_profile_thread_at(p, ti);
+  const struct pst__prof_thread *t = pst__profile_thread_at(p, ti);
   size_t nruns;
-  const struct pst_prof_run *runs = pst_profile_runs(p, ti, &nruns);
+  const struct pst__prof_run *runs = pst__profile_runs(p, ti, &nruns);
   char *title = thread_title(p, t);
   uint64_t start, end;
 
@@ -131,21 +131,21 @@ static int write_thread(const struct pst_profile *p, struct pst_json *j,
     return -ENOMEM;
   start = runs[0].start_ns;
   end = emit_runs(p, NULL, runs, nruns, start, 0); /* the axis's end */
-  pst_json_object_begin(j);
-  pst_json_kv_string(j, "type", "sampled");
-  pst_json_kv_string(j, "name", title);
-  pst_json_kv_string(j, "unit", "nanoseconds");
-  pst_json_kv_uint(j, "startValue", start);
-  pst_json_kv_uint(j, "endValue", end);
-  pst_json_key(j, "samples");
-  pst_json_array_begin(j);
+  pst__json_object_begin(j);
+  pst__json_kv_string(j, "type", "sampled");
+  pst__json_kv_string(j, "name", title);
+  pst__json_kv_string(j, "unit", "nanoseconds");
+  pst__json_kv_uint(j, "startValue", start);
+  pst__json_kv_uint(j, "endValue", end);
+  pst__json_key(j, "samples");
+  pst__json_array_begin(j);
   emit_runs(p, j, runs, nruns, start, 1);
-  pst_json_array_end(j);
-  pst_json_key(j, "weights");
-  pst_json_array_begin(j);
+  pst__json_array_end(j);
+  pst__json_key(j, "weights");
+  pst__json_array_begin(j);
   emit_runs(p, j, runs, nruns, start, 0);
-  pst_json_array_end(j);
-  pst_json_object_end(j);
+  pst__json_array_end(j);
+  pst__json_object_end(j);
   free(title);
   return 0;
 }
@@ -153,36 +153,37 @@ static int write_thread(const struct pst_profile *p, struct pst_json *j,
 /* The profile to open on, as an index among the threads with samples:
  * the main thread of the process with the most sampled time, else that
  * process's busiest thread; 0 when no thread has samples or no memory. */
-static uint64_t first_profile(const struct pst_profile *p) {
-  size_t nthreads = pst_profile_nthreads(p), nprocs = 0, best_proc = 0;
-  uint64_t *per_proc, *per_thread, period = pst_profile_period_ns(p);
+static uint64_t first_profile(const struct pst__profile *p) {
+  size_t nthreads = pst__profile_nthreads(p), nprocs = 0, best_proc = 0;
+  uint64_t *per_proc, *per_thread, period = pst__profile_period_ns(p);
   uint64_t index = 0, pick = 0, best = 0;
   int found = 0;
 
   for (size_t t = 0; t < nthreads; t++)
-    if (pst_profile_thread_at(p, (uint32_t)t)->process + 1 > nprocs)
-      nprocs = pst_profile_thread_at(p, (uint32_t)t)->process + 1;
+    if (pst__profile_thread_at(p, (uint32_t)t)->process + 1 > nprocs)
+      nprocs = pst__profile_thread_at(p, (uint32_t)t)->process + 1;
   per_proc = calloc(nprocs + 1, sizeof(*per_proc));
   per_thread = calloc(nthreads + 1, sizeof(*per_thread));
   if (!per_proc || !per_thread)
     goto out;
   for (size_t t = 0; t < nthreads; t++) {
     size_t nruns;
-    const struct pst_prof_run *runs = pst_profile_runs(p, (uint32_t)t, &nruns);
+    const struct pst__prof_run *runs =
+        pst__profile_runs(p, (uint32_t)t, &nruns);
     for (size_t r = 0; r < nruns; r++)
       per_thread[t] += run_weight(&runs[r], period);
-    per_proc[pst_profile_thread_at(p, (uint32_t)t)->process] += per_thread[t];
+    per_proc[pst__profile_thread_at(p, (uint32_t)t)->process] += per_thread[t];
   }
   for (size_t k = 0; k < nprocs; k++)
     if (per_proc[k] > per_proc[best_proc])
       best_proc = k;
   best = 0;
   for (size_t t = 0; t < nthreads; t++) {
-    const struct pst_prof_thread *th = pst_profile_thread_at(p, (uint32_t)t);
-    const struct pst_prof_process *pr;
+    const struct pst__prof_thread *th = pst__profile_thread_at(p, (uint32_t)t);
+    const struct pst__prof_process *pr;
     if (!per_thread[t])
       continue;
-    pr = pst_profile_proc(p, th->process);
+    pr = pst__profile_proc(p, th->process);
     if (th->process == best_proc && pr && th->tid == pr->pid) {
       pick = index; /* its main thread */
       found = 1;
@@ -198,24 +199,24 @@ out:
   return pick;
 }
 
-static int speedscope_write(const struct pst_profile *p, FILE *f) {
-  size_t nthreads = pst_profile_nthreads(p), written = 0;
-  struct pst_json j;
+static int speedscope_write(const struct pst__profile *p, FILE *f) {
+  size_t nthreads = pst__profile_nthreads(p), written = 0;
+  struct pst__json j;
   int err;
 
-  pst_json_init(&j, f);
-  pst_json_object_begin(&j);
-  pst_json_kv_string(&j, "$schema", SPEEDSCOPE_SCHEMA);
-  pst_json_kv_string(&j, "exporter", PACKAGE_NAME " " PACKAGE_VERSION);
-  pst_json_kv_string(&j, "name", "pystitch profile");
-  pst_json_kv_uint(&j, "activeProfileIndex", first_profile(p));
+  pst__json_init(&j, f);
+  pst__json_object_begin(&j);
+  pst__json_kv_string(&j, "$schema", SPEEDSCOPE_SCHEMA);
+  pst__json_kv_string(&j, "exporter", PACKAGE_NAME " " PACKAGE_VERSION);
+  pst__json_kv_string(&j, "name", "pystitch profile");
+  pst__json_kv_uint(&j, "activeProfileIndex", first_profile(p));
   write_frames(p, &j);
-  pst_json_key(&j, "profiles");
-  pst_json_array_begin(&j);
+  pst__json_key(&j, "profiles");
+  pst__json_array_begin(&j);
   for (uint32_t t = 0; t < nthreads; t++) {
     size_t nruns;
 
-    pst_profile_runs(p, t, &nruns);
+    pst__profile_runs(p, t, &nruns);
     if (!nruns)
       continue;
     err = write_thread(p, &j, t);
@@ -224,26 +225,26 @@ static int speedscope_write(const struct pst_profile *p, FILE *f) {
     written++;
   }
   if (!written) {
-    pst_json_object_begin(&j);
-    pst_json_kv_string(&j, "type", "sampled");
-    pst_json_kv_string(&j, "name", "no samples");
-    pst_json_kv_string(&j, "unit", "nanoseconds");
-    pst_json_kv_uint(&j, "startValue", 0);
-    pst_json_kv_uint(&j, "endValue", 0);
-    pst_json_key(&j, "samples");
-    pst_json_array_begin(&j);
-    pst_json_array_end(&j);
-    pst_json_key(&j, "weights");
-    pst_json_array_begin(&j);
-    pst_json_array_end(&j);
-    pst_json_object_end(&j);
+    pst__json_object_begin(&j);
+    pst__json_kv_string(&j, "type", "sampled");
+    pst__json_kv_string(&j, "name", "no samples");
+    pst__json_kv_string(&j, "unit", "nanoseconds");
+    pst__json_kv_uint(&j, "startValue", 0);
+    pst__json_kv_uint(&j, "endValue", 0);
+    pst__json_key(&j, "samples");
+    pst__json_array_begin(&j);
+    pst__json_array_end(&j);
+    pst__json_key(&j, "weights");
+    pst__json_array_begin(&j);
+    pst__json_array_end(&j);
+    pst__json_object_end(&j);
   }
-  pst_json_array_end(&j);
-  pst_json_object_end(&j);
-  return pst_json_finish(&j);
+  pst__json_array_end(&j);
+  pst__json_object_end(&j);
+  return pst__json_finish(&j);
 }
 
-const struct pst_writer_ops pst_writer_speedscope = {
+const struct pst__writer_ops pst__writer_speedscope = {
     .name = "speedscope",
     .ext = ".speedscope.json",
     .desc = "speedscope JSON, one sampled profile per thread, time ordered",

@@ -12,15 +12,15 @@
 #include "util/clock.h"
 #include "util/esc.h"
 
-static const struct pst_writer_ops *const writers[] = {
-    &pst_writer_folded,     &pst_writer_speedscope, &pst_writer_chrome,
-    &pst_writer_flamegraph, &pst_writer_pprof,      NULL,
+static const struct pst__writer_ops *const writers[] = {
+    &pst__writer_folded,     &pst__writer_speedscope, &pst__writer_chrome,
+    &pst__writer_flamegraph, &pst__writer_pprof,      NULL,
 };
 
-const struct pst_writer_ops *const *pst_writer_list(void) { return writers; }
+const struct pst__writer_ops *const *pst__writer_list(void) { return writers; }
 
-const struct pst_writer_ops *pst_writer_find(const char *name) {
-  const struct pst_writer_ops *const *w;
+const struct pst__writer_ops *pst__writer_find(const char *name) {
+  const struct pst__writer_ops *const *w;
 
   if (!name || !*name)
     return NULL;
@@ -51,7 +51,7 @@ static int open_temp(const char *path, char **tmp, int *fd) {
   name = malloc(size);
   if (!name)
     return -ENOMEM;
-  seed = ((uint64_t)getpid() << 32) ^ pst_now_ns() ^ (uint64_t)(uintptr_t)name;
+  seed = ((uint64_t)getpid() << 32) ^ pst__now_ns() ^ (uint64_t)(uintptr_t)name;
   /* O_EXCL makes a collision harmless: try another name. */
   for (int tries = 0; tries < 100 && err == -EEXIST; tries++) {
     seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -71,7 +71,7 @@ static int open_temp(const char *path, char **tmp, int *fd) {
   return 0;
 }
 
-char *pst_writer_dir_of(const char *path) {
+char *pst__writer_dir_of(const char *path) {
   const char *slash = strrchr(path, '/');
 
   if (!slash)
@@ -84,7 +84,7 @@ char *pst_writer_dir_of(const char *path) {
 /* fsync() of the directory holding path, so that the rename is durable.
  * Best effort: the file is already in place when this runs. */
 static void sync_dir(const char *path) {
-  char *dir = pst_writer_dir_of(path);
+  char *dir = pst__writer_dir_of(path);
   int fd;
 
   if (!dir)
@@ -99,7 +99,7 @@ static void sync_dir(const char *path) {
 
 /* ---- where the output goes ---- */
 
-int pst_writer_own_fd(const char *path) {
+int pst__writer_own_fd(const char *path) {
   const char *num = NULL;
   char *end;
   long v;
@@ -156,7 +156,7 @@ static int look(const char *path, int *dfd, const char **base, struct stat *dst,
       return -errno;
     return S_ISDIR(st->st_mode) ? -EISDIR : -ENOTDIR;
   }
-  dir = pst_writer_dir_of(path);
+  dir = pst__writer_dir_of(path);
   if (!dir)
     return -ENOMEM;
   *dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -187,14 +187,14 @@ static int is_special(const struct stat *st) {
          S_ISBLK(st->st_mode) || S_ISSOCK(st->st_mode);
 }
 
-int pst_writer_where(const char *path) {
+int pst__writer_where(const char *path) {
   struct stat dst, st;
   const char *base;
   int fd, dfd, err, flags;
 
   if (!path || !*path)
     return -EINVAL;
-  fd = pst_writer_own_fd(path);
+  fd = pst__writer_own_fd(path);
   if (fd >= 0) {
     flags = fcntl(fd, F_GETFL);
     if (flags < 0 || (flags & O_ACCMODE) == O_RDONLY)
@@ -212,8 +212,8 @@ int pst_writer_where(const char *path) {
 
 /* Writes p with w to fd (closed here) as it is: no temporary, no
  * rename, no fsync (a pipe or terminal has none). */
-static int write_fd(const struct pst_writer_ops *w, const struct pst_profile *p,
-                    int fd) {
+static int write_fd(const struct pst__writer_ops *w,
+                    const struct pst__profile *p, int fd) {
   FILE *f = fdopen(fd, "wb");
   int err;
 
@@ -275,8 +275,8 @@ fail:
 /* The profile into a new temporary file renamed over path: whatever was
  * at path (a file, a symlink to anything) is replaced, never written
  * through. */
-static int save_file(const struct pst_writer_ops *w,
-                     const struct pst_profile *p, const char *path) {
+static int save_file(const struct pst__writer_ops *w,
+                     const struct pst__profile *p, const char *path) {
   char *tmp = NULL;
   FILE *f = NULL;
   int fd = -1, err, rc;
@@ -331,15 +331,15 @@ out:
   return err;
 }
 
-int pst_writer_save(const struct pst_writer_ops *w, const struct pst_profile *p,
-                    const char *path) {
+int pst__writer_save(const struct pst__writer_ops *w,
+                     const struct pst__profile *p, const char *path) {
   struct stat dst, st;
   const char *base = NULL;
   int dfd, fd, err;
 
   if (!w || !w->write || !p || !path || !*path)
     return -EINVAL;
-  fd = pst_writer_own_fd(path);
+  fd = pst__writer_own_fd(path);
   if (fd >= 0) {
     /* Our own descriptor, by name: no path lookup at all. */
     fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
@@ -362,7 +362,7 @@ int pst_writer_save(const struct pst_writer_ops *w, const struct pst_profile *p,
 
 /* ---- helpers ---- */
 
-size_t pst_writer_utf8_chars(const char *s) {
+size_t pst__writer_utf8_chars(const char *s) {
   size_t n = 0;
 
   for (; *s; s++)
@@ -375,7 +375,7 @@ size_t pst_writer_utf8_chars(const char *s) {
 static char *clean_into(char *out, const char *s, unsigned flags) {
   while (*s) {
     unsigned char c = (unsigned char)*s;
-    size_t n = pst_utf8_len(s);
+    size_t n = pst__utf8_len(s);
 
     if (n == 0) {
       /* U+FFFD REPLACEMENT CHARACTER (out is terminated by the caller). */
@@ -399,7 +399,7 @@ static char *clean_into(char *out, const char *s, unsigned flags) {
   return out;
 }
 
-char *pst_writer_clean(const char *s, unsigned flags) {
+char *pst__writer_clean(const char *s, unsigned flags) {
   char *buf, *end;
 
   if (!s)
@@ -412,7 +412,7 @@ char *pst_writer_clean(const char *s, unsigned flags) {
   return buf;
 }
 
-char *pst_writer_label(const struct pst_prof_frame *fr, unsigned flags) {
+char *pst__writer_label(const struct pst__prof_frame *fr, unsigned flags) {
   const char *name = fr->name ? fr->name : "", *file = fr->file ? fr->file : "";
   char *buf, *end;
 
@@ -432,33 +432,33 @@ char *pst_writer_label(const struct pst_prof_frame *fr, unsigned flags) {
   return buf;
 }
 
-char **pst_writer_labels(const struct pst_profile *p, unsigned flags) {
-  size_t n = pst_profile_nframes(p);
+char **pst__writer_labels(const struct pst__profile *p, unsigned flags) {
+  size_t n = pst__profile_nframes(p);
   char **labels = calloc(n + 1, sizeof(*labels));
 
   if (!labels)
     return NULL;
   for (size_t i = 0; i < n; i++) {
-    labels[i] = pst_writer_label(pst_profile_frame(p, (uint32_t)i), flags);
+    labels[i] = pst__writer_label(pst__profile_frame(p, (uint32_t)i), flags);
     if (!labels[i]) {
-      pst_writer_labels_free(p, labels);
+      pst__writer_labels_free(p, labels);
       return NULL;
     }
   }
   return labels;
 }
 
-void pst_writer_labels_free(const struct pst_profile *p, char **labels) {
+void pst__writer_labels_free(const struct pst__profile *p, char **labels) {
   if (!labels)
     return;
   /* Entries after a failed allocation are NULL (calloc). */
-  for (size_t i = 0; i < pst_profile_nframes(p); i++)
+  for (size_t i = 0; i < pst__profile_nframes(p); i++)
     free(labels[i]);
   free(labels);
 }
 
-char *pst_writer_proc_label(const struct pst_prof_process *pr) {
-  char *cmd = pst_writer_clean(pr->cmdline, PST_CLEAN_CTRL), *buf = NULL;
+char *pst__writer_proc_label(const struct pst__prof_process *pr) {
+  char *cmd = pst__writer_clean(pr->cmdline, PST_CLEAN_CTRL), *buf = NULL;
   size_t size, len;
   const char *sep = " [";
 

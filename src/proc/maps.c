@@ -18,7 +18,7 @@
  * kernel writes a newline in a file name as "\012" and may end it with
  * " (deleted)", both kept as they are (the file is opened by its mapping,
  * and by path only with its device and inode checked). */
-static int parse_line(char *line, struct pst_map *mp) {
+static int parse_line(char *line, struct pst__map *mp) {
   char perms[8] = "";
   int pathpos = 0;
   unsigned long long start, end, off, ino;
@@ -41,7 +41,7 @@ static int parse_line(char *line, struct pst_map *mp) {
   return mp->path ? 0 : -ENOMEM;
 }
 
-int pst_maps_read(FILE *f, struct pst_maps *m) {
+int pst__maps_read(FILE *f, struct pst__maps *m) {
   char *line = NULL;
   size_t cap = 0, lcap = 0;
   ssize_t len;
@@ -52,14 +52,14 @@ int pst_maps_read(FILE *f, struct pst_maps *m) {
   while ((len = getline(&line, &lcap, f)) > 0) {
     if (line[len - 1] == '\n')
       line[len - 1] = '\0';
-    err = pst_array_reserve((void **)&m->v, &cap, m->n + 1, sizeof(*m->v));
+    err = pst__array_reserve((void **)&m->v, &cap, m->n + 1, sizeof(*m->v));
     if (err)
       goto out;
     err = parse_line(line, &m->v[m->n]);
     if (err)
       goto out;
     m->n++;
-    /* pst_maps_find() bsearches: the mappings must be sorted and apart,
+    /* pst__maps_find() bsearches: the mappings must be sorted and apart,
      * as the kernel lists them. */
     if (m->n > 1 && m->v[m->n - 1].start < m->v[m->n - 2].end) {
       err = -EINVAL;
@@ -69,11 +69,11 @@ int pst_maps_read(FILE *f, struct pst_maps *m) {
 out:
   free(line);
   if (err)
-    pst_maps_exit(m);
+    pst__maps_exit(m);
   return err;
 }
 
-int pst_maps_load(pid_t pid, struct pst_maps *m) {
+int pst__maps_load(pid_t pid, struct pst__maps *m) {
   char path[64];
   FILE *f;
   int err;
@@ -84,12 +84,12 @@ int pst_maps_load(pid_t pid, struct pst_maps *m) {
   f = fopen(path, "re");
   if (!f)
     return errno == ENOENT ? -ESRCH : -errno;
-  err = pst_maps_read(f, m);
+  err = pst__maps_read(f, m);
   fclose(f);
   return err;
 }
 
-void pst_maps_exit(struct pst_maps *m) {
+void pst__maps_exit(struct pst__maps *m) {
   for (size_t i = 0; i < m->n; i++)
     free(m->v[i].path);
   free(m->v);
@@ -99,18 +99,19 @@ void pst_maps_exit(struct pst_maps *m) {
 
 static int cmp_addr(const void *key, const void *elt) {
   uint64_t a = *(const uint64_t *)key;
-  const struct pst_map *mp = elt;
+  const struct pst__map *mp = elt;
   if (a < mp->start)
     return -1;
   return a >= mp->end ? 1 : 0;
 }
 
-const struct pst_map *pst_maps_find(const struct pst_maps *m, uint64_t addr) {
+const struct pst__map *pst__maps_find(const struct pst__maps *m,
+                                      uint64_t addr) {
   return bsearch(&addr, m->v, m->n, sizeof(*m->v), cmp_addr);
 }
 
-const struct pst_map *pst_maps_find_file(const struct pst_maps *m,
-                                         int (*match)(const char *base)) {
+const struct pst__map *pst__maps_find_file(const struct pst__maps *m,
+                                           int (*match)(const char *base)) {
   for (size_t i = 0; i < m->n; i++) {
     const char *p = m->v[i].path, *base;
     if (p[0] != '/')
@@ -122,13 +123,13 @@ const struct pst_map *pst_maps_find_file(const struct pst_maps *m,
   return NULL;
 }
 
-static int same_file(const struct pst_map *a, const struct pst_map *b) {
+static int same_file(const struct pst__map *a, const struct pst__map *b) {
   return a->inode == b->inode && a->dev_major == b->dev_major &&
          a->dev_minor == b->dev_minor && !strcmp(a->path, b->path);
 }
 
-const struct pst_map *pst_maps_file_base(const struct pst_maps *m,
-                                         const struct pst_map *mp) {
+const struct pst__map *pst__maps_file_base(const struct pst__maps *m,
+                                           const struct pst__map *mp) {
   for (size_t i = 0; i < m->n; i++)
     if (same_file(&m->v[i], mp))
       return &m->v[i];
@@ -137,7 +138,7 @@ const struct pst_map *pst_maps_file_base(const struct pst_maps *m,
 
 /* fd (or -errno) when its file is the one mp maps, else -ESTALE. */
 static int check_inode(int fd, const struct stat *st,
-                       const struct pst_map *mp) {
+                       const struct pst__map *mp) {
   if (fd < 0)
     return fd;
   if (st->st_ino != mp->inode || major(st->st_dev) != mp->dev_major ||
@@ -148,7 +149,7 @@ static int check_inode(int fd, const struct stat *st,
   return fd;
 }
 
-int pst_maps_open(pid_t pid, const struct pst_map *mp) {
+int pst__maps_open(pid_t pid, const struct pst__map *mp) {
   char path[128];
   struct stat st;
   int fd, root;
@@ -158,13 +159,13 @@ int pst_maps_open(pid_t pid, const struct pst_map *mp) {
    * else the path is looked up inside the target's root, never in ours. */
   snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
            (int)pid, mp->start, mp->end);
-  fd = check_inode(pst_root_open_magic(path, &st), &st, mp);
+  fd = check_inode(pst__root_open_magic(path, &st), &st, mp);
   if (fd >= 0 || fd == -EINVAL || mp->path[0] != '/')
     return fd; /* EINVAL: not a regular file, wherever it is looked up */
-  root = pst_root_open(pid);
+  root = pst__root_open(pid);
   if (root < 0)
     return root;
-  fd = check_inode(pst_root_openat(root, mp->path, &st), &st, mp);
+  fd = check_inode(pst__root_openat(root, mp->path, &st), &st, mp);
   close(root);
   return fd;
 }

@@ -1,7 +1,7 @@
 /* maps.h: a process's memory mappings (/proc/PID/maps) and opening the files
  * behind them from outside the target's mount namespace.
  *
- * struct pst_maps owns its array and the path strings; entries are sorted by
+ * struct pst__maps owns its array and the path strings; entries are sorted by
  * address (the kernel lists them so) and found with bsearch.
  */
 #ifndef PST_MAPS_H
@@ -16,7 +16,7 @@
 #define PST_MAP_W 2
 #define PST_MAP_X 4
 
-struct pst_map {
+struct pst__map {
   uint64_t start, end; /* [start, end) */
   uint64_t offset;     /* file offset of start */
   unsigned perms;      /* PST_MAP_* */
@@ -25,37 +25,37 @@ struct pst_map {
   char *path; /* "" for anonymous mappings */
 };
 
-struct pst_maps {
-  struct pst_map *v;
+struct pst__maps {
+  struct pst__map *v;
   size_t n;
 };
 
 /* Reads /proc/pid/maps into *m (initialised here). 0 or -errno. */
-int pst_maps_load(pid_t pid, struct pst_maps *m);
+int pst__maps_load(pid_t pid, struct pst__maps *m);
 /* The same from an open maps file (or any stream of its text): 0, -ENOMEM,
  * or -EINVAL for a line that is not a mapping (start >= end included) or
  * one that does not follow the previous one (unsorted, overlapping). On
  * failure *m is empty. */
-int pst_maps_read(FILE *f, struct pst_maps *m);
-void pst_maps_exit(struct pst_maps *m);
+int pst__maps_read(FILE *f, struct pst__maps *m);
+void pst__maps_exit(struct pst__maps *m);
 
 /* The mapping containing addr, or NULL. Borrowed. */
-const struct pst_map *pst_maps_find(const struct pst_maps *m, uint64_t addr);
+const struct pst__map *pst__maps_find(const struct pst__maps *m, uint64_t addr);
 
 /* The first file mapping whose base name satisfies match(basename), or NULL.
  * Borrowed. */
-const struct pst_map *pst_maps_find_file(const struct pst_maps *m,
-                                         int (*match)(const char *base));
+const struct pst__map *pst__maps_find_file(const struct pst__maps *m,
+                                           int (*match)(const char *base));
 
 /* The lowest mapping of the same file as mp (its load base), borrowed. */
-const struct pst_map *pst_maps_file_base(const struct pst_maps *m,
-                                         const struct pst_map *mp);
+const struct pst__map *pst__maps_file_base(const struct pst__maps *m,
+                                           const struct pst__map *mp);
 
 /* Opens the file behind mapping mp of process pid read-only: through
  * /proc/pid/map_files/START-END, else its path inside the target's root
  * (proc/rootfs.h: never a host path, never a FIFO or device), and checks
  * that its device and inode match the maps line. Returns an fd the caller
  * closes, or -errno (-EINVAL: not a regular file; -ESTALE: another file). */
-int pst_maps_open(pid_t pid, const struct pst_map *mp);
+int pst__maps_open(pid_t pid, const struct pst__map *mp);
 
 #endif

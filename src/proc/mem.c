@@ -13,7 +13,7 @@
 /* process_vm_readv takes at most IOV_MAX (1024) iovecs per side. */
 #define BATCH_MAX 1024
 
-void pst_mem_init(struct pst_mem *m, pid_t pid) {
+void pst__mem_init(struct pst__mem *m, pid_t pid) {
   m->pid = pid;
   m->memfd = -1;
   m->reads = 0;
@@ -23,23 +23,24 @@ void pst_mem_init(struct pst_mem *m, pid_t pid) {
   m->record_arg = NULL;
 }
 
-void pst_mem_set_recorder(struct pst_mem *m, pst_mem_record_cb cb, void *arg) {
+void pst__mem_set_recorder(struct pst__mem *m, pst__mem_record_cb cb,
+                           void *arg) {
   m->record = cb;
   m->record_arg = arg;
 }
 
-void pst_mem_init_image(struct pst_mem *m, const struct pst_mem_region *r,
-                        size_t n) {
-  pst_mem_init(m, 0);
+void pst__mem_init_image(struct pst__mem *m, const struct pst__mem_region *r,
+                         size_t n) {
+  pst__mem_init(m, 0);
   m->image = r;
   m->image_n = n;
 }
 
 /* Replay: copies [addr, addr + len) from the region that holds all of it. */
-static int image_read(const struct pst_mem *m, uint64_t addr, void *buf,
+static int image_read(const struct pst__mem *m, uint64_t addr, void *buf,
                       size_t len) {
   for (size_t i = 0; i < m->image_n; i++) {
-    const struct pst_mem_region *r = &m->image[i];
+    const struct pst__mem_region *r = &m->image[i];
     /* Written with subtractions: addr + len may wrap. */
     if (addr >= r->addr && addr - r->addr <= r->len &&
         len <= r->len - (addr - r->addr)) {
@@ -51,7 +52,7 @@ static int image_read(const struct pst_mem *m, uint64_t addr, void *buf,
   return -EFAULT;
 }
 
-void pst_mem_exit(struct pst_mem *m) {
+void pst__mem_exit(struct pst__mem *m) {
   if (m->memfd >= 0)
     close(m->memfd);
   m->memfd = -1;
@@ -59,20 +60,20 @@ void pst_mem_exit(struct pst_mem *m) {
 
 /* Switches to /proc/pid/mem after process_vm_readv failed with EPERM or
  * ENOSYS although the process exists (seccomp filters answer so). */
-static int enter_fallback(struct pst_mem *m, int why) {
+static int enter_fallback(struct pst__mem *m, int why) {
   char path[64];
 
   snprintf(path, sizeof(path), "/proc/%d/mem", (int)m->pid);
   m->memfd = open(path, O_RDONLY | O_CLOEXEC);
   if (m->memfd < 0)
     return errno == ENOENT ? -ESRCH : -errno;
-  pst_warn_once("process_vm_readv is not allowed (%s); reading target "
-                "memory through /proc/%d/mem instead (slower)",
-                why == ENOSYS ? "ENOSYS" : "EPERM", (int)m->pid);
+  pst__warn_once("process_vm_readv is not allowed (%s); reading target "
+                 "memory through /proc/%d/mem instead (slower)",
+                 why == ENOSYS ? "ENOSYS" : "EPERM", (int)m->pid);
   return 0;
 }
 
-static int pread_all(struct pst_mem *m, uint64_t addr, void *buf, size_t len) {
+static int pread_all(struct pst__mem *m, uint64_t addr, void *buf, size_t len) {
   ssize_t n;
 
   m->reads++;
@@ -85,7 +86,7 @@ static int pread_all(struct pst_mem *m, uint64_t addr, void *buf, size_t len) {
 }
 
 /* Replay: the leading pieces that lie in the image, as the kernel would. */
-static int image_readv(struct pst_mem *m, const struct pst_mem_iov *iov,
+static int image_readv(struct pst__mem *m, const struct pst__mem_iov *iov,
                        size_t n) {
   size_t i;
 
@@ -97,8 +98,8 @@ static int image_readv(struct pst_mem *m, const struct pst_mem_iov *iov,
 }
 
 /* The live read (process_vm_readv in batches, or /proc/PID/mem in fallback
- * mode): pst_mem_readv()'s contract. */
-static int live_readv(struct pst_mem *m, const struct pst_mem_iov *iov,
+ * mode): pst__mem_readv()'s contract. */
+static int live_readv(struct pst__mem *m, const struct pst__mem_iov *iov,
                       size_t n) {
   struct iovec local[BATCH_MAX], remote[BATCH_MAX];
   size_t done = 0;
@@ -154,7 +155,8 @@ static int live_readv(struct pst_mem *m, const struct pst_mem_iov *iov,
   return (int)n;
 }
 
-int pst_mem_readv(struct pst_mem *m, const struct pst_mem_iov *iov, size_t n) {
+int pst__mem_readv(struct pst__mem *m, const struct pst__mem_iov *iov,
+                   size_t n) {
   int got;
 
   if (m->image)
@@ -171,22 +173,22 @@ int pst_mem_readv(struct pst_mem *m, const struct pst_mem_iov *iov, size_t n) {
   return got;
 }
 
-int pst_mem_read(struct pst_mem *m, uint64_t addr, void *buf, size_t len) {
-  struct pst_mem_iov iov = {addr, buf, len};
+int pst__mem_read(struct pst__mem *m, uint64_t addr, void *buf, size_t len) {
+  struct pst__mem_iov iov = {addr, buf, len};
   int r;
 
   if (len == 0)
     return 0;
-  r = pst_mem_readv(m, &iov, 1);
+  r = pst__mem_readv(m, &iov, 1);
   return r == 1 ? 0 : r < 0 ? r : -EFAULT;
 }
 
-int pst_mem_readv_each(struct pst_mem *m, const struct pst_mem_iov *iov,
-                       size_t n, uint8_t *ok) {
+int pst__mem_readv_each(struct pst__mem *m, const struct pst__mem_iov *iov,
+                        size_t n, uint8_t *ok) {
   size_t done = 0, good = 0;
 
   while (done < n) {
-    int got = pst_mem_readv(m, iov + done, n - done);
+    int got = pst__mem_readv(m, iov + done, n - done);
     if (got < 0)
       return got;
     memset(ok + done, 1, (size_t)got);
@@ -198,6 +200,6 @@ int pst_mem_readv_each(struct pst_mem *m, const struct pst_mem_iov *iov,
   return (int)good;
 }
 
-int pst_mem_read_u64(struct pst_mem *m, uint64_t addr, uint64_t *out) {
-  return pst_mem_read(m, addr, out, sizeof(*out));
+int pst__mem_read_u64(struct pst__mem *m, uint64_t addr, uint64_t *out) {
+  return pst__mem_read(m, addr, out, sizeof(*out));
 }

@@ -10,30 +10,30 @@
 #include "proc/probe.h"
 #include "proc/proc.h"
 
-void pst_probe_cmdline(pid_t pid, char *buf, size_t len) {
+void pst__probe_cmdline(pid_t pid, char *buf, size_t len) {
   char path[64];
   ssize_t n;
 
   snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
-  n = pst_proc_read(path, buf, len);
+  n = pst__proc_read(path, buf, len);
   if (n <= 0)
     buf[0] = '\0';
   else
-    pst_proc_args_join(buf, (size_t)n);
+    pst__proc_args_join(buf, (size_t)n);
 }
 
-int pst_probe_env_int(pid_t pid, const char *key, int *out) {
+int pst__probe_env_int(pid_t pid, const char *key, int *out) {
   char path[64], buf[65536];
   ssize_t n;
 
   snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
-  n = pst_proc_read(path, buf, sizeof(buf));
+  n = pst__proc_read(path, buf, sizeof(buf));
   if (n < 0)
     return (int)n;
-  return pst_proc_env_int(buf, (size_t)n, key, out);
+  return pst__proc_env_int(buf, (size_t)n, key, out);
 }
 
-uint64_t pst_probe_pidns(pid_t pid) {
+uint64_t pst__probe_pidns(pid_t pid) {
   char path[64];
   struct stat st;
 
@@ -44,17 +44,17 @@ uint64_t pst_probe_pidns(pid_t pid) {
   return stat(path, &st) ? 0 : (uint64_t)st.st_ino;
 }
 
-void pst_probe_container(pid_t pid, uint64_t ns, char *out, size_t len) {
+void pst__probe_container(pid_t pid, uint64_t ns, char *out, size_t len) {
   char path[64], buf[4096];
-  uint64_t its = pst_probe_pidns(pid);
+  uint64_t its = pst__probe_pidns(pid);
 
   out[0] = '\0';
   if (!its || !ns || its == ns)
     return;
   snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
-  if (pst_proc_read(path, buf, sizeof(buf)) <= 0)
+  if (pst__proc_read(path, buf, sizeof(buf)) <= 0)
     return;
-  pst_proc_cgroup_name(buf, out, len);
+  pst__proc_cgroup_name(buf, out, len);
 }
 
 /* Does the file at path (a /proc maps file) mention needle? Read in
@@ -77,11 +77,11 @@ static int file_mentions(const char *path, const char *needle) {
   return found;
 }
 
-int pst_probe_looks_python(pid_t pid) {
+int pst__probe_looks_python(pid_t pid) {
   char path[64], exe[4096];
   const char *base;
 
-  if (pst_proc_exe(pid, exe, sizeof(exe)) < 0 || !exe[0])
+  if (pst__proc_exe(pid, exe, sizeof(exe)) < 0 || !exe[0])
     return 0; /* a kernel thread, or not ours to read */
   base = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
   if (!strncmp(base, "python", 6))

@@ -12,7 +12,7 @@
 #include "proc/proc.h"
 #include "util/array.h"
 
-ssize_t pst_proc_read(const char *path, char *buf, size_t len) {
+ssize_t pst__proc_read(const char *path, char *buf, size_t len) {
   ssize_t n, total = 0;
   int fd, err;
 
@@ -50,7 +50,7 @@ static pid_t pid_field(const char *s) {
   return (pid_t)v;
 }
 
-int pst_proc_parse_status(char *buf, pid_t pid, struct pst_proc_status *st) {
+int pst__proc_parse_status(char *buf, pid_t pid, struct pst__proc_status *st) {
   char *line, *save = NULL;
 
   memset(st, 0, sizeof(*st));
@@ -78,18 +78,18 @@ int pst_proc_parse_status(char *buf, pid_t pid, struct pst_proc_status *st) {
   return 0;
 }
 
-int pst_proc_status(pid_t pid, struct pst_proc_status *st) {
+int pst__proc_status(pid_t pid, struct pst__proc_status *st) {
   char path[64], buf[4096];
   ssize_t n;
 
   snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-  n = pst_proc_read(path, buf, sizeof(buf));
+  n = pst__proc_read(path, buf, sizeof(buf));
   if (n < 0)
     return (int)n;
-  return pst_proc_parse_status(buf, pid, st);
+  return pst__proc_parse_status(buf, pid, st);
 }
 
-int pst_proc_tasks(pid_t pid, pid_t **tids) {
+int pst__proc_tasks(pid_t pid, pid_t **tids) {
   char path[64];
   struct dirent *de;
   pid_t *v = NULL;
@@ -104,7 +104,7 @@ int pst_proc_tasks(pid_t pid, pid_t **tids) {
   while ((de = readdir(d)) != NULL) {
     if (de->d_name[0] < '0' || de->d_name[0] > '9')
       continue;
-    err = pst_array_reserve((void **)&v, &cap, n + 1, sizeof(*v));
+    err = pst__array_reserve((void **)&v, &cap, n + 1, sizeof(*v));
     if (err)
       goto out;
     v[n++] = (pid_t)atoi(de->d_name);
@@ -119,7 +119,7 @@ out:
   return (int)n;
 }
 
-int pst_proc_parse_stat(const char *buf, char *state, uint64_t *starttime) {
+int pst__proc_parse_stat(const char *buf, char *state, uint64_t *starttime) {
   unsigned long long start = 0;
   const char *p;
   int field;
@@ -145,7 +145,7 @@ int pst_proc_parse_stat(const char *buf, char *state, uint64_t *starttime) {
   return 0;
 }
 
-int pst_proc_task_stat_open(pid_t pid, pid_t tid) {
+int pst__proc_task_stat_open(pid_t pid, pid_t tid) {
   char path[80];
   int fd;
 
@@ -156,7 +156,7 @@ int pst_proc_task_stat_open(pid_t pid, pid_t tid) {
   return fd;
 }
 
-int pst_proc_task_schedstat_open(pid_t pid, pid_t tid) {
+int pst__proc_task_schedstat_open(pid_t pid, pid_t tid) {
   char path[80];
   int fd;
 
@@ -184,8 +184,8 @@ static ssize_t pread_fd(int fd, char *buf, size_t len) {
   return n;
 }
 
-int pst_proc_parse_schedstat(const char *buf, uint64_t *run_ns,
-                             uint64_t *wait_ns) {
+int pst__proc_parse_schedstat(const char *buf, uint64_t *run_ns,
+                              uint64_t *wait_ns) {
   unsigned long long run, wait;
 
   if (sscanf(buf, "%llu %llu", &run, &wait) != 2)
@@ -195,32 +195,33 @@ int pst_proc_parse_schedstat(const char *buf, uint64_t *run_ns,
   return 0;
 }
 
-int pst_proc_schedstat_fd(int fd, uint64_t *run_ns, uint64_t *wait_ns) {
+int pst__proc_schedstat_fd(int fd, uint64_t *run_ns, uint64_t *wait_ns) {
   char buf[128];
   ssize_t n = pread_fd(fd, buf, sizeof(buf));
 
-  return n < 0 ? (int)n : pst_proc_parse_schedstat(buf, run_ns, wait_ns);
+  return n < 0 ? (int)n : pst__proc_parse_schedstat(buf, run_ns, wait_ns);
 }
 
-int pst_proc_stat_fd(int fd, char *state, uint64_t *starttime) {
+int pst__proc_stat_fd(int fd, char *state, uint64_t *starttime) {
   char buf[1024];
   ssize_t n = pread_fd(fd, buf, sizeof(buf));
 
-  return n < 0 ? (int)n : pst_proc_parse_stat(buf, state, starttime);
+  return n < 0 ? (int)n : pst__proc_parse_stat(buf, state, starttime);
 }
 
-int pst_proc_task_stat(pid_t pid, pid_t tid, char *state, uint64_t *starttime) {
+int pst__proc_task_stat(pid_t pid, pid_t tid, char *state,
+                        uint64_t *starttime) {
   char path[80], buf[1024];
   ssize_t n;
 
   snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-  n = pst_proc_read(path, buf, sizeof(buf));
+  n = pst__proc_read(path, buf, sizeof(buf));
   if (n < 0)
     return (int)n;
-  return pst_proc_parse_stat(buf, state, starttime);
+  return pst__proc_parse_stat(buf, state, starttime);
 }
 
-int pst_proc_parse_image(const char *buf, struct pst_proc_image *im) {
+int pst__proc_parse_image(const char *buf, struct pst__proc_image *im) {
   /* Fields of /proc/pid/stat (proc(5)), in increasing order. */
   static const int want[] = {22, 23, 26, 28, 47, 48, 50};
   const char *p;
@@ -258,23 +259,23 @@ int pst_proc_parse_image(const char *buf, struct pst_proc_image *im) {
   return 0;
 }
 
-int pst_proc_image(pid_t pid, struct pst_proc_image *im) {
+int pst__proc_image(pid_t pid, struct pst__proc_image *im) {
   char path[64], buf[1024];
   ssize_t n;
 
   snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-  n = pst_proc_read(path, buf, sizeof(buf));
+  n = pst__proc_read(path, buf, sizeof(buf));
   if (n < 0)
     return (int)n;
-  return pst_proc_parse_image(buf, im);
+  return pst__proc_parse_image(buf, im);
 }
 
-int pst_proc_task_comm(pid_t pid, pid_t tid, char *buf, size_t len) {
+int pst__proc_task_comm(pid_t pid, pid_t tid, char *buf, size_t len) {
   char path[80];
   ssize_t n;
 
   snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
-  n = pst_proc_read(path, buf, len);
+  n = pst__proc_read(path, buf, len);
   if (n < 0)
     return (int)n;
   if (n > 0 && buf[n - 1] == '\n')
@@ -282,7 +283,7 @@ int pst_proc_task_comm(pid_t pid, pid_t tid, char *buf, size_t len) {
   return 0;
 }
 
-int pst_proc_exe(pid_t pid, char *buf, size_t len) {
+int pst__proc_exe(pid_t pid, char *buf, size_t len) {
   char path[64];
   ssize_t n;
 
@@ -294,7 +295,7 @@ int pst_proc_exe(pid_t pid, char *buf, size_t len) {
   return 0;
 }
 
-int pst_proc_env_int(const char *buf, size_t len, const char *key, int *out) {
+int pst__proc_env_int(const char *buf, size_t len, const char *key, int *out) {
   size_t klen = strlen(key), i = 0;
 
   /* NAME=VALUE strings, each ended by a NUL; the last may be cut short
@@ -322,7 +323,7 @@ int pst_proc_env_int(const char *buf, size_t len, const char *key, int *out) {
   return -ENOENT;
 }
 
-void pst_proc_args_join(char *buf, size_t len) {
+void pst__proc_args_join(char *buf, size_t len) {
   if (!len)
     return;
   for (size_t i = 0; i + 1 < len; i++)
@@ -330,7 +331,7 @@ void pst_proc_args_join(char *buf, size_t len) {
       buf[i] = ' ';
 }
 
-void pst_proc_cgroup_name(char *buf, char *out, size_t len) {
+void pst__proc_cgroup_name(char *buf, char *out, size_t len) {
   char *line = buf, *p = buf, *last;
 
   /* The v2 line starts a line: a "0::" inside a v1 line's path (which a
@@ -350,7 +351,7 @@ void pst_proc_cgroup_name(char *buf, char *out, size_t len) {
   snprintf(out, len, "%s", last && last[1] ? last + 1 : "pidns");
 }
 
-int pst_proc_next_pid(const char **p, pid_t *pid) {
+int pst__proc_next_pid(const char **p, pid_t *pid) {
   for (;;) {
     char *end;
     long v;

@@ -101,12 +101,12 @@ static void detach(pid_t tid, int stopped) {
       stopped = 0;
     }
   }
-  pst_warn("could not detach from thread %d; it stays traced until "
-           "pystitch exits",
-           (int)tid);
+  pst__warn("could not detach from thread %d; it stays traced until "
+            "pystitch exits",
+            (int)tid);
 }
 
-int pst_ptrace_stop(pid_t tid) {
+int pst__ptrace_stop(pid_t tid) {
   int err;
 
   if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)(long)PTRACE_O_TRACEEXEC) < 0)
@@ -122,21 +122,21 @@ int pst_ptrace_stop(pid_t tid) {
   return err == -ESTALE ? -ESRCH : err; /* the thread we knew is gone */
 }
 
-void pst_ptrace_resume(pid_t tid) { detach(tid, 1); }
+void pst__ptrace_resume(pid_t tid) { detach(tid, 1); }
 
-int pst_ptrace_thread_pointer(pid_t tid, uint64_t *tp) {
-  int err = pst_ptrace_stop(tid);
+int pst__ptrace_thread_pointer(pid_t tid, uint64_t *tp) {
+  int err = pst__ptrace_stop(tid);
 
   if (err)
     return err;
   err = read_tp(tid, tp);
   /* PTRACE_DETACH from the interrupt stop resumes the thread (or leaves it
    * in its group-stop if the process was stopped). */
-  pst_ptrace_resume(tid);
+  pst__ptrace_resume(tid);
   return err;
 }
 
-int pst_ptrace_getregs(pid_t tid, struct user_regs_struct *regs) {
+int pst__ptrace_getregs(pid_t tid, struct user_regs_struct *regs) {
 #if defined(__x86_64__)
   if (ptrace(PTRACE_GETREGS, tid, NULL, regs) < 0)
     return -errno;

@@ -21,20 +21,20 @@
  * it was (running, or in the group-stop of a stopped process). A thread in
  * uninterruptible sleep (D) would block this call until it wakes: callers
  * skip such threads. */
-int pst_ptrace_thread_pointer(pid_t tid, uint64_t *tp);
+int pst__ptrace_thread_pointer(pid_t tid, uint64_t *tp);
 
 /* Stops thread tid (seize, interrupt, wait) so that its memory can be read
- * consistently; pst_ptrace_resume() detaches it again. Only this thread
+ * consistently; pst__ptrace_resume() detaches it again. Only this thread
  * stops; the rest of the process runs. 0 or -errno (the thread is then
  * left detached): -ESRCH when it exited, or was in execve() (what it ran
  * is gone: its process runs a new program). */
-int pst_ptrace_stop(pid_t tid);
-void pst_ptrace_resume(pid_t tid);
+int pst__ptrace_stop(pid_t tid);
+void pst__ptrace_resume(pid_t tid);
 
 /* Reads the general registers of thread tid, which the caller stopped with
- * pst_ptrace_stop(): one PTRACE_GETREGS on x86_64, PTRACE_GETREGSET
+ * pst__ptrace_stop(): one PTRACE_GETREGS on x86_64, PTRACE_GETREGSET
  * (NT_PRSTATUS) on aarch64. 0, -ESRCH (gone, or not stopped by us), or
  * another -errno; *regs is undefined on failure. */
-int pst_ptrace_getregs(pid_t tid, struct user_regs_struct *regs);
+int pst__ptrace_getregs(pid_t tid, struct user_regs_struct *regs);
 
 #endif

@@ -24,7 +24,7 @@
 /* 1 once openat2 answered ENOSYS: the walk is used from then on. */
 static int no_openat2;
 
-int pst_root_open(pid_t pid) {
+int pst__root_open(pid_t pid) {
   char path[64];
   int fd;
 
@@ -157,7 +157,7 @@ static int walk_step(struct walk *w, const char *c, int last, int *out) {
   return walk_prepend(w, target, (size_t)n);
 }
 
-int pst_root_openat_walk(int rootfd, const char *path, struct stat *st) {
+int pst__root_openat_walk(int rootfd, const char *path, struct stat *st) {
   struct walk *w = calloc(1, sizeof(*w));
   int err = 0, fd = -1;
 
@@ -225,7 +225,7 @@ int pst_root_openat_walk(int rootfd, const char *path, struct stat *st) {
   return reopen_regular(fd, st);
 }
 
-int pst_root_openat(int rootfd, const char *path, struct stat *st) {
+int pst__root_openat(int rootfd, const char *path, struct stat *st) {
   int fd;
 
   if (!path || !*path)
@@ -238,10 +238,10 @@ int pst_root_openat(int rootfd, const char *path, struct stat *st) {
       return fd;
     __atomic_store_n(&no_openat2, 1, __ATOMIC_RELAXED);
   }
-  return pst_root_openat_walk(rootfd, path, st);
+  return pst__root_openat_walk(rootfd, path, st);
 }
 
-int pst_root_open_magic(const char *proc_path, struct stat *st) {
+int pst__root_open_magic(const char *proc_path, struct stat *st) {
   int fd = open(proc_path, O_PATH | O_CLOEXEC);
 
   if (fd < 0)

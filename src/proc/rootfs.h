@@ -30,19 +30,19 @@
 
 /* An O_PATH descriptor of pid's root directory (/proc/pid/root); pid 0:
  * ours ("/"). -ESRCH when pid is gone, -EACCES when not ours to see. */
-int pst_root_open(pid_t pid);
+int pst__root_open(pid_t pid);
 
 /* Opens path (absolute or relative to the root) inside rootfd read-only,
  * when it is a regular file; *st (may be NULL) gets its fstat. */
-int pst_root_openat(int rootfd, const char *path, struct stat *st);
+int pst__root_openat(int rootfd, const char *path, struct stat *st);
 
 /* The same without openat2, as used where the kernel lacks it (exposed for
  * the unit tests, which check that both agree). */
-int pst_root_openat_walk(int rootfd, const char *path, struct stat *st);
+int pst__root_openat_walk(int rootfd, const char *path, struct stat *st);
 
 /* Opens a /proc magic link of the target (such as /proc/pid/map_files/...),
  * which names a file of the target without any path lookup, under the same
  * rules: O_PATH first, then only a regular file. */
-int pst_root_open_magic(const char *proc_path, struct stat *st);
+int pst__root_open_magic(const char *proc_path, struct stat *st);
 
 #endif

@@ -11,24 +11,24 @@
 #include "util/strtab.h"
 
 struct thread_runs {
-  struct pst_prof_thread t;
-  struct pst_prof_run *runs;
+  struct pst__prof_thread t;
+  struct pst__prof_run *runs;
   size_t n, cap;
 };
 
-struct pst_profile {
+struct pst__profile {
   uint64_t period_ns, start_unix_ns, samples;
   int cpu; /* weights are CPU time (else wall time) */
-  struct pst_strtab *strings;
-  struct pst_prof_frame *frames;
+  struct pst__strtab *strings;
+  struct pst__prof_frame *frames;
   size_t nframes, frames_cap;
-  struct pst_hash frame_ids; /* frame hash -> frame id */
-  uint32_t *stack_data;      /* all stacks' frame ids, concatenated */
+  struct pst__hash frame_ids; /* frame hash -> frame id */
+  uint32_t *stack_data;       /* all stacks' frame ids, concatenated */
   size_t stack_data_n, stack_data_cap;
   size_t *stack_off; /* stack i: stack_data[off[i] .. off[i+1]) */
   size_t nstacks, stacks_cap;
-  struct pst_hash stack_ids; /* stack hash -> stack id */
-  struct pst_prof_process *procs;
+  struct pst__hash stack_ids; /* stack hash -> stack id */
+  struct pst__prof_process *procs;
   size_t nprocs;
   struct thread_runs *threads;
   size_t nthreads;
@@ -36,41 +36,41 @@ struct pst_profile {
 
 /* ---- frames ---- */
 
-static uint64_t frame_hash(const struct pst_prof_frame *f) {
+static uint64_t frame_hash(const struct pst__prof_frame *f) {
   /* Strings are interned: their addresses identify them. */
-  return pst_hash_mix(
-      pst_hash_mix(pst_hash_u64((uintptr_t)f->name), (uintptr_t)f->file),
+  return pst__hash_mix(
+      pst__hash_mix(pst__hash_u64((uintptr_t)f->name), (uintptr_t)f->file),
       (uint64_t)f->line);
 }
 
 static int frame_eq(const void *ctx, uint32_t id, const void *key) {
-  const struct pst_profile *p = ctx;
-  const struct pst_prof_frame *a = &p->frames[id], *b = key;
+  const struct pst__profile *p = ctx;
+  const struct pst__prof_frame *a = &p->frames[id], *b = key;
   return a->name == b->name && a->file == b->file && a->line == b->line;
 }
 
-static int64_t frame_id(struct pst_profile *p, const struct pst_prof_frame *in,
-                        int interned) {
-  struct pst_prof_frame f;
+static int64_t frame_id(struct pst__profile *p,
+                        const struct pst__prof_frame *in, int interned) {
+  struct pst__prof_frame f;
   uint64_t h;
   int64_t id;
 
   if (interned) {
     f = *in;
   } else {
-    f.name = pst_strtab_intern(p->strings, in->name ? in->name : "?");
-    f.file = pst_strtab_intern(p->strings, in->file ? in->file : "");
+    f.name = pst__strtab_intern(p->strings, in->name ? in->name : "?");
+    f.file = pst__strtab_intern(p->strings, in->file ? in->file : "");
     f.line = in->line;
   }
   if (!f.name || !f.file)
     return -ENOMEM;
   h = frame_hash(&f);
-  id = pst_hash_find(&p->frame_ids, h, frame_eq, p, &f);
+  id = pst__hash_find(&p->frame_ids, h, frame_eq, p, &f);
   if (id >= 0)
     return id;
-  if (pst_array_reserve((void **)&p->frames, &p->frames_cap, p->nframes + 1,
-                        sizeof(*p->frames)) ||
-      pst_hash_insert(&p->frame_ids, h, (uint32_t)p->nframes))
+  if (pst__array_reserve((void **)&p->frames, &p->frames_cap, p->nframes + 1,
+                         sizeof(*p->frames)) ||
+      pst__hash_insert(&p->frame_ids, h, (uint32_t)p->nframes))
     return -ENOMEM;
   p->frames[p->nframes] = f;
   return (int64_t)p->nframes++;
@@ -86,30 +86,30 @@ struct stack_key {
 static uint64_t ids_hash(const uint32_t *ids, size_t n) {
   uint64_t h = n;
   for (size_t i = 0; i < n; i++)
-    h = pst_hash_mix(h, ids[i]);
+    h = pst__hash_mix(h, ids[i]);
   return h;
 }
 
 static int stack_eq(const void *ctx, uint32_t id, const void *key) {
-  const struct pst_profile *p = ctx;
+  const struct pst__profile *p = ctx;
   const struct stack_key *k = key;
   size_t n = p->stack_off[id + 1] - p->stack_off[id];
   return n == k->n &&
          !memcmp(p->stack_data + p->stack_off[id], k->ids, n * sizeof(*k->ids));
 }
 
-static int64_t stack_id(struct pst_profile *p, const uint32_t *ids, size_t n) {
+static int64_t stack_id(struct pst__profile *p, const uint32_t *ids, size_t n) {
   struct stack_key k = {ids, n};
   uint64_t h = ids_hash(ids, n);
-  int64_t id = pst_hash_find(&p->stack_ids, h, stack_eq, p, &k);
+  int64_t id = pst__hash_find(&p->stack_ids, h, stack_eq, p, &k);
 
   if (id >= 0)
     return id;
-  if (pst_array_reserve((void **)&p->stack_data, &p->stack_data_cap,
-                        p->stack_data_n + n, sizeof(*p->stack_data)) ||
-      pst_array_reserve((void **)&p->stack_off, &p->stacks_cap, p->nstacks + 2,
-                        sizeof(*p->stack_off)) ||
-      pst_hash_insert(&p->stack_ids, h, (uint32_t)p->nstacks))
+  if (pst__array_reserve((void **)&p->stack_data, &p->stack_data_cap,
+                         p->stack_data_n + n, sizeof(*p->stack_data)) ||
+      pst__array_reserve((void **)&p->stack_off, &p->stacks_cap, p->nstacks + 2,
+                         sizeof(*p->stack_off)) ||
+      pst__hash_insert(&p->stack_ids, h, (uint32_t)p->nstacks))
     return -ENOMEM;
   memcpy(p->stack_data + p->stack_data_n, ids, n * sizeof(*ids));
   p->stack_data_n += n;
@@ -119,15 +119,15 @@ static int64_t stack_id(struct pst_profile *p, const uint32_t *ids, size_t n) {
 
 /* ---- public ---- */
 
-struct pst_profile *pst_profile_new(uint64_t period_ns) {
-  struct pst_profile *p = calloc(1, sizeof(*p));
+struct pst__profile *pst__profile_new(uint64_t period_ns) {
+  struct pst__profile *p = calloc(1, sizeof(*p));
 
   if (!p)
     return NULL;
   p->period_ns = period_ns;
-  p->cpu = 1; /* pst_profile_set_cpu(p, 0) for wall time */
-  p->start_unix_ns = pst_wall_ns();
-  p->strings = pst_strtab_new();
+  p->cpu = 1; /* pst__profile_set_cpu(p, 0) for wall time */
+  p->start_unix_ns = pst__wall_ns();
+  p->strings = pst__strtab_new();
   p->stack_off = calloc(2, sizeof(*p->stack_off));
   p->stacks_cap = 2;
   /* Never NULL, even while every stack is empty: pointer arithmetic and
@@ -135,14 +135,15 @@ struct pst_profile *pst_profile_new(uint64_t period_ns) {
   p->stack_data = calloc(16, sizeof(*p->stack_data));
   p->stack_data_cap = 16;
   if (!p->strings || !p->stack_off || !p->stack_data ||
-      pst_hash_init(&p->frame_ids, 256) || pst_hash_init(&p->stack_ids, 256)) {
-    pst_profile_free(p);
+      pst__hash_init(&p->frame_ids, 256) ||
+      pst__hash_init(&p->stack_ids, 256)) {
+    pst__profile_free(p);
     return NULL;
   }
   return p;
 }
 
-void pst_profile_free(struct pst_profile *p) {
+void pst__profile_free(struct pst__profile *p) {
   if (!p)
     return;
   for (size_t i = 0; i < p->nthreads; i++)
@@ -150,23 +151,23 @@ void pst_profile_free(struct pst_profile *p) {
   free(p->threads);
   free(p->procs);
   free(p->frames);
-  pst_hash_exit(&p->frame_ids);
-  pst_hash_exit(&p->stack_ids);
+  pst__hash_exit(&p->frame_ids);
+  pst__hash_exit(&p->stack_ids);
   free(p->stack_data);
   free(p->stack_off);
-  pst_strtab_free(p->strings);
+  pst__strtab_free(p->strings);
   free(p);
 }
 
-int pst_profile_process(struct pst_profile *p, int pid, const char *cmdline,
-                        int rank, int local_rank, int world_size) {
-  struct pst_prof_process *np;
+int pst__profile_process(struct pst__profile *p, int pid, const char *cmdline,
+                         int rank, int local_rank, int world_size) {
+  struct pst__prof_process *np;
   const char *cmd;
 
   for (size_t i = 0; i < p->nprocs; i++)
     if (p->procs[i].pid == pid)
       return (int)i;
-  cmd = pst_strtab_intern(p->strings, cmdline ? cmdline : "");
+  cmd = pst__strtab_intern(p->strings, cmdline ? cmdline : "");
   if (!cmd)
     return -ENOMEM;
   /* Stored at once: the old array may be freed by a successful realloc. */
@@ -174,21 +175,22 @@ int pst_profile_process(struct pst_profile *p, int pid, const char *cmdline,
   if (!np)
     return -ENOMEM;
   p->procs = np;
-  p->procs[p->nprocs] = (struct pst_prof_process){
-      pid, cmd, rank, local_rank, world_size, pst_strtab_intern(p->strings, ""),
+  p->procs[p->nprocs] = (struct pst__prof_process){
+      pid,        cmd,        rank,
+      local_rank, world_size, pst__strtab_intern(p->strings, ""),
       0};
   if (!p->procs[p->nprocs].role)
     return -ENOMEM;
   return (int)p->nprocs++;
 }
 
-int pst_profile_process_role(struct pst_profile *p, uint32_t proc,
-                             const char *role, int ppid) {
+int pst__profile_process_role(struct pst__profile *p, uint32_t proc,
+                              const char *role, int ppid) {
   const char *r;
 
   if (proc >= p->nprocs)
     return -EINVAL;
-  r = pst_strtab_intern(p->strings, role ? role : "");
+  r = pst__strtab_intern(p->strings, role ? role : "");
   if (!r)
     return -ENOMEM;
   p->procs[proc].role = r;
@@ -196,9 +198,9 @@ int pst_profile_process_role(struct pst_profile *p, uint32_t proc,
   return 0;
 }
 
-int pst_profile_thread(struct pst_profile *p, uint32_t proc, int tid,
-                       const char *name) {
-  const char *nm = pst_strtab_intern(p->strings, name ? name : "");
+int pst__profile_thread(struct pst__profile *p, uint32_t proc, int tid,
+                        const char *name) {
+  const char *nm = pst__strtab_intern(p->strings, name ? name : "");
   struct thread_runs *nt;
 
   if (!nm)
@@ -213,38 +215,38 @@ int pst_profile_thread(struct pst_profile *p, uint32_t proc, int tid,
     return -ENOMEM;
   p->threads = nt;
   memset(&p->threads[p->nthreads], 0, sizeof(*nt));
-  p->threads[p->nthreads].t = (struct pst_prof_thread){proc, tid, nm};
+  p->threads[p->nthreads].t = (struct pst__prof_thread){proc, tid, nm};
   return (int)p->nthreads++;
 }
 
 #define STACK_MAX 4096
 
-const char *pst_profile_intern(struct pst_profile *p, const char *s) {
-  return pst_strtab_intern(p->strings, s ? s : "");
+const char *pst__profile_intern(struct pst__profile *p, const char *s) {
+  return pst__strtab_intern(p->strings, s ? s : "");
 }
 
-static int add(struct pst_profile *p, uint32_t thread,
-               const struct pst_prof_frame *frames, size_t n, uint64_t t_ns,
+static int add(struct pst__profile *p, uint32_t thread,
+               const struct pst__prof_frame *frames, size_t n, uint64_t t_ns,
                uint64_t weight_ns, int interned);
 
-int pst_profile_add(struct pst_profile *p, uint32_t thread,
-                    const struct pst_prof_frame *frames, size_t n,
-                    uint64_t t_ns, uint64_t weight_ns) {
+int pst__profile_add(struct pst__profile *p, uint32_t thread,
+                     const struct pst__prof_frame *frames, size_t n,
+                     uint64_t t_ns, uint64_t weight_ns) {
   return add(p, thread, frames, n, t_ns, weight_ns, 0);
 }
 
-int pst_profile_add_interned(struct pst_profile *p, uint32_t thread,
-                             const struct pst_prof_frame *frames, size_t n,
-                             uint64_t t_ns, uint64_t weight_ns) {
+int pst__profile_add_interned(struct pst__profile *p, uint32_t thread,
+                              const struct pst__prof_frame *frames, size_t n,
+                              uint64_t t_ns, uint64_t weight_ns) {
   return add(p, thread, frames, n, t_ns, weight_ns, 1);
 }
 
-static int add(struct pst_profile *p, uint32_t thread,
-               const struct pst_prof_frame *frames, size_t n, uint64_t t_ns,
+static int add(struct pst__profile *p, uint32_t thread,
+               const struct pst__prof_frame *frames, size_t n, uint64_t t_ns,
                uint64_t weight_ns, int interned) {
   uint32_t ids[STACK_MAX];
   struct thread_runs *tr;
-  struct pst_prof_run *last;
+  struct pst__prof_run *last;
   int64_t sid;
 
   if (thread >= p->nthreads)
@@ -267,39 +269,39 @@ static int add(struct pst_profile *p, uint32_t thread,
     last->end_ns = t_ns;
     last->weight_ns += weight_ns;
   } else {
-    if (pst_array_reserve((void **)&tr->runs, &tr->cap, tr->n + 1,
-                          sizeof(*tr->runs)))
+    if (pst__array_reserve((void **)&tr->runs, &tr->cap, tr->n + 1,
+                           sizeof(*tr->runs)))
       return -ENOMEM;
     tr->runs[tr->n++] =
-        (struct pst_prof_run){(uint32_t)sid, 1, t_ns, t_ns, weight_ns};
+        (struct pst__prof_run){(uint32_t)sid, 1, t_ns, t_ns, weight_ns};
   }
   p->samples++;
   return 0;
 }
 
-uint64_t pst_profile_period_ns(const struct pst_profile *p) {
+uint64_t pst__profile_period_ns(const struct pst__profile *p) {
   return p->period_ns;
 }
 
-void pst_profile_set_cpu(struct pst_profile *p, int cpu) { p->cpu = cpu; }
+void pst__profile_set_cpu(struct pst__profile *p, int cpu) { p->cpu = cpu; }
 
-int pst_profile_cpu(const struct pst_profile *p) { return p->cpu; }
+int pst__profile_cpu(const struct pst__profile *p) { return p->cpu; }
 
-uint64_t pst_profile_start_unix_ns(const struct pst_profile *p) {
+uint64_t pst__profile_start_unix_ns(const struct pst__profile *p) {
   return p->start_unix_ns;
 }
 
-size_t pst_profile_nframes(const struct pst_profile *p) { return p->nframes; }
+size_t pst__profile_nframes(const struct pst__profile *p) { return p->nframes; }
 
-const struct pst_prof_frame *pst_profile_frame(const struct pst_profile *p,
-                                               uint32_t id) {
+const struct pst__prof_frame *pst__profile_frame(const struct pst__profile *p,
+                                                 uint32_t id) {
   return id < p->nframes ? &p->frames[id] : NULL;
 }
 
-size_t pst_profile_nstacks(const struct pst_profile *p) { return p->nstacks; }
+size_t pst__profile_nstacks(const struct pst__profile *p) { return p->nstacks; }
 
-const uint32_t *pst_profile_stack(const struct pst_profile *p, uint32_t id,
-                                  size_t *n) {
+const uint32_t *pst__profile_stack(const struct pst__profile *p, uint32_t id,
+                                   size_t *n) {
   if (id >= p->nstacks) {
     *n = 0;
     return NULL;
@@ -308,22 +310,26 @@ const uint32_t *pst_profile_stack(const struct pst_profile *p, uint32_t id,
   return p->stack_data + p->stack_off[id];
 }
 
-size_t pst_profile_nprocesses(const struct pst_profile *p) { return p->nprocs; }
+size_t pst__profile_nprocesses(const struct pst__profile *p) {
+  return p->nprocs;
+}
 
-const struct pst_prof_process *pst_profile_proc(const struct pst_profile *p,
-                                                uint32_t i) {
+const struct pst__prof_process *pst__profile_proc(const struct pst__profile *p,
+                                                  uint32_t i) {
   return i < p->nprocs ? &p->procs[i] : NULL;
 }
 
-size_t pst_profile_nthreads(const struct pst_profile *p) { return p->nthreads; }
+size_t pst__profile_nthreads(const struct pst__profile *p) {
+  return p->nthreads;
+}
 
-const struct pst_prof_thread *pst_profile_thread_at(const struct pst_profile *p,
-                                                    uint32_t i) {
+const struct pst__prof_thread *
+pst__profile_thread_at(const struct pst__profile *p, uint32_t i) {
   return i < p->nthreads ? &p->threads[i].t : NULL;
 }
 
-const struct pst_prof_run *pst_profile_runs(const struct pst_profile *p,
-                                            uint32_t thread, size_t *n) {
+const struct pst__prof_run *pst__profile_runs(const struct pst__profile *p,
+                                              uint32_t thread, size_t *n) {
   if (thread >= p->nthreads) {
     *n = 0;
     return NULL;
@@ -332,17 +338,19 @@ const struct pst_prof_run *pst_profile_runs(const struct pst_profile *p,
   return p->threads[thread].runs;
 }
 
-uint64_t pst_profile_samples(const struct pst_profile *p) { return p->samples; }
+uint64_t pst__profile_samples(const struct pst__profile *p) {
+  return p->samples;
+}
 
-void pst_profile_stack_totals(const struct pst_profile *p, uint64_t *counts,
-                              uint64_t *weights_ns) {
+void pst__profile_stack_totals(const struct pst__profile *p, uint64_t *counts,
+                               uint64_t *weights_ns) {
   if (counts)
     memset(counts, 0, p->nstacks * sizeof(*counts));
   if (weights_ns)
     memset(weights_ns, 0, p->nstacks * sizeof(*weights_ns));
   for (size_t t = 0; t < p->nthreads; t++)
     for (size_t r = 0; r < p->threads[t].n; r++) {
-      const struct pst_prof_run *run = &p->threads[t].runs[r];
+      const struct pst__prof_run *run = &p->threads[t].runs[r];
       if (counts)
         counts[run->stack] += run->count;
       if (weights_ns)

@@ -8,7 +8,7 @@
  * Synthetic root frames ("process 123 ...", "thread 456 ...") are ordinary
  * frames added by the caller; writers need not know about them.
  *
- * Ownership: pst_profile_new()/pst_profile_free(); every pointer returned
+ * Ownership: pst__profile_new()/pst__profile_free(); every pointer returned
  * by an accessor is borrowed and valid until the next add or the free.
  * Not thread-safe.
  */
@@ -18,15 +18,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct pst_profile;
+struct pst__profile;
 
-struct pst_prof_frame {
+struct pst__prof_frame {
   const char *name; /* function (qualified name), or a synthetic label */
   const char *file; /* "" for synthetic frames */
   int line;         /* 0 when unknown or aggregated by function */
 };
 
-struct pst_prof_process {
+struct pst__prof_process {
   int pid;
   const char *cmdline; /* "" when unknown */
   /* torch.distributed / vLLM labels from the environment, -1 when absent */
@@ -35,14 +35,14 @@ struct pst_prof_process {
   int ppid;         /* its parent when it was followed as a child, 0 */
 };
 
-struct pst_prof_thread {
+struct pst__prof_thread {
   uint32_t process; /* index into the processes */
   int tid;
   const char *name;
 };
 
 /* Consecutive samples of one thread with the same stack. */
-struct pst_prof_run {
+struct pst__prof_run {
   uint32_t stack;
   uint32_t count;     /* samples merged */
   uint64_t start_ns;  /* time of the first sample (since the recording began) */
@@ -50,68 +50,68 @@ struct pst_prof_run {
   uint64_t weight_ns; /* sum of the samples' weights (time they stand for) */
 };
 
-struct pst_profile *pst_profile_new(uint64_t period_ns);
-void pst_profile_free(struct pst_profile *p);
+struct pst__profile *pst__profile_new(uint64_t period_ns);
+void pst__profile_free(struct pst__profile *p);
 
 /* Registers a process (or returns the index of pid if known). -ENOMEM. */
-int pst_profile_process(struct pst_profile *p, int pid, const char *cmdline,
-                        int rank, int local_rank, int world_size);
-/* Sets process index proc's role and parent (see pst_prof_process).
+int pst__profile_process(struct pst__profile *p, int pid, const char *cmdline,
+                         int rank, int local_rank, int world_size);
+/* Sets process index proc's role and parent (see pst__prof_process).
  * 0, -EINVAL, -ENOMEM. */
-int pst_profile_process_role(struct pst_profile *p, uint32_t proc,
-                             const char *role, int ppid);
+int pst__profile_process_role(struct pst__profile *p, uint32_t proc,
+                              const char *role, int ppid);
 
 /* Registers a thread of process index proc (or returns the index of the
  * same (proc, tid)); a new name replaces the old one. -ENOMEM. */
-int pst_profile_thread(struct pst_profile *p, uint32_t proc, int tid,
-                       const char *name);
+int pst__profile_thread(struct pst__profile *p, uint32_t proc, int tid,
+                        const char *name);
 
 /* Adds one sample of thread index thread: frames ROOT FIRST, n of them,
  * taken at t_ns, standing for weight_ns of time. Returns 0 or -ENOMEM. */
-int pst_profile_add(struct pst_profile *p, uint32_t thread,
-                    const struct pst_prof_frame *frames, size_t n,
-                    uint64_t t_ns, uint64_t weight_ns);
+int pst__profile_add(struct pst__profile *p, uint32_t thread,
+                     const struct pst__prof_frame *frames, size_t n,
+                     uint64_t t_ns, uint64_t weight_ns);
 
 /* The profile's own copy of s (interned: equal strings, equal pointers),
  * valid as long as the profile; NULL on -ENOMEM. */
-const char *pst_profile_intern(struct pst_profile *p, const char *s);
+const char *pst__profile_intern(struct pst__profile *p, const char *s);
 
-/* pst_profile_add() for frames whose name and file are already
- * pst_profile_intern() pointers (the sampler's fast path: no hashing of
+/* pst__profile_add() for frames whose name and file are already
+ * pst__profile_intern() pointers (the sampler's fast path: no hashing of
  * strings per sample). */
-int pst_profile_add_interned(struct pst_profile *p, uint32_t thread,
-                             const struct pst_prof_frame *frames, size_t n,
-                             uint64_t t_ns, uint64_t weight_ns);
+int pst__profile_add_interned(struct pst__profile *p, uint32_t thread,
+                              const struct pst__prof_frame *frames, size_t n,
+                              uint64_t t_ns, uint64_t weight_ns);
 
 /* Read access for the writers. */
 /* What the weights are: 1, CPU time (sampling mode cpu, the default), 0,
  * wall time. Writers name their values after it. */
-void pst_profile_set_cpu(struct pst_profile *p, int cpu);
-int pst_profile_cpu(const struct pst_profile *p);
+void pst__profile_set_cpu(struct pst__profile *p, int cpu);
+int pst__profile_cpu(const struct pst__profile *p);
 
-uint64_t pst_profile_period_ns(const struct pst_profile *p);
-uint64_t pst_profile_start_unix_ns(const struct pst_profile *p);
-size_t pst_profile_nframes(const struct pst_profile *p);
-const struct pst_prof_frame *pst_profile_frame(const struct pst_profile *p,
-                                               uint32_t id);
-size_t pst_profile_nstacks(const struct pst_profile *p);
+uint64_t pst__profile_period_ns(const struct pst__profile *p);
+uint64_t pst__profile_start_unix_ns(const struct pst__profile *p);
+size_t pst__profile_nframes(const struct pst__profile *p);
+const struct pst__prof_frame *pst__profile_frame(const struct pst__profile *p,
+                                                 uint32_t id);
+size_t pst__profile_nstacks(const struct pst__profile *p);
 /* Frame ids of stack id, root first; *n gets their count. */
-const uint32_t *pst_profile_stack(const struct pst_profile *p, uint32_t id,
-                                  size_t *n);
-size_t pst_profile_nprocesses(const struct pst_profile *p);
-const struct pst_prof_process *pst_profile_proc(const struct pst_profile *p,
-                                                uint32_t i);
-size_t pst_profile_nthreads(const struct pst_profile *p);
-const struct pst_prof_thread *pst_profile_thread_at(const struct pst_profile *p,
-                                                    uint32_t i);
+const uint32_t *pst__profile_stack(const struct pst__profile *p, uint32_t id,
+                                   size_t *n);
+size_t pst__profile_nprocesses(const struct pst__profile *p);
+const struct pst__prof_process *pst__profile_proc(const struct pst__profile *p,
+                                                  uint32_t i);
+size_t pst__profile_nthreads(const struct pst__profile *p);
+const struct pst__prof_thread *
+pst__profile_thread_at(const struct pst__profile *p, uint32_t i);
 /* Runs of thread i in time order. */
-const struct pst_prof_run *pst_profile_runs(const struct pst_profile *p,
-                                            uint32_t thread, size_t *n);
+const struct pst__prof_run *pst__profile_runs(const struct pst__profile *p,
+                                              uint32_t thread, size_t *n);
 /* Total samples and total weight over all threads. */
-uint64_t pst_profile_samples(const struct pst_profile *p);
+uint64_t pst__profile_samples(const struct pst__profile *p);
 /* Samples of each stack over all threads (for folded/flamegraph/pprof):
  * fills counts[nstacks] and weights[nstacks] (either may be NULL). */
-void pst_profile_stack_totals(const struct pst_profile *p, uint64_t *counts,
-                              uint64_t *weights_ns);
+void pst__profile_stack_totals(const struct pst__profile *p, uint64_t *counts,
+                               uint64_t *weights_ns);
 
 #endif

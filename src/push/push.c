@@ -28,8 +28,8 @@ struct item {
   uint64_t samples;
 };
 
-struct pst_push {
-  struct pst_push_opts o;
+struct pst__push {
+  struct pst__push_opts o;
   char *url;   /* the ingest endpoint, user info included (for curl) */
   char *where; /* the same without user info (for logs) */
   char *keys[PST_PUSH_LABELS_MAX], *values[PST_PUSH_LABELS_MAX];
@@ -43,15 +43,15 @@ struct pst_push {
   struct item **q; /* oldest first */
   size_t nq;
   int stopping;
-  uint64_t deadline_ns; /* pst_now_ns(): when stopping, give up then */
-  struct pst_push_stats st;
+  uint64_t deadline_ns; /* pst__now_ns(): when stopping, give up then */
+  struct pst__push_stats st;
   int failing; /* in a run of failures (logged once) */
 };
 
-/* pst_now_ns() seconds from now (the monotonic clock, which the condition
+/* pst__now_ns() seconds from now (the monotonic clock, which the condition
  * variable waits on too). */
 static uint64_t after_ns(double seconds) {
-  return pst_now_ns() + (seconds > 0 ? (uint64_t)(seconds * 1e9) : 0);
+  return pst__now_ns() + (seconds > 0 ? (uint64_t)(seconds * 1e9) : 0);
 }
 
 /* ---- names and labels ---- */
@@ -61,7 +61,7 @@ static int name_char(int ch) {
          (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' || ch == '-';
 }
 
-int pst_push_check_name(const char *s) {
+int pst__push_check_name(const char *s) {
   if (!s || !*s)
     return -EINVAL;
   for (; *s; s++)
@@ -70,7 +70,7 @@ int pst_push_check_name(const char *s) {
   return 0;
 }
 
-int pst_push_check_key(const char *s) {
+int pst__push_check_key(const char *s) {
   if (!s || !*s || (*s >= '0' && *s <= '9'))
     return -EINVAL;
   for (; *s; s++)
@@ -84,7 +84,7 @@ static int value_bad(int ch) {
          ch == '=';
 }
 
-int pst_push_check_value(const char *s) {
+int pst__push_check_value(const char *s) {
   if (!s || !*s)
     return -EINVAL;
   for (; *s; s++)
@@ -152,7 +152,7 @@ static void program_of(const char *cmdline, char *out, size_t len) {
 }
 
 /* APP{k=v,...} for process p. */
-static int series_name(struct pst_push *ps, const struct pst_sample_proc *p,
+static int series_name(struct pst__push *ps, const struct pst__sample_proc *p,
                        char *out, size_t len) {
   char app[128], v[VALUE_MAX + 8], prog[256];
   size_t off, n = 0;
@@ -233,7 +233,7 @@ static void item_free(struct item *it) {
 
 /* Adds it at the end (or, back from a failed send, at the front); drops
  * the oldest beyond the bound. Called locked. */
-static void enqueue(struct pst_push *ps, struct item *it, int front) {
+static void enqueue(struct pst__push *ps, struct item *it, int front) {
   if (front) {
     memmove(ps->q + 1, ps->q, ps->nq * sizeof(*ps->q));
     ps->q[0] = it;
@@ -250,9 +250,9 @@ static void enqueue(struct pst_push *ps, struct item *it, int front) {
 
 static void *sender(void *arg);
 
-int pst_push_profile(void *push, const struct pst_profile *prof,
-                     const struct pst_window_span *span) {
-  struct pst_push *ps = push;
+int pst__push_profile(void *push, const struct pst__profile *prof,
+                      const struct pst__window_span *span) {
+  struct pst__push *ps = push;
   char name[1024], *esc = NULL, *query = NULL;
   struct item *it = NULL;
   char *buf = NULL;
@@ -268,7 +268,7 @@ int pst_push_profile(void *push, const struct pst_profile *prof,
   f = open_memstream(&buf, &len);
   if (!f)
     goto fail;
-  err = pst_writer_pprof.write(prof, f);
+  err = pst__writer_pprof.write(prof, f);
   if (fclose(f) && !err)
     err = -EIO;
   if (err)
@@ -327,12 +327,12 @@ fail:
 /* Aborts a transfer that runs past the drain deadline. */
 static int on_progress(void *arg, curl_off_t a, curl_off_t b, curl_off_t c,
                        curl_off_t d) {
-  struct pst_push *ps = arg;
+  struct pst__push *ps = arg;
   int stop;
 
   (void)a, (void)b, (void)c, (void)d;
   pthread_mutex_lock(&ps->mu);
-  stop = ps->stopping && pst_now_ns() > ps->deadline_ns;
+  stop = ps->stopping && pst__now_ns() > ps->deadline_ns;
   pthread_mutex_unlock(&ps->mu);
   return stop;
 }
@@ -355,7 +355,7 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg) {
 
 /* One request. 0: accepted; 1: refused for good (4xx); -1: retry. why
  * gets the reason of a failure. */
-static int send_one(struct pst_push *ps, CURL *h, const struct item *it,
+static int send_one(struct pst__push *ps, CURL *h, const struct item *it,
                     char *why, size_t len) {
   struct curl_slist *hdrs = NULL;
   struct answer ans = {.n = 0};
@@ -421,7 +421,7 @@ static int send_one(struct pst_push *ps, CURL *h, const struct item *it,
 
 /* Waits (locked) until woken, the time given has passed, or the drain
  * deadline. */
-static void wait_for(struct pst_push *ps, double seconds) {
+static void wait_for(struct pst__push *ps, double seconds) {
   struct timespec ts;
   uint64_t until = after_ns(seconds);
 
@@ -434,7 +434,7 @@ static void wait_for(struct pst_push *ps, double seconds) {
 
 /* At start: can the server be reached at all? A warning now, not at the
  * first interval's end; recording goes on either way. */
-static void probe(struct pst_push *ps, CURL *h) {
+static void probe(struct pst__push *ps, CURL *h) {
   double t = ps->o.timeout_s < 3 ? ps->o.timeout_s : 3;
   CURLcode rc;
 
@@ -445,9 +445,9 @@ static void probe(struct pst_push *ps, CURL *h) {
   curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
   rc = curl_easy_perform(h);
   if (rc != CURLE_OK) {
-    pst_warn("push: %s cannot be reached now (%s); recording goes on, and "
-             "up to %d profiles are kept until it answers",
-             ps->where, curl_easy_strerror(rc), ps->o.queue_max);
+    pst__warn("push: %s cannot be reached now (%s); recording goes on, and "
+              "up to %d profiles are kept until it answers",
+              ps->where, curl_easy_strerror(rc), ps->o.queue_max);
     pthread_mutex_lock(&ps->mu);
     ps->failing = 1;
     pthread_mutex_unlock(&ps->mu);
@@ -456,7 +456,7 @@ static void probe(struct pst_push *ps, CURL *h) {
 }
 
 static void *sender(void *arg) {
-  struct pst_push *ps = arg;
+  struct pst__push *ps = arg;
   double backoff = BACKOFF_MIN_S;
   CURL *h = curl_easy_init();
   char why[160];
@@ -478,7 +478,7 @@ static void *sender(void *arg) {
     int r;
     while (!ps->nq && !ps->stopping)
       pthread_cond_wait(&ps->cv, &ps->mu);
-    if (!ps->nq || (ps->stopping && pst_now_ns() >= ps->deadline_ns))
+    if (!ps->nq || (ps->stopping && pst__now_ns() >= ps->deadline_ns))
       break;
     it = ps->q[0];
     memmove(ps->q, ps->q + 1, --ps->nq * sizeof(*ps->q));
@@ -492,7 +492,7 @@ static void *sender(void *arg) {
       ps->st.samples += it->samples;
       item_free(it);
       if (ps->failing)
-        pst_info("push: %s takes profiles again", ps->where);
+        pst__info("push: %s takes profiles again", ps->where);
       ps->failing = 0;
       backoff = BACKOFF_MIN_S;
       continue;
@@ -501,15 +501,15 @@ static void *sender(void *arg) {
     if (r == 1) {
       ps->st.rejected++;
       item_free(it);
-      pst_warn("push: %s refused a profile: %s", ps->where, why);
+      pst__warn("push: %s refused a profile: %s", ps->where, why);
       continue;
     }
     ps->st.failures++;
     if (!ps->failing)
-      pst_warn("push: %s: %s; retrying (profiles are kept, up to %d)",
-               ps->where, why, ps->o.queue_max);
+      pst__warn("push: %s: %s; retrying (profiles are kept, up to %d)",
+                ps->where, why, ps->o.queue_max);
     else
-      pst_debug("push: %s: %s; retrying in %.1f s", ps->where, why, backoff);
+      pst__debug("push: %s: %s; retrying in %.1f s", ps->where, why, backoff);
     ps->failing = 1;
     enqueue(ps, it, 1);
     wait_for(ps, backoff);
@@ -522,7 +522,7 @@ static void *sender(void *arg) {
 
 /* ---- setup ---- */
 
-int pst_push_check_url(const char *url, char *why, size_t len) {
+int pst__push_check_url(const char *url, char *why, size_t len) {
   CURLU *u = curl_url();
   char *scheme = NULL, *host = NULL;
   int err = -EINVAL;
@@ -550,7 +550,7 @@ int pst_push_check_url(const char *url, char *why, size_t len) {
 
 /* The ingest endpoint of base (its path kept as a prefix), with and
  * without user info. */
-static int endpoint(struct pst_push *ps, const char *base) {
+static int endpoint(struct pst__push *ps, const char *base) {
   CURLU *u = curl_url();
   char *path = NULL, *full = NULL, *bare = NULL, *np = NULL;
   int err = -ENOMEM;
@@ -589,14 +589,14 @@ out:
 static char *bearer(const char *token) {
   static const char prefix[] = "Authorization: Bearer ";
   size_t len = sizeof(prefix) - 1 + strlen(token);
-  char *h = pst_secret_alloc(len);
+  char *h = pst__secret_alloc(len);
 
   if (h)
     snprintf(h, len + 1, "%s%s", prefix, token);
   return h;
 }
 
-static void push_free(struct pst_push *ps) {
+static void push_free(struct pst__push *ps) {
   for (int i = 0; i < PST_PUSH_LABELS_MAX; i++) {
     free(ps->keys[i]);
     free(ps->values[i]);
@@ -608,17 +608,17 @@ static void push_free(struct pst_push *ps) {
   free(ps->where);
   free(ps->app);
   free(ps->tenant_hdr);
-  pst_secret_free(ps->bearer_hdr); /* secrets: wiped */
-  pst_secret_free(ps->basic);
+  pst__secret_free(ps->bearer_hdr); /* secrets: wiped */
+  pst__secret_free(ps->basic);
   free(ps);
 }
 
-int pst_push_new(const struct pst_push_opts *o, struct pst_push **out) {
-  struct pst_push *ps;
+int pst__push_new(const struct pst__push_opts *o, struct pst__push **out) {
+  struct pst__push *ps;
   char why[128];
   int err = -ENOMEM;
 
-  if (pst_push_check_url(o->url, why, sizeof(why)) || o->queue_max < 1 ||
+  if (pst__push_check_url(o->url, why, sizeof(why)) || o->queue_max < 1 ||
       o->nlabels > PST_PUSH_LABELS_MAX || o->timeout_s <= 0)
     return -EINVAL;
   if (curl_global_init(CURL_GLOBAL_DEFAULT))
@@ -637,7 +637,7 @@ int pst_push_new(const struct pst_push_opts *o, struct pst_push **out) {
       (o->tenant &&
        asprintf(&ps->tenant_hdr, "X-Scope-OrgID: %s", o->tenant) < 0) ||
       (o->bearer && !(ps->bearer_hdr = bearer(o->bearer))) ||
-      (o->basic && !(ps->basic = pst_secret_dup(o->basic))))
+      (o->basic && !(ps->basic = pst__secret_dup(o->basic))))
     goto fail;
   ps->o.app = ps->o.tenant = ps->o.bearer = ps->o.basic = ps->o.url = NULL;
   if ((err = endpoint(ps, o->url)))
@@ -662,10 +662,10 @@ fail:
   return err;
 }
 
-const char *pst_push_where(const struct pst_push *p) { return p->where; }
+const char *pst__push_where(const struct pst__push *p) { return p->where; }
 
-void pst_push_close(struct pst_push *ps, double drain_s,
-                    struct pst_push_stats *st) {
+void pst__push_close(struct pst__push *ps, double drain_s,
+                     struct pst__push_stats *st) {
   pthread_mutex_lock(&ps->mu);
   ps->stopping = 1;
   ps->deadline_ns = after_ns(drain_s);

@@ -20,10 +20,10 @@
  * from the environment or a file, and never logged; URLs are logged
  * without their user-info part.
  *
- * Threading: pst_push_new(), pst_push_profile() and pst_push_close() on
+ * Threading: pst__push_new(), pst__push_profile() and pst__push_close() on
  * one thread (the engine's); the sender thread is internal, started with
  * the first profile.
- * Ownership: pst_push_new() copies the options' strings; pst_push_close()
+ * Ownership: pst__push_new() copies the options' strings; pst__push_close()
  * joins the sender and frees everything.
  */
 #ifndef PST_PUSH_H
@@ -37,7 +37,7 @@
 
 #define PST_PUSH_LABELS_MAX 16
 
-struct pst_push_opts {
+struct pst__push_opts {
   const char *url; /* the server: scheme://host[:port][/prefix] */
   const char *app; /* application name, or NULL: each process's own
                       (its script or module, else its executable) */
@@ -52,7 +52,7 @@ struct pst_push_opts {
   double timeout_s;   /* per request */
 };
 
-struct pst_push_stats {
+struct pst__push_stats {
   uint64_t made;        /* profiles queued */
   uint64_t sent;        /* accepted by the server */
   uint64_t samples;     /* samples in those */
@@ -66,34 +66,34 @@ struct pst_push_stats {
 
 /* 0, or -EINVAL with a one-line reason in why (not a URL, a scheme other
  * than http/https, no host). */
-int pst_push_check_url(const char *url, char *why, size_t len);
+int pst__push_check_url(const char *url, char *why, size_t len);
 
 /* Checks an application name or a label key/value given by the user:
  * 0, or -EINVAL (a name: [A-Za-z0-9_.-]+; a key: [A-Za-z_][A-Za-z0-9_.]*;
  * a value: no ',', '{', '}', '=' or control characters). */
-int pst_push_check_name(const char *s);
-int pst_push_check_key(const char *s);
-int pst_push_check_value(const char *s);
+int pst__push_check_name(const char *s);
+int pst__push_check_key(const char *s);
+int pst__push_check_value(const char *s);
 
-struct pst_push;
+struct pst__push;
 
 /* Starts the sender. 0 and *out, or -ENOMEM, -EINVAL (URL), -EAGAIN (no
  * thread). */
-int pst_push_new(const struct pst_push_opts *o, struct pst_push **out);
+int pst__push_new(const struct pst__push_opts *o, struct pst__push **out);
 
-/* The window consumer's emit (arg: the struct pst_push): the profile made
+/* The window consumer's emit (arg: the struct pst__push): the profile made
  * into a request and queued. span->proc must be set (per-process windows).
  * 0 or -ENOMEM / -EINVAL. */
-int pst_push_profile(void *push, const struct pst_profile *prof,
-                     const struct pst_window_span *span);
+int pst__push_profile(void *push, const struct pst__profile *prof,
+                      const struct pst__window_span *span);
 
 /* The server's address as logged: scheme://host[:port]/path, no user
  * info. Borrowed, valid until close. */
-const char *pst_push_where(const struct pst_push *p);
+const char *pst__push_where(const struct pst__push *p);
 
 /* Sends what is queued for at most drain_s seconds, stops the sender and
  * frees p; *st gets the figures. */
-void pst_push_close(struct pst_push *p, double drain_s,
-                    struct pst_push_stats *st);
+void pst__push_close(struct pst__push *p, double drain_s,
+                     struct pst__push_stats *st);
 
 #endif

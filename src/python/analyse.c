@@ -15,17 +15,17 @@
 /* _PyRuntimeState is a few hundred KiB at most (3.14: 0x4d4c8). */
 #define RUNTIME_SIZE_CAP (1u << 20)
 
-void pst_py_init(struct pst_py *py) {
+void pst__py_init(struct pst__py *py) {
   memset(py, 0, sizeof(*py));
   py->key = -1;
 }
 
-void pst_py_exit(struct pst_py *py) {
-  pst_code_cache_free(py->codes);
+void pst__py_exit(struct pst__py *py) {
+  pst__code_cache_free(py->codes);
   py->codes = NULL;
-  pst_py_registry_free(py->reg);
+  pst__py_registry_free(py->reg);
   py->reg = NULL;
-  pst_py_aio_legacy_exit(&py->aio);
+  pst__py_aio_legacy_exit(&py->aio);
   free(py->chunk_buf);
   py->chunk_buf = NULL;
   free(py->scratch.raw);
@@ -57,18 +57,18 @@ static int version_from_name(const char *base) {
 }
 
 struct read_ctx {
-  struct pst_mem *mem;
+  struct pst__mem *mem;
 };
 
 static int read64_cb(void *arg, uint64_t addr, uint64_t *out) {
   struct read_ctx *c = arg;
-  return pst_mem_read_u64(c->mem, addr, out);
+  return pst__mem_read_u64(c->mem, addr, out);
 }
 
 /* The full version string ("3.10.13") for versions without Py_Version:
  * PY_VERSION sits in .rodata, NUL-terminated, possibly as the tail of a
  * longer string the linker merged it into ("/Python-3.10.13"). */
-static void version_string(const struct pst_elf *e, int hex, char *out,
+static void version_string(const struct pst__elf *e, int hex, char *out,
                            size_t len) {
   const char *buf, *p;
   uint64_t size;
@@ -76,7 +76,7 @@ static void version_string(const struct pst_elf *e, int hex, char *out,
   size_t plen;
 
   snprintf(out, len, "%d.%d", hex >> 8, hex & 0xff);
-  buf = pst_elf_section_bytes(e, ".rodata", &size);
+  buf = pst__elf_section_bytes(e, ".rodata", &size);
   if (!buf)
     return;
   plen =
@@ -152,7 +152,7 @@ struct syms {
   uint64_t v[SYM_COUNT], size[SYM_COUNT];
 };
 
-static int read_stub(const struct pst_elf *e, const struct syms *sy, int sym,
+static int read_stub(const struct pst__elf *e, const struct syms *sy, int sym,
                      uint8_t *code, size_t *len, uint64_t *vaddr) {
   uint64_t size = sy->size[sym];
 
@@ -163,14 +163,14 @@ static int read_stub(const struct pst_elf *e, const struct syms *sy, int sym,
     size = STUB_BYTES;
   memset(code, 0, STUB_BYTES);
   *len = size;
-  return pst_elf_read(e, *vaddr, code, size);
+  return pst__elf_read(e, *vaddr, code, size);
 }
 
 /* Where the thread-state key lives: decoded from PyGILState_GetThisThreadState
  * (facts.md section 2), checked for plausibility, else the layout table. */
-static int find_key(struct pst_py *py, const struct pst_elf *e,
-                    const struct syms *sy, uint64_t bias, struct pst_mem *mem,
-                    enum pst_arch arch, struct pst_py_found *found) {
+static int find_key(struct pst__py *py, const struct pst__elf *e,
+                    const struct syms *sy, uint64_t bias, struct pst__mem *mem,
+                    enum pst__arch arch, struct pst__py_found *found) {
   uint8_t code[STUB_BYTES];
   struct read_ctx rc = {mem};
   char shape[96] = "", why[96] = "";
@@ -187,16 +187,16 @@ static int find_key(struct pst_py *py, const struct pst_elf *e,
   }
   err = read_stub(e, sy, SYM_GILSTATE_FN, code, &len, &vaddr);
   if (err == 0)
-    err =
-        pst_disasm_tss_key(arch, code, len, vaddr + bias, read64_cb, &rc, &addr,
-                           &is_load, shape, sizeof(shape), why, sizeof(why));
+    err = pst__disasm_tss_key(arch, code, len, vaddr + bias, read64_cb, &rc,
+                              &addr, &is_load, shape, sizeof(shape), why,
+                              sizeof(why));
   else
     snprintf(why, sizeof(why), "PyGILState_GetThisThreadState not readable");
   /* 3.15: no key, a C11 thread-local read at the thread pointer. */
   if (err == -EINVAL &&
-      pst_disasm_tls_getter(arch, code, len, vaddr + bias, read64_cb, &rc,
-                            &py->tls_offset, shape, sizeof(shape), NULL,
-                            0) == 0) {
+      pst__disasm_tls_getter(arch, code, len, vaddr + bias, read64_cb, &rc,
+                             &py->tls_offset, shape, sizeof(shape), NULL,
+                             0) == 0) {
     py->tls = 1;
     snprintf(found->key_method, sizeof(found->key_method),
              "none: a thread-local at the thread pointer %s0x%llx "
@@ -219,13 +219,13 @@ static int find_key(struct pst_py *py, const struct pst_elf *e,
                (unsigned long long)key_addr);
       err = -EINVAL;
     } else if (py->runtime &&
-               pst_mem_read(mem, key_addr - 4, &inited, 4) == 0 &&
+               pst__mem_read(mem, key_addr - 4, &inited, 4) == 0 &&
                inited == 0) {
       /* Created by Py_Initialize just after the interpreter: still
        * starting up. Not a reason to fall back on a guess. */
       return PST_ENOTREADY;
     } else if (py->runtime &&
-               (pst_mem_read(mem, key_addr - 4, &inited, 4) || inited != 1)) {
+               (pst__mem_read(mem, key_addr - 4, &inited, 4) || inited != 1)) {
       snprintf(why, sizeof(why), "Py_tss_t at 0x%llx is not initialised",
                (unsigned long long)(key_addr - 4));
       err = -EINVAL;
@@ -236,28 +236,28 @@ static int find_key(struct pst_py *py, const struct pst_elf *e,
              "disassembly of PyGILState_GetThisThreadState: %s", shape);
     if (py->lay.rt_tss != PST_NOFF &&
         key_addr != py->runtime + (uint64_t)py->lay.rt_tss + 4)
-      pst_warn("TSS key: disassembly gives _PyRuntime+0x%llx, the layout "
-               "table +0x%x; using the disassembly",
-               (unsigned long long)(key_addr - py->runtime),
-               py->lay.rt_tss + 4);
+      pst__warn("TSS key: disassembly gives _PyRuntime+0x%llx, the layout "
+                "table +0x%x; using the disassembly",
+                (unsigned long long)(key_addr - py->runtime),
+                py->lay.rt_tss + 4);
   } else if (py->runtime && py->lay.rt_tss != PST_NOFF) {
     key_addr = py->runtime + (uint64_t)py->lay.rt_tss + 4;
     snprintf(found->key_method, sizeof(found->key_method),
              "layout table _PyRuntime+0x%x (disassembly failed: %s)",
              py->lay.rt_tss + 4, why);
-    pst_warn("TSS key: %s", found->key_method);
+    pst__warn("TSS key: %s", found->key_method);
   } else {
     snprintf(found->key_method, sizeof(found->key_method),
              "none (disassembly failed: %s); threads mapped by the "
              "thread-state list",
              why);
-    pst_warn("TSS key: %s", found->key_method);
+    pst__warn("TSS key: %s", found->key_method);
     return 0;
   }
-  if (pst_mem_read(mem, key_addr, &key, 4) || key < 0 || key >= 1024) {
-    pst_warn("TSS key at 0x%llx unreadable or out of range (%d); threads "
-             "mapped by the thread-state list",
-             (unsigned long long)key_addr, (int)key);
+  if (pst__mem_read(mem, key_addr, &key, 4) || key < 0 || key >= 1024) {
+    pst__warn("TSS key at 0x%llx unreadable or out of range (%d); threads "
+              "mapped by the thread-state list",
+              (unsigned long long)key_addr, (int)key);
     snprintf(found->key_method + strlen(found->key_method),
              sizeof(found->key_method) - strlen(found->key_method),
              "; key value invalid, list used");
@@ -270,9 +270,9 @@ static int find_key(struct pst_py *py, const struct pst_elf *e,
 
 /* 2.7 and 3.6 keep the interpreter list in a static `interp_head`, which
  * PyInterpreterState_Head() returns. */
-static int find_interp_head(struct pst_py *py, const struct pst_elf *e,
+static int find_interp_head(struct pst__py *py, const struct pst__elf *e,
                             const struct syms *sy, uint64_t bias,
-                            struct pst_mem *mem, enum pst_arch arch) {
+                            struct pst__mem *mem, enum pst__arch arch) {
   uint8_t code[STUB_BYTES];
   struct read_ctx rc = {mem};
   char why[96] = "";
@@ -287,10 +287,10 @@ static int find_interp_head(struct pst_py *py, const struct pst_elf *e,
   err = read_stub(e, sy, SYM_HEAD_FN, code, &len, &vaddr);
   if (err)
     return err;
-  err = pst_disasm_global_getter(arch, code, len, vaddr + bias, read64_cb, &rc,
-                                 &addr, why, sizeof(why));
+  err = pst__disasm_global_getter(arch, code, len, vaddr + bias, read64_cb, &rc,
+                                  &addr, why, sizeof(why));
   if (err) {
-    pst_warn("PyInterpreterState_Head: %s", why);
+    pst__warn("PyInterpreterState_Head: %s", why);
     return err;
   }
   py->interp_head_addr = addr;
@@ -299,7 +299,7 @@ static int find_interp_head(struct pst_py *py, const struct pst_elf *e,
 
 /* The type objects the registry reader checks objects against; 0 when a
  * symbol is absent (the check is then skipped). */
-static void object_types(struct pst_py *py, const struct syms *sy,
+static void object_types(struct pst__py *py, const struct syms *sy,
                          uint64_t bias) {
   int two = py->version_hex < 0x0300;
 
@@ -318,26 +318,26 @@ static void object_types(struct pst_py *py, const struct syms *sy,
 
 /* Bits per digit of an int (PyLong): 30, or 15 in builds configured with
  * --enable-big-digits=15. PyLong_Type.tp_itemsize is sizeof(digit). */
-static void long_shift(struct pst_py *py, struct pst_mem *mem) {
+static void long_shift(struct pst__py *py, struct pst__mem *mem) {
   int64_t itemsize = 0;
 
   py->long_shift = 30;
   if (!py->long_type || py->lay.type_itemsize == PST_NOFF)
     return;
-  if (pst_mem_read(mem, py->long_type + (uint64_t)py->lay.type_itemsize,
-                   &itemsize, 8) == 0 &&
+  if (pst__mem_read(mem, py->long_type + (uint64_t)py->lay.type_itemsize,
+                    &itemsize, 8) == 0 &&
       itemsize == 2)
     py->long_shift = 15;
   else if (itemsize != 4)
-    pst_debug("PyLong_Type.tp_itemsize %lld: assuming 30-bit digits",
-              (long long)itemsize);
+    pst__debug("PyLong_Type.tp_itemsize %lld: assuming 30-bit digits",
+               (long long)itemsize);
 }
 
-static int open_python_elf(pid_t pid, const struct pst_maps *maps,
-                           const char *exe, struct pst_py_found *found,
-                           const struct pst_map **mpp, struct pst_elf **ep,
+static int open_python_elf(pid_t pid, const struct pst__maps *maps,
+                           const char *exe, struct pst__py_found *found,
+                           const struct pst__map **mpp, struct pst__elf **ep,
                            struct syms *sy) {
-  const struct pst_map *mp = pst_maps_find_file(maps, is_libpython);
+  const struct pst__map *mp = pst__maps_find_file(maps, is_libpython);
   int fd, err;
 
   if (mp) {
@@ -349,16 +349,16 @@ static int open_python_elf(pid_t pid, const struct pst_maps *maps,
     if (!mp)
       return PST_ENOTPY;
   }
-  mp = pst_maps_file_base(maps, mp);
-  fd = pst_maps_open(pid, mp);
+  mp = pst__maps_file_base(maps, mp);
+  fd = pst__maps_open(pid, mp);
   if (fd < 0)
     return fd;
-  err = pst_elf_open(fd, ep);
+  err = pst__elf_open(fd, ep);
   if (err)
     return err == -ENOEXEC ? PST_ENOTPY : err;
-  err = pst_elf_symbols(*ep, sym_names, SYM_COUNT, sy->v, sy->size);
+  err = pst__elf_symbols(*ep, sym_names, SYM_COUNT, sy->v, sy->size);
   if (err < 0 || !sy->v[SYM_INIT]) {
-    pst_elf_close(*ep);
+    pst__elf_close(*ep);
     *ep = NULL;
     return PST_ENOTPY;
   }
@@ -366,22 +366,22 @@ static int open_python_elf(pid_t pid, const struct pst_maps *maps,
   return 0;
 }
 
-static int layout_for(struct pst_py *py, struct pst_mem *mem,
-                      struct pst_py_found *found) {
+static int layout_for(struct pst__py *py, struct pst__mem *mem,
+                      struct pst__py_found *found) {
   int hex = py->version_hex, err;
 
   if (hex >= 0x030d) {
     if (!py->runtime)
       return PST_EPYVERSION;
-    err = pst_py_debug_offsets(mem, py->runtime, &py->lay, &py->runtime_size,
-                               &hex);
+    err = pst__py_debug_offsets(mem, py->runtime, &py->lay, &py->runtime_size,
+                                &hex);
     if (err)
       return err;
     snprintf(found->layout_method, sizeof(found->layout_method),
              "_Py_DebugOffsets in _PyRuntime (version 0x%x)", hex);
     return 0;
   }
-  err = pst_py_layout_builtin_copy(hex, &py->lay);
+  err = pst__py_layout_builtin_copy(hex, &py->lay);
   if (err)
     return err;
   snprintf(found->layout_method, sizeof(found->layout_method),
@@ -390,24 +390,24 @@ static int layout_for(struct pst_py *py, struct pst_mem *mem,
   return 0;
 }
 
-static int layout_checked(struct pst_py *py, struct pst_mem *mem,
-                          struct pst_py_found *found) {
+static int layout_checked(struct pst__py *py, struct pst__mem *mem,
+                          struct pst__py_found *found) {
   char why[128];
   int err = layout_for(py, mem, found);
 
   if (err)
     return err;
-  err = pst_py_layout_check(&py->lay, why, sizeof(why));
+  err = pst__py_layout_check(&py->lay, why, sizeof(why));
   if (err)
-    pst_err("CPython %s layout rejected: %s", found->version, why);
+    pst__err("CPython %s layout rejected: %s", found->version, why);
   return err;
 }
 
-int pst_py_analyse(struct pst_py *py, pid_t pid, const struct pst_maps *maps,
-                   struct pst_mem *mem, enum pst_arch arch, const char *exe,
-                   struct pst_py_found *found) {
-  const struct pst_map *mp = NULL;
-  struct pst_elf *e = NULL;
+int pst__py_analyse(struct pst__py *py, pid_t pid, const struct pst__maps *maps,
+                    struct pst__mem *mem, enum pst__arch arch, const char *exe,
+                    struct pst__py_found *found) {
+  const struct pst__map *mp = NULL;
+  struct pst__elf *e = NULL;
   struct syms sy;
   uint64_t bias = 0;
   uint32_t pyver;
@@ -417,12 +417,13 @@ int pst_py_analyse(struct pst_py *py, pid_t pid, const struct pst_maps *maps,
   err = open_python_elf(pid, maps, exe, found, &mp, &e, &sy);
   if (err)
     return err;
-  err = pst_elf_bias(e, mp->start, mp->offset, &bias);
+  err = pst__elf_bias(e, mp->start, mp->offset, &bias);
   if (err)
     goto out;
 
   /* Version: Py_Version (3.11+), else the file name. */
-  if (sy.v[SYM_VERSION] && pst_elf_read(e, sy.v[SYM_VERSION], &pyver, 4) == 0) {
+  if (sy.v[SYM_VERSION] &&
+      pst__elf_read(e, sy.v[SYM_VERSION], &pyver, 4) == 0) {
     py->version_hex = (int)(pyver >> 16);
     snprintf(found->version, sizeof(found->version), "%u.%u.%u", pyver >> 24,
              (pyver >> 16) & 0xff, (pyver >> 8) & 0xff);
@@ -456,17 +457,17 @@ int pst_py_analyse(struct pst_py *py, pid_t pid, const struct pst_maps *maps,
   py->tag_mask = py->version_hex >= 0x030e ? 7 : 0;
 
   if (py->runtime) {
-    err = pst_mem_read_u64(mem, py->runtime + (uint64_t)py->lay.rt_interp_head,
-                           &py->interp);
+    err = pst__mem_read_u64(mem, py->runtime + (uint64_t)py->lay.rt_interp_head,
+                            &py->interp);
   } else {
     err = find_interp_head(py, e, &sy, bias, mem, arch);
     if (err == 0)
-      err = pst_mem_read_u64(mem, py->interp_head_addr, &py->interp);
+      err = pst__mem_read_u64(mem, py->interp_head_addr, &py->interp);
   }
   if (err)
     goto out;
   if (!py->interp) {
-    pst_debug("the interpreter is not initialised yet (no interpreter)");
+    pst__debug("the interpreter is not initialised yet (no interpreter)");
     err = PST_ENOTREADY;
     goto out;
   }
@@ -474,14 +475,14 @@ int pst_py_analyse(struct pst_py *py, pid_t pid, const struct pst_maps *maps,
   if (err)
     goto out;
   long_shift(py, mem);
-  py->codes = pst_code_cache_new();
+  py->codes = pst__code_cache_new();
   if (!py->codes)
     err = -ENOMEM;
 out:
-  if (!err && pst_elf_faulted(e)) {
-    pst_warn("the Python ELF file was truncated while it was analysed");
+  if (!err && pst__elf_faulted(e)) {
+    pst__warn("the Python ELF file was truncated while it was analysed");
     err = PST_EBADDATA; /* what was read of it is zeros */
   }
-  pst_elf_close(e);
+  pst__elf_close(e);
   return err;
 }

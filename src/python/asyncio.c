@@ -52,33 +52,33 @@ static int match_python(const char *base) {
 
 /* The section's 13 words from the file behind mapping mp: 0, or
  * PST_ENOSYM when the file has no such section. */
-static int read_section(pid_t pid, const struct pst_map *mp,
-                        struct pst_py_aio *a) {
-  struct pst_elf *e = NULL;
+static int read_section(pid_t pid, const struct pst__map *mp,
+                        struct pst__py_aio *a) {
+  struct pst__elf *e = NULL;
   const uint8_t *b;
   uint64_t size = 0, w[13];
   int fd, err;
 
-  fd = pst_maps_open(pid, mp);
+  fd = pst__maps_open(pid, mp);
   if (fd < 0)
     return fd;
-  err = pst_elf_open(fd, &e); /* owns fd from here */
+  err = pst__elf_open(fd, &e); /* owns fd from here */
   if (err)
     return err;
-  b = pst_elf_section_bytes(e, SECTION, &size);
+  b = pst__elf_section_bytes(e, SECTION, &size);
   if (!b || size < sizeof(w)) {
-    pst_elf_close(e);
+    pst__elf_close(e);
     return PST_ENOSYM;
   }
   memcpy(w, b, sizeof(w));
-  err = pst_elf_faulted(e) ? PST_EBADDATA : 0; /* truncated: zeros read */
-  pst_elf_close(e);
+  err = pst__elf_faulted(e) ? PST_EBADDATA : 0; /* truncated: zeros read */
+  pst__elf_close(e);
   if (err)
     return err;
   for (size_t i = 0; i < 13; i++)
     if (w[i] > (1u << 24)) {
-      pst_warn("%s of %s: word %zu is 0x%llx, not an offset", SECTION, mp->path,
-               i, (unsigned long long)w[i]);
+      pst__warn("%s of %s: word %zu is 0x%llx, not an offset", SECTION,
+                mp->path, i, (unsigned long long)w[i]);
       return PST_EBADDATA;
     }
   a->task_size = w[0];
@@ -104,27 +104,27 @@ static int read_section(pid_t pid, const struct pst_map *mp,
       a->task_node + 16 > a->task_size || a->interp_tasks + 8 > w[7] ||
       a->ts_tasks + 8 > w[9] || a->ts_task + 8 > w[9] ||
       a->ts_loop + 8 > w[9]) {
-    pst_warn("%s of %s does not look like _Py_AsyncioModuleDebugOffsets",
-             SECTION, mp->path);
+    pst__warn("%s of %s does not look like _Py_AsyncioModuleDebugOffsets",
+              SECTION, mp->path);
     return PST_EBADDATA;
   }
   return 0;
 }
 
-int pst_py_aio_find(struct pst_py *py, pid_t pid, const struct pst_maps *maps,
-                    struct pst_mem *mem) {
+int pst__py_aio_find(struct pst__py *py, pid_t pid,
+                     const struct pst__maps *maps, struct pst__mem *mem) {
   int (*const match[])(const char *) = {match_asyncio, match_libpython,
                                         match_python};
-  struct pst_py_aio *a = &py->aio;
+  struct pst__py_aio *a = &py->aio;
 
   if (a->found)
     return 0;
   if (py->version_hex >= 0x0308 && py->version_hex < 0x030e)
-    return pst_py_aio_legacy_find(py, mem);
+    return pst__py_aio_legacy_find(py, mem);
   if (py->version_hex < 0x030e || py->lay.gen_iframe == PST_NOFF)
     return PST_EPYVERSION;
   for (size_t i = 0; i < sizeof(match) / sizeof(match[0]); i++) {
-    const struct pst_map *mp = pst_maps_find_file(maps, match[i]);
+    const struct pst__map *mp = pst__maps_find_file(maps, match[i]);
     int err;
     if (!mp)
       continue;
@@ -134,10 +134,10 @@ int pst_py_aio_find(struct pst_py *py, pid_t pid, const struct pst_maps *maps,
     if (err)
       return err;
     a->found = 1;
-    pst_debug("asyncio: %s in %s: task size %llu, coro +%llu, node +%llu",
-              SECTION, mp->path, (unsigned long long)a->task_size,
-              (unsigned long long)a->task_coro,
-              (unsigned long long)a->task_node);
+    pst__debug("asyncio: %s in %s: task size %llu, coro +%llu, node +%llu",
+               SECTION, mp->path, (unsigned long long)a->task_size,
+               (unsigned long long)a->task_coro,
+               (unsigned long long)a->task_node);
     return 0;
   }
   return PST_ENOSYM;
@@ -148,12 +148,12 @@ int pst_py_aio_find(struct pst_py *py, pid_t pid, const struct pst_maps *maps,
  * 3.15: CREATED 0 .. EXECUTING 4, SUSPENDED_YIELD_FROM(_LOCKED) 2 and 3;
  * 3.11, 3.12: CREATED -2, SUSPENDED -1 (any yield: what is on the stack
  * is followed only when it is a coroutine or generator), EXECUTING 0). */
-static int state_live(const struct pst_py *py, int st) {
+static int state_live(const struct pst__py *py, int st) {
   if (py->version_hex < 0x030d)
     return st >= -2 && st <= 0;
   return py->version_hex >= 0x030f ? st >= 0 && st <= 4 : st >= -3 && st <= 0;
 }
-static int state_awaits(const struct pst_py *py, int st) {
+static int state_awaits(const struct pst__py *py, int st) {
   return py->version_hex >= 0x030f ? st == 2 || st == 3 : st == -1;
 }
 
@@ -163,9 +163,9 @@ static int state_awaits(const struct pst_py *py, int st) {
 
 /* The task's name from the first NAME_READ bytes of its object (buf;
  * ok: they were read): a str, or an int n for the default "Task-n". */
-static char *task_name(struct pst_py *py, struct pst_mem *mem, uint64_t obj,
+static char *task_name(struct pst__py *py, struct pst__mem *mem, uint64_t obj,
                        const uint8_t *buf, int ok) {
-  const struct pst_py_layout *l = &py->lay;
+  const struct pst__py_layout *l = &py->lay;
   uint64_t type, v;
   uint32_t state;
   int64_t len;
@@ -173,9 +173,9 @@ static char *task_name(struct pst_py *py, struct pst_mem *mem, uint64_t obj,
 
   if (!obj || !ok)
     return NULL;
-  type = pst_py_u64_at(buf, (size_t)l->ob_type);
+  type = pst__py_u64_at(buf, (size_t)l->ob_type);
   if (py->long_type && type == py->long_type) {
-    if (pst_py_int_parse(py, buf, PST_PY_INT_LEN(py), &v) == 0 &&
+    if (pst__py_int_parse(py, buf, PST_PY_INT_LEN(py), &v) == 0 &&
         asprintf(&s, "Task-%llu", (unsigned long long)v) < 0)
       s = NULL;
     return s;
@@ -188,7 +188,7 @@ static char *task_name(struct pst_py *py, struct pst_mem *mem, uint64_t obj,
   if (((state >> 5) & 3) == 3 && len >= 0 &&
       (size_t)l->str_ascii_data + (size_t)len < NAME_READ)
     return strndup((const char *)buf + l->str_ascii_data, (size_t)len);
-  return pst_py_read_str(py, mem, obj, &s) == 0 ? s : NULL;
+  return pst__py_read_str(py, mem, obj, &s) == 0 ? s : NULL;
 }
 
 /* A coroutine's object (gen, its first glen bytes) decoded: its frame's
@@ -196,16 +196,16 @@ static char *task_name(struct pst_py *py, struct pst_mem *mem, uint64_t obj,
  * pointer is in *sp (else 0). 0, or PST_EBADDATA when it is not a
  * readable coroutine (a future, a wrapper not followed, a finished one):
  * the chain ends. */
-static int coro_type_ok(const struct pst_py *py, const uint8_t *gen) {
-  uint64_t type = pst_py_u64_at(gen, (size_t)py->lay.ob_type);
+static int coro_type_ok(const struct pst__py *py, const uint8_t *gen) {
+  uint64_t type = pst__py_u64_at(gen, (size_t)py->lay.ob_type);
 
   return !py->coro_type || type == py->coro_type ||
          (py->gen_type && type == py->gen_type);
 }
 
-static int coro_decode(const struct pst_py *py, uint64_t coro,
+static int coro_decode(const struct pst__py *py, uint64_t coro,
                        const uint8_t *gen, uint64_t *code, uint64_t *sp) {
-  const struct pst_py_layout *l = &py->lay;
+  const struct pst__py_layout *l = &py->lay;
   const uint8_t *fr = gen + l->gen_iframe;
   int st;
 
@@ -216,10 +216,10 @@ static int coro_decode(const struct pst_py *py, uint64_t coro,
                                      : gen[l->gen_frame_state] - 256;
   if (!state_live(py, st))
     return PST_EBADDATA;
-  *code = pst_py_u64_at(fr, (size_t)l->if_code) & ~(uint64_t)7;
+  *code = pst__py_u64_at(fr, (size_t)l->if_code) & ~(uint64_t)7;
   *sp = 0;
   if (state_awaits(py, st) && l->if_stackpointer != PST_NOFF) {
-    uint64_t p = pst_py_u64_at(fr, (size_t)l->if_stackpointer) & ~(uint64_t)3;
+    uint64_t p = pst__py_u64_at(fr, (size_t)l->if_stackpointer) & ~(uint64_t)3;
     if (p > coro + 16 && p < coro + (1u << 20)) /* inside the frame */
       *sp = p;
   } else if (state_awaits(py, st) && py->aio.legacy) {
@@ -240,12 +240,12 @@ static int coro_decode(const struct pst_py *py, uint64_t coro,
  * f_stacktop set) or its f_stacktop is NULL; else it is suspended or not
  * started (-1, with f_lasti -1). A finished one is no longer the
  * coroutine's. */
-static int fo_state(const struct pst_py *py, const uint8_t *fr) {
-  const struct pst_py_aio *a = &py->aio;
+static int fo_state(const struct pst__py *py, const uint8_t *fr) {
+  const struct pst__py_aio *a = &py->aio;
 
   if (a->f_state != PST_NOFF)
     return (int8_t)fr[a->f_state];
-  return fr[a->f_executing] || !pst_py_u64_at(fr, (size_t)a->f_stack) ? 0 : -1;
+  return fr[a->f_executing] || !pst__py_u64_at(fr, (size_t)a->f_stack) ? 0 : -1;
 }
 
 /* The PyFrameObject at frame (fr: its first PST_PY_AIO_FRAME_READ bytes)
@@ -253,17 +253,18 @@ static int fo_state(const struct pst_py *py, const uint8_t *fr) {
  * instruction offset (the version's units) and, when it is suspended
  * after starting, its stack pointer (whether that is an await is told by
  * the instruction after f_lasti, read later). */
-static int fo_decode(const struct pst_py *py, uint64_t frame, const uint8_t *fr,
-                     uint64_t *code, uint64_t *sp, int64_t *lasti) {
-  const struct pst_py_aio *a = &py->aio;
-  uint64_t vs = pst_py_u64_at(fr, (size_t)a->f_valuestack), top;
+static int fo_decode(const struct pst__py *py, uint64_t frame,
+                     const uint8_t *fr, uint64_t *code, uint64_t *sp,
+                     int64_t *lasti) {
+  const struct pst__py_aio *a = &py->aio;
+  uint64_t vs = pst__py_u64_at(fr, (size_t)a->f_valuestack), top;
   int st = fo_state(py, fr);
   int32_t li, depth;
 
   if (st < -2 || st > 0)
     return PST_EBADDATA;
   memcpy(&li, fr + py->lay.f_lasti, 4);
-  *code = pst_py_u64_at(fr, (size_t)py->lay.f_code);
+  *code = pst__py_u64_at(fr, (size_t)py->lay.f_code);
   *lasti = li;
   *sp = 0;
   if (st != -1 || li < 0 || vs <= frame || vs >= frame + (1u << 20))
@@ -272,7 +273,7 @@ static int fo_decode(const struct pst_py *py, uint64_t frame, const uint8_t *fr,
     memcpy(&depth, fr + a->f_stack, 4);
     top = depth >= 1 && depth < (1 << 16) ? vs + (uint64_t)depth * 8 : 0;
   } else { /* f_stacktop */
-    top = pst_py_u64_at(fr, (size_t)a->f_stack);
+    top = pst__py_u64_at(fr, (size_t)a->f_stack);
     top = top > vs && top - vs < (8u << 16) ? top : 0;
   }
   *sp = top;
@@ -280,11 +281,11 @@ static int fo_decode(const struct pst_py *py, uint64_t frame, const uint8_t *fr,
 }
 
 /* The objects awaiting the task whose object is buf: one, or a set's. */
-static void waiters(struct pst_py *py, struct pst_mem *mem,
-                    const struct pst_py_aio *a, const uint8_t *buf,
-                    struct pst_py_task *t) {
-  const struct pst_py_layout *l = &py->lay;
-  uint64_t ab = pst_py_u64_at(buf, a->task_awaited_by), mask_table[2], *table;
+static void waiters(struct pst__py *py, struct pst__mem *mem,
+                    const struct pst__py_aio *a, const uint8_t *buf,
+                    struct pst__py_task *t) {
+  const struct pst__py_layout *l = &py->lay;
+  uint64_t ab = pst__py_u64_at(buf, a->task_awaited_by), mask_table[2], *table;
   int64_t mask;
 
   t->nwaiters = 0;
@@ -295,15 +296,15 @@ static void waiters(struct pst_py *py, struct pst_mem *mem,
     return;
   }
   if (l->set_mask == PST_NOFF ||
-      pst_mem_read_u64(mem, ab + (uint64_t)l->set_mask, &mask_table[0]) ||
-      pst_mem_read_u64(mem, ab + (uint64_t)l->set_table, &mask_table[1]))
+      pst__mem_read_u64(mem, ab + (uint64_t)l->set_mask, &mask_table[0]) ||
+      pst__mem_read_u64(mem, ab + (uint64_t)l->set_table, &mask_table[1]))
     return;
   mask = (int64_t)mask_table[0];
   if (mask < 0 || mask >= SET_SLOTS_MAX || ((mask + 1) & mask))
     return;
   table = malloc((size_t)(mask + 1) * 16);
   if (table &&
-      pst_mem_read(mem, mask_table[1], table, (size_t)(mask + 1) * 16) == 0)
+      pst__mem_read(mem, mask_table[1], table, (size_t)(mask + 1) * 16) == 0)
     for (int64_t i = 0; i <= mask && t->nwaiters < PST_PY_TASK_WAITERS; i++)
       /* {key, hash}: empty NULL, deleted the dummy key with hash -1 */
       if (table[2 * i] && table[2 * i + 1] != UINT64_MAX)
@@ -314,29 +315,29 @@ static void waiters(struct pst_py *py, struct pst_mem *mem,
 /* Walks the list whose sentinel is at head (owner: the thread state, 0
  * for the interpreter's) into tasks[*n..max): one read per task (the
  * next link is in it); names and chains are read later, in batches. */
-static int read_list(struct pst_py *py, struct pst_mem *mem, uint64_t head,
+static int read_list(struct pst__py *py, struct pst__mem *mem, uint64_t head,
                      uint64_t owner, uint64_t running,
-                     struct pst_py_task *tasks, int max, int *n) {
-  const struct pst_py_aio *a = &py->aio;
+                     struct pst__py_task *tasks, int max, int *n) {
+  const struct pst__py_aio *a = &py->aio;
   uint8_t buf[TASK_MAX_SIZE];
   uint64_t node, prev = head;
   int err, first = *n;
 
-  err = pst_mem_read_u64(mem, head, &node);
+  err = pst__mem_read_u64(mem, head, &node);
   if (err)
     return err;
   while (node && node != head) {
-    struct pst_py_task *t;
+    struct pst__py_task *t;
     uint64_t addr = node - a->task_node;
     if (*n == max) { /* more in the list than read */
       py->aio.cut = 1;
       break;
     }
     t = &tasks[*n];
-    err = pst_mem_read(mem, addr, buf, a->task_size);
+    err = pst__mem_read(mem, addr, buf, a->task_size);
     /* Each node's prev is the node before: a list that changed under
      * the walk (or a cycle) is dropped whole. */
-    if (err == 0 && pst_py_u64_at(buf, a->task_node + 8) != prev)
+    if (err == 0 && pst__py_u64_at(buf, a->task_node + 8) != prev)
       err = PST_ETORN;
     if (err) {
       *n = first;
@@ -349,12 +350,12 @@ static int read_list(struct pst_py *py, struct pst_mem *mem, uint64_t head,
     t->running = addr == running;
     t->is_task = buf[a->task_is_task] != 0;
     for (int c = 0; c < a->nchk; c++)
-      t->chk[c] = pst_py_u64_at(buf, a->chk_off[c]);
-    t->name_obj = pst_py_u64_at(buf, a->task_name);
-    t->coro = pst_py_u64_at(buf, a->task_coro) & ~(uint64_t)7;
+      t->chk[c] = pst__py_u64_at(buf, a->chk_off[c]);
+    t->name_obj = pst__py_u64_at(buf, a->task_name);
+    t->coro = pst__py_u64_at(buf, a->task_coro) & ~(uint64_t)7;
     waiters(py, mem, a, buf, t);
     (*n)++;
-    node = pst_py_u64_at(buf, a->task_node); /* llist_node.next */
+    node = pst__py_u64_at(buf, a->task_node); /* llist_node.next */
   }
   return 0;
 }
@@ -371,7 +372,7 @@ struct seen {
 struct batch {
   struct seen *seen; /* level L of task i at [L * n + i] */
   struct seen *cur;  /* per task: this level's, until its frame is kept */
-  struct pst_mem_iov *iov;
+  struct pst__mem_iov *iov;
   uint8_t *ok, *buf;    /* n pieces of stride bytes */
   int *who;             /* the task of each piece */
   int *was;             /* a copy of who, while who is filled again */
@@ -398,17 +399,17 @@ static void batch_free(struct batch *b) {
 }
 
 /* Names: one batch for all. */
-static int read_names(struct pst_py *py, struct pst_mem *mem,
-                      struct pst_py_task *tasks, int n, struct batch *b) {
+static int read_names(struct pst__py *py, struct pst__mem *mem,
+                      struct pst__py_task *tasks, int n, struct batch *b) {
   int k = 0, got;
 
   for (int i = 0; i < n; i++)
     if (tasks[i].name_obj) {
-      b->iov[k] = (struct pst_mem_iov){
+      b->iov[k] = (struct pst__mem_iov){
           tasks[i].name_obj, b->buf + (size_t)k * NAME_READ, NAME_READ};
       b->who[k++] = i;
     }
-  got = k ? pst_mem_readv_each(mem, b->iov, (size_t)k, b->ok) : 0;
+  got = k ? pst__mem_readv_each(mem, b->iov, (size_t)k, b->ok) : 0;
   if (got < 0)
     return got;
   for (int j = 0; j < k; j++)
@@ -427,13 +428,13 @@ static int read_names(struct pst_py *py, struct pst_mem *mem,
 
 /* Whether a suspended coroutine's await is told by its next instruction
  * (3.8-3.12) rather than by its frame state. */
-static int op_check(const struct pst_py *py) {
+static int op_check(const struct pst__py *py) {
   return py->aio.legacy && py->version_hex < 0x030d;
 }
 
 /* Whether the code unit op (opcode, oparg) after a suspended frame's last
  * instruction makes it an await, as _PyGen_yf() checks. */
-static int op_awaits(const struct pst_py *py, const uint8_t *op) {
+static int op_awaits(const struct pst__py *py, const uint8_t *op) {
   if (py->aio.frameobj)
     return op[0] == OP_YIELD_FROM_38;
   return op[1] >= 2 &&
@@ -445,30 +446,31 @@ static int op_awaits(const struct pst_py *py, const uint8_t *op) {
 /* The words of a coroutine's object (gen) that change when it runs: its
  * frame's state, code, instruction and stack pointer (or stacktop). With
  * aio.frameobj, gen is the bytes of its PyFrameObject. */
-static void stamp(const struct pst_py *py, const uint8_t *gen, struct seen *s) {
-  const struct pst_py_layout *l = &py->lay;
+static void stamp(const struct pst__py *py, const uint8_t *gen,
+                  struct seen *s) {
+  const struct pst__py_layout *l = &py->lay;
   const uint8_t *fr;
   int32_t stack, i32;
 
   if (py->aio.frameobj) {
     s->state = (uint8_t)fo_state(py, gen);
-    s->w[0] = pst_py_u64_at(gen, (size_t)l->f_code);
+    s->w[0] = pst__py_u64_at(gen, (size_t)l->f_code);
     memcpy(&i32, gen + l->f_lasti, 4);
     s->w[1] = (uint32_t)i32;
     /* f_stacktop, or 3.10's int f_stackdepth */
     memcpy(&i32, gen + py->aio.f_stack, 4);
     s->w[2] = py->aio.f_state != PST_NOFF
                   ? (uint32_t)i32
-                  : pst_py_u64_at(gen, (size_t)py->aio.f_stack);
+                  : pst__py_u64_at(gen, (size_t)py->aio.f_stack);
     return;
   }
   fr = gen + l->gen_iframe;
   stack =
       l->if_stackpointer != PST_NOFF ? l->if_stackpointer : py->aio.if_stacktop;
   s->state = gen[l->gen_frame_state];
-  s->w[0] = pst_py_u64_at(fr, (size_t)l->if_code);
-  s->w[1] = pst_py_u64_at(fr, (size_t)l->if_instr);
-  s->w[2] = stack > 0 ? pst_py_u64_at(fr, (size_t)stack) : 0;
+  s->w[0] = pst__py_u64_at(fr, (size_t)l->if_code);
+  s->w[1] = pst__py_u64_at(fr, (size_t)l->if_instr);
+  s->w[2] = stack > 0 ? pst__py_u64_at(fr, (size_t)stack) : 0;
 }
 
 /* Every level of every chain read again in one batch: a task any of
@@ -479,12 +481,12 @@ static void stamp(const struct pst_py *py, const uint8_t *gen, struct seen *s) {
  * coroutine (its gi_frame must be the same) and its frame object. */
 enum piece { P_TASK, P_CORO, P_FRAME, P_TOP };
 
-static int verify_chains(const struct pst_py *py, struct pst_mem *mem,
-                         struct pst_py_task *tasks, int n,
+static int verify_chains(const struct pst__py *py, struct pst__mem *mem,
+                         struct pst__py_task *tasks, int n,
                          const struct batch *b, size_t glen) {
-  const struct pst_py_aio *a = &py->aio;
+  const struct pst__py_aio *a = &py->aio;
   const size_t flen = PST_PY_AIO_FRAME_READ;
-  struct pst_mem_iov *iov;
+  struct pst__mem_iov *iov;
   uint8_t *ok, *buf, *what;
   int *who, *lvl;
   size_t pieces = 0, k = 0, at = 0, lo = SIZE_MAX, hi = 0, each;
@@ -515,7 +517,7 @@ static int verify_chains(const struct pst_py *py, struct pst_mem *mem,
   }
 #define PIECE(addr_, len_, kind_, level_)                                      \
   do {                                                                         \
-    iov[k] = (struct pst_mem_iov){(addr_), buf + at, (len_)};                  \
+    iov[k] = (struct pst__mem_iov){(addr_), buf + at, (len_)};                 \
     what[k] = (kind_);                                                         \
     who[k] = i;                                                                \
     lvl[k++] = (level_);                                                       \
@@ -534,7 +536,7 @@ static int verify_chains(const struct pst_py *py, struct pst_mem *mem,
     }
   }
 #undef PIECE
-  got = pst_mem_readv_each(mem, iov, k, ok);
+  got = pst__mem_readv_each(mem, iov, k, ok);
   if (got < 0) {
     err = got;
     goto out;
@@ -542,7 +544,7 @@ static int verify_chains(const struct pst_py *py, struct pst_mem *mem,
   for (size_t j = 0; j < k; j++) {
     const struct seen *s =
         &b->seen[(size_t)lvl[j] * (size_t)n + (size_t)who[j]];
-    struct pst_py_task *t = &tasks[who[j]];
+    struct pst__py_task *t = &tasks[who[j]];
     const uint8_t *p = iov[j].buf;
     struct seen now = {0};
     if (!ok[j]) {
@@ -551,11 +553,11 @@ static int verify_chains(const struct pst_py *py, struct pst_mem *mem,
       /* Its name, coroutine and waiters' words: another task at a freed
        * one's address would have other ones. */
       for (int c = 0; c < a->nchk; c++)
-        t->torn |= pst_py_u64_at(p, a->chk_off[c] - lo) != t->chk[c];
+        t->torn |= pst__py_u64_at(p, a->chk_off[c] - lo) != t->chk[c];
     } else if (what[j] == P_TOP) {
       t->torn |= memcmp(p, s->top, 16) != 0;
     } else if (what[j] == P_CORO && a->frameobj) {
-      t->torn |= pst_py_u64_at(p, (size_t)a->gi_frame) != s->frame;
+      t->torn |= pst__py_u64_at(p, (size_t)a->gi_frame) != s->frame;
     } else {
       stamp(py, p, &now);
       /* A coroutine running now (its task's, innermost): its instruction
@@ -582,15 +584,15 @@ out:
  * b->cur[i].frame), one batch, decoded into b->code, b->sp, b->lasti and
  * stamped; a coroutine whose frame is unreadable, or finished, ends its
  * chain. The number kept (packed at the front of b->who), or -errno. */
-static int read_frames(const struct pst_py *py, struct pst_mem *mem,
-                       struct pst_py_task *tasks, struct batch *b, int m) {
+static int read_frames(const struct pst__py *py, struct pst__mem *mem,
+                       struct pst__py_task *tasks, struct batch *b, int m) {
   const size_t flen = PST_PY_AIO_FRAME_READ;
   int kept = 0, got;
 
   for (int j = 0; j < m; j++)
-    b->iov[j] = (struct pst_mem_iov){b->cur[b->who[j]].frame,
-                                     b->buf + (size_t)j * flen, flen};
-  got = m ? pst_mem_readv_each(mem, b->iov, (size_t)m, b->ok) : 0;
+    b->iov[j] = (struct pst__mem_iov){b->cur[b->who[j]].frame,
+                                      b->buf + (size_t)j * flen, flen};
+  got = m ? pst__mem_readv_each(mem, b->iov, (size_t)m, b->ok) : 0;
   if (got < 0)
     return got;
   for (int j = 0; j < m; j++) {
@@ -610,8 +612,8 @@ static int read_frames(const struct pst_py *py, struct pst_mem *mem,
 /* Chains, a level at a time for all tasks: the coroutines (one batch),
  * their code objects' headers (one), the tops of the awaiting ones'
  * stacks (one), which are the next level. Frames go to b->lv. */
-static int read_chains(struct pst_py *py, struct pst_mem *mem,
-                       struct pst_py_task *tasks, int n, struct batch *b,
+static int read_chains(struct pst__py *py, struct pst__mem *mem,
+                       struct pst__py_task *tasks, int n, struct batch *b,
                        size_t glen, size_t hsize) {
   for (int L = 0; L < CHAIN_MAX; L++) {
     struct pst_frame *lv;
@@ -620,8 +622,8 @@ static int read_chains(struct pst_py *py, struct pst_mem *mem,
 
     for (int i = 0; i < n; i++)
       if (tasks[i].coro) {
-        b->iov[k] = (struct pst_mem_iov){tasks[i].coro,
-                                         b->buf + (size_t)k * glen, glen};
+        b->iov[k] = (struct pst__mem_iov){tasks[i].coro,
+                                          b->buf + (size_t)k * glen, glen};
         b->who[k++] = i;
       }
     if (!k)
@@ -636,7 +638,7 @@ static int read_chains(struct pst_py *py, struct pst_mem *mem,
     b->seen = seen;
     memset(seen + (size_t)L * (size_t)n, 0, (size_t)n * sizeof(*seen));
     b->levels = L + 1;
-    got = pst_mem_readv_each(mem, b->iov, (size_t)k, b->ok);
+    got = pst__mem_readv_each(mem, b->iov, (size_t)k, b->ok);
     if (got < 0)
       return got;
     /* The coroutines read: their code objects' headers, in the next
@@ -649,7 +651,7 @@ static int read_chains(struct pst_py *py, struct pst_mem *mem,
       b->cur[i] = (struct seen){0};
       b->cur[i].coro = tasks[i].coro;
       if (b->ok[j] && py->aio.frameobj && coro_type_ok(py, gen) &&
-          (b->cur[i].frame = pst_py_u64_at(gen, (size_t)py->aio.gi_frame))) {
+          (b->cur[i].frame = pst__py_u64_at(gen, (size_t)py->aio.gi_frame))) {
         b->who[m++] = i; /* its frame object: read next */
         continue;
       }
@@ -660,7 +662,7 @@ static int read_chains(struct pst_py *py, struct pst_mem *mem,
       }
       /* The frame's instruction offset now (gen's bytes are reused). */
       b->lasti[i] =
-          pst_py_frame_lasti(py, gen + py->lay.gen_iframe, b->code[i]);
+          pst__py_frame_lasti(py, gen + py->lay.gen_iframe, b->code[i]);
       stamp(py, gen, &b->cur[i]);
       b->who[m++] = i;
     }
@@ -669,17 +671,17 @@ static int read_chains(struct pst_py *py, struct pst_mem *mem,
     if (m < 0)
       return m;
     for (int j = 0; j < m; j++)
-      b->iov[j] = (struct pst_mem_iov){b->code[b->who[j]],
-                                       b->buf + (size_t)j * hsize, hsize};
-    got = m ? pst_mem_readv_each(mem, b->iov, (size_t)m, b->ok) : 0;
+      b->iov[j] = (struct pst__mem_iov){b->code[b->who[j]],
+                                        b->buf + (size_t)j * hsize, hsize};
+    got = m ? pst__mem_readv_each(mem, b->iov, (size_t)m, b->ok) : 0;
     if (got < 0)
       return got;
     for (int j = 0; j < m; j++) {
       int i = b->who[j];
       struct pst_frame *f = &b->lv[(size_t)L * (size_t)n + (size_t)i];
       if (!b->ok[j] ||
-          pst_py_code_header(py, mem, b->code[i], b->buf + (size_t)j * hsize,
-                             b->lasti[i], &f->name, &f->filename, &f->line)) {
+          pst__py_code_header(py, mem, b->code[i], b->buf + (size_t)j * hsize,
+                              b->lasti[i], &f->name, &f->filename, &f->line)) {
         tasks[i].coro = 0;
         continue;
       }
@@ -688,7 +690,8 @@ static int read_chains(struct pst_py *py, struct pst_mem *mem,
       f->ip = 0;
       if (py->aio.frameobj && b->sp[i]) /* co_code's byte after f_lasti */
         b->opat[i] =
-            pst_py_u64_at(b->buf + (size_t)j * hsize, (size_t)py->aio.co_code) +
+            pst__py_u64_at(b->buf + (size_t)j * hsize,
+                           (size_t)py->aio.co_code) +
             (uint64_t)py->lay.bytes_data +
             (uint64_t)(py->version_hex >= 0x030a ? (b->lasti[i] + 1) * 2
                                                  : b->lasti[i] + 2);
@@ -711,15 +714,15 @@ static int read_chains(struct pst_py *py, struct pst_mem *mem,
       if (tasks[i].coro && tasks[i].nframes == L + 1 && b->sp[i] &&
           (b->opat[i] || !op_check(py))) {
         uint8_t *at = b->buf + (size_t)j * 32;
-        b->iov[k] = (struct pst_mem_iov){b->sp[i] - 16, at, 16};
+        b->iov[k] = (struct pst__mem_iov){b->sp[i] - 16, at, 16};
         b->who[k++] = i;
         if (op_check(py))
-          b->iov[k++] = (struct pst_mem_iov){b->opat[i], at + 16, 2};
+          b->iov[k++] = (struct pst__mem_iov){b->opat[i], at + 16, 2};
       } else {
         tasks[i].coro = 0;
       }
     }
-    got = k ? pst_mem_readv_each(mem, b->iov, (size_t)k, b->ok) : 0;
+    got = k ? pst__mem_readv_each(mem, b->iov, (size_t)k, b->ok) : 0;
     if (got < 0)
       return got;
     for (int j = 0; j < k; j += op_check(py) ? 2 : 1) {
@@ -743,14 +746,14 @@ static int read_chains(struct pst_py *py, struct pst_mem *mem,
   return 0;
 }
 
-int pst_py_aio_tasks(struct pst_py *py, struct pst_mem *mem,
-                     const uint64_t *tstates, int nts,
-                     struct pst_py_task *tasks, int max,
-                     struct pst_frame *frames, int fmax) {
-  const struct pst_py_layout *l = &py->lay;
-  const struct pst_py_aio *a = &py->aio;
+int pst__py_aio_tasks(struct pst__py *py, struct pst__mem *mem,
+                      const uint64_t *tstates, int nts,
+                      struct pst__py_task *tasks, int max,
+                      struct pst_frame *frames, int fmax) {
+  const struct pst__py_layout *l = &py->lay;
+  const struct pst__py_aio *a = &py->aio;
   struct batch b = {0};
-  size_t hsize = pst_py_code_header_size(py), glen, stride;
+  size_t hsize = pst__py_code_header_size(py), glen, stride;
   int n = 0, nf = 0, err = 0;
 
   py->aio.cut = 0;
@@ -763,7 +766,7 @@ int pst_py_aio_tasks(struct pst_py *py, struct pst_mem *mem,
   if (glen > 512 || (!a->frameobj && (size_t)l->gen_frame_state >= glen))
     return PST_EBADDATA;
   if (a->legacy) {
-    err = pst_py_aio_legacy_list(py, mem, tstates, nts, tasks, max, &n);
+    err = pst__py_aio_legacy_list(py, mem, tstates, nts, tasks, max, &n);
     if (err == PST_EBADDATA)
       py->aio.found = 0; /* a set replaced: found again */
     if (err)
@@ -778,7 +781,7 @@ int pst_py_aio_tasks(struct pst_py *py, struct pst_mem *mem,
     if (i < nts) {
       if (!tstates[i])
         continue;
-      if (pst_mem_read_u64(mem, tstates[i] + a->ts_task, &running))
+      if (pst__mem_read_u64(mem, tstates[i] + a->ts_task, &running))
         running = 0;
       head = tstates[i] + a->ts_tasks;
     } else {

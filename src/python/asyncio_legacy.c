@@ -73,49 +73,49 @@ static const struct task_layout {
 
 enum { KIND_OTHER, KIND_TASK, KIND_GATHER, KIND_GROUP };
 
-struct pst_py_aio_type {
+struct pst__py_aio_type {
   uint64_t type;
   int kind;
 };
 
 enum { MEMO_DATA, MEMO_THREAD_ID, MEMO_CHILDREN, MEMO_PARENT };
 
-void pst_py_aio_legacy_exit(struct pst_py_aio *a) {
+void pst__py_aio_legacy_exit(struct pst__py_aio *a) {
   free(a->types);
   a->types = NULL;
   a->ntypes = 0;
 }
 
 /* The module attribute name of asyncio.tasks' namespace d. */
-static int attr(struct pst_py *py, struct pst_mem *mem, uint64_t d,
+static int attr(struct pst__py *py, struct pst__mem *mem, uint64_t d,
                 const char *name, uint64_t *v) {
-  return pst_py_dict_get_str(py, mem, d, 1 << 16, name, NULL, v, NULL);
+  return pst__py_dict_get_str(py, mem, d, 1 << 16, name, NULL, v, NULL);
 }
 
 /* The type object's tp_basicsize. */
-static int type_size(struct pst_py *py, struct pst_mem *mem, uint64_t type,
+static int type_size(struct pst__py *py, struct pst__mem *mem, uint64_t type,
                      int64_t *size) {
-  return pst_mem_read(mem, type + (uint64_t)py->lay.type_basicsize, size, 8);
+  return pst__mem_read(mem, type + (uint64_t)py->lay.type_basicsize, size, 8);
 }
 
 /* A set object's mask and table, after checking its type. */
-static int set_head(const struct pst_py *py, const uint8_t *buf,
+static int set_head(const struct pst__py *py, const uint8_t *buf,
                     uint64_t *table, int64_t *mask) {
-  const struct pst_py_layout *l = &py->lay;
+  const struct pst__py_layout *l = &py->lay;
 
-  if (py->set_type && pst_py_u64_at(buf, (size_t)l->ob_type) != py->set_type)
+  if (py->set_type && pst__py_u64_at(buf, (size_t)l->ob_type) != py->set_type)
     return PST_EBADDATA;
   memcpy(mask, buf + l->set_mask, 8);
-  *table = pst_py_u64_at(buf, (size_t)l->set_table);
+  *table = pst__py_u64_at(buf, (size_t)l->set_table);
   if (*mask < 0 || *mask >= SET_SLOTS_CORRUPT || ((*mask + 1) & *mask) ||
       !*table)
     return PST_EBADDATA;
   return 0;
 }
 
-int pst_py_aio_legacy_find(struct pst_py *py, struct pst_mem *mem) {
-  struct pst_py_aio *a = &py->aio;
-  struct pst_py_layout *l = &py->lay;
+int pst__py_aio_legacy_find(struct pst__py *py, struct pst__mem *mem) {
+  struct pst__py_aio *a = &py->aio;
+  struct pst__py_layout *l = &py->lay;
   const struct task_layout *tl = NULL;
   uint64_t d, ws, set, v, task_type;
   int64_t tsize, csize;
@@ -144,7 +144,7 @@ int pst_py_aio_legacy_find(struct pst_py *py, struct pst_mem *mem) {
        tl->f_executing >= PST_PY_AIO_FRAME_READ ||
        (int32_t)tl->co_code + 8 > l->co_size))
     return PST_EPYVERSION;
-  err = pst_py_module_dict(py, mem, "asyncio.tasks", NULL, &d);
+  err = pst__py_module_dict(py, mem, "asyncio.tasks", NULL, &d);
   if (err)
     return err;
   err = attr(py, mem, d, "Task", &task_type);
@@ -160,12 +160,12 @@ int pst_py_aio_legacy_find(struct pst_py *py, struct pst_mem *mem) {
                         : tl->coro_size;
   if (tsize != (int64_t)tl->size || csize != (int64_t)want) {
     if (!a->warned)
-      pst_warn("asyncio: _asyncio.Task is %lld bytes and a coroutine %lld, "
-               "not %u and %u as in CPython %d.%d%s: an unknown build, "
-               "--async left out",
-               (long long)tsize, (long long)csize, tl->size, want,
-               py->version_hex >> 8, py->version_hex & 0xff,
-               l->free_threaded ? "t" : "");
+      pst__warn("asyncio: _asyncio.Task is %lld bytes and a coroutine %lld, "
+                "not %u and %u as in CPython %d.%d%s: an unknown build, "
+                "--async left out",
+                (long long)tsize, (long long)csize, tl->size, want,
+                py->version_hex >> 8, py->version_hex & 0xff,
+                l->free_threaded ? "t" : "");
     a->warned = 1;
     return PST_EBADDATA;
   }
@@ -173,13 +173,13 @@ int pst_py_aio_legacy_find(struct pst_py *py, struct pst_mem *mem) {
   if (err == PST_ENOSYM)
     err = attr(py, mem, d, "_all_tasks", &ws);
   if (err == 0)
-    err = pst_py_instance_attr(py, mem, ws, "data", &a->memo[MEMO_DATA], &set,
-                               NULL);
+    err = pst__py_instance_attr(py, mem, ws, "data", &a->memo[MEMO_DATA], &set,
+                                NULL);
   if (err)
     return err;
   l->set_mask = l->ob_type + 24; /* after fill and used */
   l->set_table = l->ob_type + 32;
-  err = pst_mem_read(mem, set, head, (size_t)l->set_table + 8);
+  err = pst__mem_read(mem, set, head, (size_t)l->set_table + 8);
   if (err == 0) {
     uint64_t table;
     int64_t mask;
@@ -187,7 +187,7 @@ int pst_py_aio_legacy_find(struct pst_py *py, struct pst_mem *mem) {
   }
   if (err)
     return err;
-  memset(a, 0, offsetof(struct pst_py_aio, legacy));
+  memset(a, 0, offsetof(struct pst__py_aio, legacy));
   a->legacy = 1;
   a->task_size = tl->size;
   a->task_loop = tl->loop;
@@ -219,19 +219,19 @@ int pst_py_aio_legacy_find(struct pst_py *py, struct pst_mem *mem) {
     l->gen_frame_state = (int32_t)tl->gen_iframe - 5;
   }
   a->found = 1;
-  pst_debug("asyncio: %d.%d task layout, tasks in 0x%llx (eager 0x%llx), "
-            "running in 0x%llx",
-            py->version_hex >> 8, py->version_hex & 0xff,
-            (unsigned long long)set, (unsigned long long)a->eager,
-            (unsigned long long)a->current);
+  pst__debug("asyncio: %d.%d task layout, tasks in 0x%llx (eager 0x%llx), "
+             "running in 0x%llx",
+             py->version_hex >> 8, py->version_hex & 0xff,
+             (unsigned long long)set, (unsigned long long)a->eager,
+             (unsigned long long)a->current);
   return 0;
 }
 
 /* What the type object type is, from its tp_name (and tp_base for a
  * subclass of Task): remembered. */
-static int kind_of(struct pst_py *py, struct pst_mem *mem, uint64_t type) {
-  struct pst_py_aio *a = &py->aio;
-  const struct pst_py_layout *l = &py->lay;
+static int kind_of(struct pst__py *py, struct pst__mem *mem, uint64_t type) {
+  struct pst__py_aio *a = &py->aio;
+  const struct pst__py_layout *l = &py->lay;
   uint64_t w[2] = {0, 0}, base = 0;
   char name[24] = "";
   int kind = KIND_OTHER;
@@ -242,10 +242,10 @@ static int kind_of(struct pst_py *py, struct pst_mem *mem, uint64_t type) {
     if (a->types[i].type == type)
       return a->types[i].kind;
   /* tp_name (a char *); tp_base is 4 words before tp_dictoffset. */
-  if (pst_mem_read(mem, type + (uint64_t)l->ob_type + 16, w, 8) ||
-      pst_mem_read(mem, type + (uint64_t)l->type_dictoffset - 32, &base, 8))
+  if (pst__mem_read(mem, type + (uint64_t)l->ob_type + 16, w, 8) ||
+      pst__mem_read(mem, type + (uint64_t)l->type_dictoffset - 32, &base, 8))
     return KIND_OTHER; /* not remembered: read again next time */
-  if (w[0] && pst_mem_read(mem, w[0], name, sizeof(name) - 1) == 0) {
+  if (w[0] && pst__mem_read(mem, w[0], name, sizeof(name) - 1) == 0) {
     name[sizeof(name) - 1] = 0;
     if (!strcmp(name, "_GatheringFuture"))
       kind = KIND_GATHER;
@@ -255,11 +255,11 @@ static int kind_of(struct pst_py *py, struct pst_mem *mem, uint64_t type) {
   if (base == a->task_type)
     kind = KIND_TASK;
   if (a->ntypes < TYPES_MAX) {
-    struct pst_py_aio_type *t =
+    struct pst__py_aio_type *t =
         realloc(a->types, (size_t)(a->ntypes + 1) * sizeof(*t));
     if (t) {
       a->types = t;
-      a->types[a->ntypes++] = (struct pst_py_aio_type){type, kind};
+      a->types[a->ntypes++] = (struct pst__py_aio_type){type, kind};
     }
   }
   return kind;
@@ -267,7 +267,7 @@ static int kind_of(struct pst_py *py, struct pst_mem *mem, uint64_t type) {
 
 /* Keys of the set whose head is at set (0: none) appended to *out: of
  * its first SET_SLOTS_MAX slots (more: py->aio.cut set). */
-static int set_keys(struct pst_py *py, struct pst_mem *mem, uint64_t set,
+static int set_keys(struct pst__py *py, struct pst__mem *mem, uint64_t set,
                     uint64_t **out, int *n) {
   uint8_t head[128];
   uint64_t table, *ents, *o;
@@ -276,7 +276,7 @@ static int set_keys(struct pst_py *py, struct pst_mem *mem, uint64_t set,
 
   if (!set)
     return 0;
-  err = pst_mem_read(mem, set, head, (size_t)py->lay.set_table + 8);
+  err = pst__mem_read(mem, set, head, (size_t)py->lay.set_table + 8);
   if (err == 0)
     err = set_head(py, head, &table, &mask);
   if (err)
@@ -294,7 +294,7 @@ static int set_keys(struct pst_py *py, struct pst_mem *mem, uint64_t set,
     return -ENOMEM;
   }
   *out = o;
-  err = pst_mem_read(mem, table, ents, (size_t)(mask + 1) * 16);
+  err = pst__mem_read(mem, table, ents, (size_t)(mask + 1) * 16);
   /* {key, hash}: empty NULL, deleted the dummy key with hash -1 */
   for (int64_t i = 0; err == 0 && i <= mask; i++)
     if (ents[2 * i] && ents[2 * i + 1] != UINT64_MAX)
@@ -330,7 +330,7 @@ static int find_task(const struct sorted *s, uint64_t addr) {
   return -1;
 }
 
-static void add_waiter(struct pst_py_task *t, uint64_t w) {
+static void add_waiter(struct pst__py_task *t, uint64_t w) {
   for (int i = 0; i < t->nwaiters; i++)
     if (t->waiters[i] == w)
       return;
@@ -344,16 +344,16 @@ struct extra {
 };
 
 /* The running tasks: _current_tasks' values. */
-static void mark_running(struct pst_py *py, struct pst_mem *mem,
-                         struct pst_py_task *tasks, const struct sorted *s) {
-  struct pst_py_dict_table t;
-  struct pst_py_dict_item items[64];
+static void mark_running(struct pst__py *py, struct pst__mem *mem,
+                         struct pst__py_task *tasks, const struct sorted *s) {
+  struct pst__py_dict_table t;
+  struct pst__py_dict_item items[64];
   int n;
 
   if (!py->aio.current ||
-      pst_py_dict_open(py, mem, py->aio.current, 64, &t, NULL))
+      pst__py_dict_open(py, mem, py->aio.current, 64, &t, NULL))
     return;
-  n = pst_py_dict_items(py, mem, &t, items, 64);
+  n = pst__py_dict_items(py, mem, &t, items, 64);
   for (int i = 0; i < n; i++) {
     int k = find_task(s, items[i].value);
     if (k >= 0)
@@ -365,11 +365,11 @@ static void mark_running(struct pst_py *py, struct pst_mem *mem,
  * the last time when the value there is the same (it is then taken to be
  * the same attribute: these are set once, _thread_id when the loop starts
  * or stops), else looked up and remembered. */
-static int cached_attr(struct pst_py *py, struct pst_mem *mem, uint64_t obj,
+static int cached_attr(struct pst__py *py, struct pst__mem *mem, uint64_t obj,
                        int which, uint64_t *value) {
   static const char *const names[] = {"data", "_thread_id", "_children",
                                       "_parent_task"};
-  struct pst_py_aio *a = &py->aio;
+  struct pst__py_aio *a = &py->aio;
   uint64_t now, slot;
   int err, k;
 
@@ -377,13 +377,13 @@ static int cached_attr(struct pst_py *py, struct pst_mem *mem, uint64_t obj,
     if (a->attrs[k].obj == obj && a->attrs[k].which == which)
       break;
   if (k < PST_PY_AIO_ATTRS &&
-      pst_mem_read_u64(mem, a->attrs[k].slot, &now) == 0 &&
+      pst__mem_read_u64(mem, a->attrs[k].slot, &now) == 0 &&
       now == a->attrs[k].value) {
     *value = now;
     return 0;
   }
-  err = pst_py_instance_attr(py, mem, obj, names[which], &a->memo[which], value,
-                             &slot);
+  err = pst__py_instance_attr(py, mem, obj, names[which], &a->memo[which],
+                              value, &slot);
   if (err || *value == py->none) /* None: a singleton, anywhere */
     return err;
   if (k == PST_PY_AIO_ATTRS) {
@@ -398,17 +398,17 @@ static int cached_attr(struct pst_py *py, struct pst_mem *mem, uint64_t obj,
 }
 
 /* The thread_id of each of tstates[0..nts) (0: unreadable), malloc'ed. */
-static uint64_t *thread_ids(struct pst_py *py, struct pst_mem *mem,
+static uint64_t *thread_ids(struct pst__py *py, struct pst__mem *mem,
                             const uint64_t *tstates, int nts) {
-  struct pst_mem_iov *iov = calloc((size_t)nts + 1, sizeof(*iov));
+  struct pst__mem_iov *iov = calloc((size_t)nts + 1, sizeof(*iov));
   uint8_t *ok = calloc((size_t)nts + 1, 1);
   uint64_t *ids = calloc((size_t)nts + 1, sizeof(*ids));
 
   if (iov && ok && ids) {
     for (int j = 0; j < nts; j++)
-      iov[j] = (struct pst_mem_iov){tstates[j] + (uint64_t)py->lay.ts_thread_id,
-                                    &ids[j], 8};
-    if (nts && pst_mem_readv_each(mem, iov, (size_t)nts, ok) < 0)
+      iov[j] = (struct pst__mem_iov){
+          tstates[j] + (uint64_t)py->lay.ts_thread_id, &ids[j], 8};
+    if (nts && pst__mem_readv_each(mem, iov, (size_t)nts, ok) < 0)
       memset(ok, 0, (size_t)nts);
     for (int j = 0; j < nts; j++)
       if (!ok[j] || !tstates[j])
@@ -425,7 +425,7 @@ static uint64_t *thread_ids(struct pst_py *py, struct pst_mem *mem,
  * PST_TASK_LOOP_UNKNOWN for a loop with no such attribute (uvloop's),
  * whose type is then named in loop_type, PST_TASK_LOOP_UNREAD when it
  * could not be read. */
-static int loop_thread(struct pst_py *py, struct pst_mem *mem, uint64_t loop,
+static int loop_thread(struct pst__py *py, struct pst__mem *mem, uint64_t loop,
                        const uint64_t *ids, const uint64_t *tstates, int nts,
                        uint64_t *tstate) {
   uint8_t ib[PST_PY_INT_READ];
@@ -436,8 +436,8 @@ static int loop_thread(struct pst_py *py, struct pst_mem *mem, uint64_t loop,
   err = cached_attr(py, mem, loop, MEMO_THREAD_ID, &v);
   if (err == 0 && v == py->none)
     return PST_TASK_LOOP_IDLE;
-  if (err == 0 && (pst_mem_read(mem, v, ib, PST_PY_INT_LEN(py)) ||
-                   pst_py_int_parse(py, ib, PST_PY_INT_LEN(py), &v)))
+  if (err == 0 && (pst__mem_read(mem, v, ib, PST_PY_INT_LEN(py)) ||
+                   pst__py_int_parse(py, ib, PST_PY_INT_LEN(py), &v)))
     err = PST_EBADDATA;
   if (err == 0) {
     for (int j = 0; ids && j < nts; j++)
@@ -450,11 +450,11 @@ static int loop_thread(struct pst_py *py, struct pst_mem *mem, uint64_t loop,
   if (err != PST_ENOSYM)
     return PST_TASK_LOOP_UNREAD;
   if (!py->aio.loop_type[0] &&
-      pst_mem_read_u64(mem, loop + (uint64_t)py->lay.ob_type, &type) == 0 &&
-      pst_mem_read_u64(mem, type + (uint64_t)py->lay.ob_type + 16, &name) ==
+      pst__mem_read_u64(mem, loop + (uint64_t)py->lay.ob_type, &type) == 0 &&
+      pst__mem_read_u64(mem, type + (uint64_t)py->lay.ob_type + 16, &name) ==
           0 &&
-      pst_mem_read(mem, name, py->aio.loop_type,
-                   sizeof(py->aio.loop_type) - 1) == 0)
+      pst__mem_read(mem, name, py->aio.loop_type,
+                    sizeof(py->aio.loop_type) - 1) == 0)
     py->aio.loop_type[sizeof(py->aio.loop_type) - 1] = 0;
   else if (!py->aio.loop_type[0])
     strcpy(py->aio.loop_type, "?");
@@ -462,9 +462,9 @@ static int loop_thread(struct pst_py *py, struct pst_mem *mem, uint64_t loop,
 }
 
 /* Each task's thread state: its loop's thread (loops looked up once). */
-static void assign_threads(struct pst_py *py, struct pst_mem *mem,
+static void assign_threads(struct pst__py *py, struct pst__mem *mem,
                            const uint64_t *tstates, int nts,
-                           struct pst_py_task *tasks, const struct extra *x,
+                           struct pst__py_task *tasks, const struct extra *x,
                            int n) {
   uint64_t *loops = malloc(((size_t)n + 1) * 16), *ts_of = loops + n + 1;
   uint64_t *ids = NULL;
@@ -491,12 +491,12 @@ static void assign_threads(struct pst_py *py, struct pst_mem *mem,
 
 /* The waiters: await task, gather, TaskGroup (see the top). Reads the
  * types of the futures awaited and of the first callbacks in one batch. */
-static void find_waiters(struct pst_py *py, struct pst_mem *mem,
-                         struct pst_py_task *tasks, const struct extra *x,
+static void find_waiters(struct pst__py *py, struct pst__mem *mem,
+                         struct pst__py_task *tasks, const struct extra *x,
                          int n, const struct sorted *s) {
-  const struct pst_py_layout *l = &py->lay;
+  const struct pst__py_layout *l = &py->lay;
   int m = n + 1, k = 0; /* + 1: never 0 bytes */
-  struct pst_mem_iov *iov = malloc((size_t)m * 2 * sizeof(*iov));
+  struct pst__mem_iov *iov = malloc((size_t)m * 2 * sizeof(*iov));
   uint64_t(*w)[3] = calloc((size_t)m * 2, sizeof(*w));
   uint8_t *ok = malloc((size_t)m * 2);
   int *who = malloc((size_t)m * 2 * sizeof(*who));
@@ -509,15 +509,15 @@ static void find_waiters(struct pst_py *py, struct pst_mem *mem,
       add_waiter(&tasks[at], tasks[i].addr);
     else if (x[i].waiter && x[i].waiter != py->none) {
       iov[k] =
-          (struct pst_mem_iov){x[i].waiter + (uint64_t)l->ob_type, w[k], 8};
+          (struct pst__mem_iov){x[i].waiter + (uint64_t)l->ob_type, w[k], 8};
       who[k++] = i;
     }
     if (x[i].cb0 && py->method_type) { /* ob_type, im_func, im_self */
-      iov[k] = (struct pst_mem_iov){x[i].cb0 + (uint64_t)l->ob_type, w[k], 24};
+      iov[k] = (struct pst__mem_iov){x[i].cb0 + (uint64_t)l->ob_type, w[k], 24};
       who[k++] = -1 - i;
     }
   }
-  if (k == 0 || pst_mem_readv_each(mem, iov, (size_t)k, ok) < 0)
+  if (k == 0 || pst__mem_readv_each(mem, iov, (size_t)k, ok) < 0)
     goto out;
   for (int j = 0; j < k; j++) {
     uint64_t v, hdr[3], *items;
@@ -528,13 +528,13 @@ static void find_waiters(struct pst_py *py, struct pst_mem *mem,
       /* gather: the _GatheringFuture's children await... with the task */
       if (kind_of(py, mem, w[j][0]) != KIND_GATHER ||
           cached_attr(py, mem, x[i].waiter, MEMO_CHILDREN, &v) ||
-          pst_mem_read(mem, v + (uint64_t)l->ob_type, hdr, 24))
+          pst__mem_read(mem, v + (uint64_t)l->ob_type, hdr, 24))
         continue;
       /* a list: ob_type, ob_size, ob_item */
       if ((int64_t)hdr[1] <= 0 || hdr[1] > CHILDREN_MAX || !hdr[2])
         continue;
       items = malloc(hdr[1] * 8);
-      if (items && pst_mem_read(mem, hdr[2], items, hdr[1] * 8) == 0)
+      if (items && pst__mem_read(mem, hdr[2], items, hdr[1] * 8) == 0)
         for (uint64_t c = 0; c < hdr[1]; c++) {
           int at = find_task(s, items[c]);
           if (at >= 0)
@@ -548,7 +548,7 @@ static void find_waiters(struct pst_py *py, struct pst_mem *mem,
       /* Its function is TaskGroup._on_task_done once one was seen: the
        * type need not be read again. */
       if (!(py->aio.group_done && w[j][1] == py->aio.group_done) &&
-          (pst_mem_read_u64(mem, self + (uint64_t)l->ob_type, &type) ||
+          (pst__mem_read_u64(mem, self + (uint64_t)l->ob_type, &type) ||
            kind_of(py, mem, type) != KIND_GROUP))
         continue;
       if (cached_attr(py, mem, self, MEMO_PARENT, &v))
@@ -567,13 +567,13 @@ out:
   free(who);
 }
 
-int pst_py_aio_legacy_list(struct pst_py *py, struct pst_mem *mem,
-                           const uint64_t *tstates, int nts,
-                           struct pst_py_task *tasks, int max, int *n) {
-  struct pst_py_aio *a = &py->aio;
-  const struct pst_py_layout *l = &py->lay;
+int pst__py_aio_legacy_list(struct pst__py *py, struct pst__mem *mem,
+                            const uint64_t *tstates, int nts,
+                            struct pst__py_task *tasks, int max, int *n) {
+  struct pst__py_aio *a = &py->aio;
+  const struct pst__py_layout *l = &py->lay;
   uint64_t *refs = NULL, *cand = NULL;
-  struct pst_mem_iov *iov = NULL;
+  struct pst__mem_iov *iov = NULL;
   struct extra *x = NULL;
   struct sorted s = {0};
   uint8_t *ok = NULL, *buf = NULL;
@@ -592,8 +592,8 @@ int pst_py_aio_legacy_list(struct pst_py *py, struct pst_mem *mem,
   }
   for (int i = 0; i < nrefs; i++)
     iov[i] =
-        (struct pst_mem_iov){refs[i] + (uint64_t)l->ob_type + 8, &cand[i], 8};
-  if (nrefs && (err = pst_mem_readv_each(mem, iov, (size_t)nrefs, ok)) < 0)
+        (struct pst__mem_iov){refs[i] + (uint64_t)l->ob_type + 8, &cand[i], 8};
+  if (nrefs && (err = pst__mem_readv_each(mem, iov, (size_t)nrefs, ok)) < 0)
     goto out;
   for (int i = 0; i < nrefs; i++)
     if (ok[i] && cand[i] && cand[i] != py->none)
@@ -627,19 +627,19 @@ int pst_py_aio_legacy_list(struct pst_py *py, struct pst_mem *mem,
     goto out;
   }
   for (int i = 0; i < ncand; i++)
-    iov[i] = (struct pst_mem_iov){cand[i], buf + (size_t)i * a->task_size,
-                                  a->task_size};
-  if (ncand && (err = pst_mem_readv_each(mem, iov, (size_t)ncand, ok)) < 0)
+    iov[i] = (struct pst__mem_iov){cand[i], buf + (size_t)i * a->task_size,
+                                   a->task_size};
+  if (ncand && (err = pst__mem_readv_each(mem, iov, (size_t)ncand, ok)) < 0)
     goto out;
   err = 0;
   for (int i = 0; i < ncand; i++) {
     const uint8_t *b = buf + (size_t)i * a->task_size;
-    struct pst_py_task *t = &tasks[*n];
+    struct pst__py_task *t = &tasks[*n];
     /* A task of another type (a Python Task, a freed object read while
      * the set changed) is not read at these offsets. */
     uint32_t state;
     if (!ok[i] ||
-        kind_of(py, mem, pst_py_u64_at(b, (size_t)l->ob_type)) != KIND_TASK)
+        kind_of(py, mem, pst__py_u64_at(b, (size_t)l->ob_type)) != KIND_TASK)
       continue;
     memcpy(&state, b + a->task_state, 4);
     if (state != 0) /* done or cancelled */
@@ -648,12 +648,12 @@ int pst_py_aio_legacy_list(struct pst_py *py, struct pst_mem *mem,
     t->addr = cand[i];
     t->is_task = 1;
     for (int c = 0; c < a->nchk; c++)
-      t->chk[c] = pst_py_u64_at(b, a->chk_off[c]);
-    t->name_obj = pst_py_u64_at(b, a->task_name);
-    t->coro = pst_py_u64_at(b, a->task_coro) & ~(uint64_t)7;
-    x[*n - first] = (struct extra){pst_py_u64_at(b, a->task_loop),
-                                   pst_py_u64_at(b, a->task_cb0),
-                                   pst_py_u64_at(b, a->task_waiter)};
+      t->chk[c] = pst__py_u64_at(b, a->chk_off[c]);
+    t->name_obj = pst__py_u64_at(b, a->task_name);
+    t->coro = pst__py_u64_at(b, a->task_coro) & ~(uint64_t)7;
+    x[*n - first] = (struct extra){pst__py_u64_at(b, a->task_loop),
+                                   pst__py_u64_at(b, a->task_cb0),
+                                   pst__py_u64_at(b, a->task_waiter)};
     s.addr[s.n] = cand[i]; /* cand is sorted: so is s */
     s.idx[s.n++] = *n - first;
     (*n)++;

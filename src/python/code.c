@@ -24,7 +24,7 @@
  * size per cached code object at most). A bigger one is legitimate (a
  * generated function of 300,000 lines has a 1.5 MB table on 3.11+) but
  * is not read: its frames get the function's first line, and the code
- * object is counted (pst_py_code_tables_cut()). A size past
+ * object is counted (pst__py_code_tables_cut()). A size past
  * LINETABLE_CORRUPT is no bytes object of a real process. */
 #define LINETABLE_MAX (1 << 20)
 #define LINETABLE_CORRUPT ((int64_t)1 << 40)
@@ -48,21 +48,21 @@ struct code_entry {
   int memo_line;      /* and its line */
 };
 
-struct pst_code_cache {
-  struct pst_strtab *strings;
-  struct pst_dmcache slots; /* struct code_entry */
-  uint64_t tables_cut;      /* decodes whose line table was not read */
+struct pst__code_cache {
+  struct pst__strtab *strings;
+  struct pst__dmcache slots; /* struct code_entry */
+  uint64_t tables_cut;       /* decodes whose line table was not read */
 };
 
-struct pst_code_cache *pst_code_cache_new(void) {
-  struct pst_code_cache *c = calloc(1, sizeof(*c));
+struct pst__code_cache *pst__code_cache_new(void) {
+  struct pst__code_cache *c = calloc(1, sizeof(*c));
 
   if (!c)
     return NULL;
-  c->strings = pst_strtab_new();
+  c->strings = pst__strtab_new();
   if (!c->strings ||
-      pst_dmcache_init(&c->slots, CACHE_BITS, sizeof(struct code_entry))) {
-    pst_strtab_free(c->strings);
+      pst__dmcache_init(&c->slots, CACHE_BITS, sizeof(struct code_entry))) {
+    pst__strtab_free(c->strings);
     free(c);
     return NULL;
   }
@@ -74,27 +74,27 @@ static void entry_clear(struct code_entry *e) {
   memset(e, 0, sizeof(*e));
 }
 
-void pst_code_cache_free(struct pst_code_cache *c) {
+void pst__code_cache_free(struct pst__code_cache *c) {
   if (!c)
     return;
-  for (size_t i = 0; i < pst_dmcache_nslots(&c->slots); i++)
-    entry_clear(pst_dmcache_at(&c->slots, i));
-  pst_dmcache_exit(&c->slots);
-  pst_strtab_free(c->strings);
+  for (size_t i = 0; i < pst__dmcache_nslots(&c->slots); i++)
+    entry_clear(pst__dmcache_at(&c->slots, i));
+  pst__dmcache_exit(&c->slots);
+  pst__strtab_free(c->strings);
   free(c);
 }
 
-int pst_code_cache_flush(struct pst_code_cache *c) {
-  struct pst_strtab *fresh = pst_strtab_new();
+int pst__code_cache_flush(struct pst__code_cache *c) {
+  struct pst__strtab *fresh = pst__strtab_new();
 
   if (!fresh)
     return -ENOMEM;
-  for (size_t i = 0; i < pst_dmcache_nslots(&c->slots); i++) {
-    struct code_entry *e = pst_dmcache_at(&c->slots, i);
+  for (size_t i = 0; i < pst__dmcache_nslots(&c->slots); i++) {
+    struct code_entry *e = pst__dmcache_at(&c->slots, i);
     if (e->addr)
       entry_clear(e);
   }
-  pst_strtab_free(c->strings);
+  pst__strtab_free(c->strings);
   c->strings = fresh;
   return 0;
 }
@@ -129,9 +129,9 @@ static size_t put_utf8(char *o, uint32_t cp) {
   return 4;
 }
 
-int pst_py_read_str(struct pst_py *py, struct pst_mem *mem, uint64_t addr,
-                    char **out) {
-  const struct pst_py_layout *l = &py->lay;
+int pst__py_read_str(struct pst__py *py, struct pst__mem *mem, uint64_t addr,
+                     char **out) {
+  const struct pst__py_layout *l = &py->lay;
   uint8_t head[PST_PY_STR_HEAD], *raw = NULL;
   int64_t len;
   unsigned kind = 1;
@@ -144,7 +144,7 @@ int pst_py_read_str(struct pst_py *py, struct pst_mem *mem, uint64_t addr,
     return -EFAULT;
   /* Exactly the object's header: a str near the end of a mapping must not
    * fail because we read past it. */
-  err = pst_mem_read(mem, addr, head, (size_t)l->str_ascii_data);
+  err = pst__mem_read(mem, addr, head, (size_t)l->str_ascii_data);
   if (err)
     return err;
   memcpy(&len, head + l->str_length, 8);
@@ -173,7 +173,7 @@ int pst_py_read_str(struct pst_py *py, struct pst_mem *mem, uint64_t addr,
     err = -ENOMEM;
     goto out;
   }
-  err = pst_mem_read(mem, data, raw, (size_t)len * kind);
+  err = pst__mem_read(mem, data, raw, (size_t)len * kind);
   if (err)
     goto out;
   for (int64_t i = 0; i < len; i++) {
@@ -209,8 +209,8 @@ static int line_or_none(int64_t line) {
 
 /* co_lnotab (<= 3.9): (byte increment, line increment) pairs; line
  * increments are signed from 3.6 on. addr is a byte offset. */
-int pst_py_line_lnotab(const uint8_t *tab, size_t len, int first, int addr,
-                       int signed_deltas) {
+int pst__py_line_lnotab(const uint8_t *tab, size_t len, int first, int addr,
+                        int signed_deltas) {
   int64_t line = first, a = 0;
 
   for (size_t i = 0; i + 1 < len; i += 2) {
@@ -224,7 +224,7 @@ int pst_py_line_lnotab(const uint8_t *tab, size_t len, int first, int addr,
 
 /* co_linetable (3.10): (byte length, signed line delta) pairs; a delta of
  * -128 means the range has no line. addr is a byte offset. */
-int pst_py_line_310(const uint8_t *tab, size_t len, int first, int addr) {
+int pst__py_line_310(const uint8_t *tab, size_t len, int first, int addr) {
   int64_t line = first;
   int start = 0;
 
@@ -268,7 +268,7 @@ static int read_svarint(const uint8_t *t, size_t len, size_t *i, int *out) {
  * (svarint line delta, varint end line, column, end column); 13: no column
  * (svarint line delta); 10-12: line delta C-10 then two column bytes; 0-9:
  * short form, same line, one column byte. unit counts code units. */
-int pst_py_line_311(const uint8_t *tab, size_t len, int first, int unit) {
+int pst__py_line_311(const uint8_t *tab, size_t len, int first, int unit) {
   int64_t line = first;
   int start = 0;
   size_t i = 0;
@@ -303,7 +303,7 @@ int pst_py_line_311(const uint8_t *tab, size_t len, int first, int unit) {
   return -1;
 }
 
-static int table_line(const struct pst_py *py, const struct code_entry *e,
+static int table_line(const struct pst__py *py, const struct code_entry *e,
                       int64_t lasti) {
   int hex = py->version_hex;
 
@@ -312,25 +312,25 @@ static int table_line(const struct pst_py *py, const struct code_entry *e,
   if (lasti > INT32_MAX / 2) /* garbage: no code object is this long */
     return -1;
   if (hex >= 0x030b)
-    return pst_py_line_311(e->table, e->table_len, e->firstlineno, (int)lasti);
+    return pst__py_line_311(e->table, e->table_len, e->firstlineno, (int)lasti);
   if (hex == 0x030a) /* f_lasti counts instructions of 2 bytes */
-    return pst_py_line_310(e->table, e->table_len, e->firstlineno,
-                           (int)lasti * 2);
-  return pst_py_line_lnotab(e->table, e->table_len, e->firstlineno, (int)lasti,
-                            hex >= 0x0306);
+    return pst__py_line_310(e->table, e->table_len, e->firstlineno,
+                            (int)lasti * 2);
+  return pst__py_line_lnotab(e->table, e->table_len, e->firstlineno, (int)lasti,
+                             hex >= 0x0306);
 }
 
 /* Reads the line table (a bytes object at obj) into e. Over
  * LINETABLE_MAX bytes: not read, e->table_cut set and counted. */
-static int read_table(struct pst_py *py, struct pst_mem *mem, uint64_t obj,
+static int read_table(struct pst__py *py, struct pst__mem *mem, uint64_t obj,
                       struct code_entry *e) {
-  const struct pst_py_layout *l = &py->lay;
+  const struct pst__py_layout *l = &py->lay;
   int64_t size;
   int err;
 
   if (!obj)
     return 0;
-  err = pst_mem_read(mem, obj + (uint64_t)l->bytes_size, &size, 8);
+  err = pst__mem_read(mem, obj + (uint64_t)l->bytes_size, &size, 8);
   if (err)
     return err;
   if (size < 0 || size > LINETABLE_CORRUPT)
@@ -338,30 +338,30 @@ static int read_table(struct pst_py *py, struct pst_mem *mem, uint64_t obj,
   if (size > LINETABLE_MAX) {
     e->table_cut = 1;
     py->codes->tables_cut++;
-    pst_debug("line table of %lld bytes at 0x%llx, over the %d bytes read: "
-              "its function's frames show its first line",
-              (long long)size, (unsigned long long)obj, LINETABLE_MAX);
+    pst__debug("line table of %lld bytes at 0x%llx, over the %d bytes read: "
+               "its function's frames show its first line",
+               (long long)size, (unsigned long long)obj, LINETABLE_MAX);
     return 0;
   }
   e->table = malloc((size_t)size + 1);
   if (!e->table)
     return -ENOMEM;
   e->table_len = (size_t)size;
-  return pst_mem_read(mem, obj + (uint64_t)l->bytes_data, e->table,
-                      (size_t)size);
+  return pst__mem_read(mem, obj + (uint64_t)l->bytes_data, e->table,
+                       (size_t)size);
 }
 
-static void make_sig(const struct pst_py *py, const uint8_t *hdr,
+static void make_sig(const struct pst__py *py, const uint8_t *hdr,
                      struct code_sig *sig) {
-  const struct pst_py_layout *l = &py->lay;
+  const struct pst__py_layout *l = &py->lay;
 
   memset(sig, 0, sizeof(*sig));
-  sig->type = pst_py_u64_at(hdr, l->ob_type);
-  sig->name = pst_py_u64_at(hdr, l->co_qualname != PST_NOFF ? l->co_qualname
-                                                            : l->co_name);
-  sig->filename = pst_py_u64_at(hdr, l->co_filename);
-  sig->table = pst_py_u64_at(hdr, l->co_linetable != PST_NOFF ? l->co_linetable
-                                                              : l->co_lnotab);
+  sig->type = pst__py_u64_at(hdr, l->ob_type);
+  sig->name = pst__py_u64_at(hdr, l->co_qualname != PST_NOFF ? l->co_qualname
+                                                             : l->co_name);
+  sig->filename = pst__py_u64_at(hdr, l->co_filename);
+  sig->table = pst__py_u64_at(hdr, l->co_linetable != PST_NOFF ? l->co_linetable
+                                                               : l->co_lnotab);
   sig->firstlineno = i32_at(hdr, l->co_firstlineno);
 }
 
@@ -372,19 +372,19 @@ static int sig_eq(const struct code_sig *a, const struct code_sig *b) {
          a->firstlineno == b->firstlineno;
 }
 
-static int decode(struct pst_py *py, struct pst_mem *mem, uint64_t addr,
+static int decode(struct pst__py *py, struct pst__mem *mem, uint64_t addr,
                   const struct code_sig *sig, struct code_entry *e) {
-  struct pst_strtab *strings = py->codes->strings;
+  struct pst__strtab *strings = py->codes->strings;
   char *name = NULL, *filename = NULL;
   int err;
 
   entry_clear(e);
-  err = pst_py_read_str(py, mem, sig->name, &name);
+  err = pst__py_read_str(py, mem, sig->name, &name);
   if (err == 0)
-    err = pst_py_read_str(py, mem, sig->filename, &filename);
+    err = pst__py_read_str(py, mem, sig->filename, &filename);
   if (err == 0) {
-    e->name = pst_strtab_intern(strings, name);
-    e->filename = pst_strtab_intern(strings, filename);
+    e->name = pst__strtab_intern(strings, name);
+    e->filename = pst__strtab_intern(strings, filename);
     if (!e->name || !e->filename)
       err = -ENOMEM;
   }
@@ -403,18 +403,18 @@ static int decode(struct pst_py *py, struct pst_mem *mem, uint64_t addr,
   return 0;
 }
 
-uint64_t pst_py_code_tables_cut(const struct pst_py *py) {
+uint64_t pst__py_code_tables_cut(const struct pst__py *py) {
   return py->codes ? py->codes->tables_cut : 0;
 }
 
-size_t pst_py_code_header_size(const struct pst_py *py) {
+size_t pst__py_code_header_size(const struct pst__py *py) {
   size_t n = (size_t)py->lay.co_size;
   return n > PST_PY_CODE_HEADER_MAX ? PST_PY_CODE_HEADER_MAX : n;
 }
 
-int pst_py_code_header(struct pst_py *py, struct pst_mem *mem, uint64_t addr,
-                       const uint8_t *hdr, int64_t lasti, const char **name,
-                       const char **filename, int *line) {
+int pst__py_code_header(struct pst__py *py, struct pst__mem *mem, uint64_t addr,
+                        const uint8_t *hdr, int64_t lasti, const char **name,
+                        const char **filename, int *line) {
   struct code_entry *e;
   struct code_sig sig;
   int err;
@@ -424,7 +424,7 @@ int pst_py_code_header(struct pst_py *py, struct pst_mem *mem, uint64_t addr,
     return PST_EBADDATA;
   /* Code objects are 16-aligned and often a power of two apart: the
    * cache's Fibonacci hashing spreads them; the 4 zero bits go first. */
-  e = pst_dmcache_slot(&py->codes->slots, addr >> 4);
+  e = pst__dmcache_slot(&py->codes->slots, addr >> 4);
   if (e->addr != addr || !sig_eq(&e->sig, &sig)) {
     err = decode(py, mem, addr, &sig, e);
     if (err)

@@ -220,9 +220,9 @@ static int inside(const uint64_t *w, int field, int size_field) {
   return w[field] < w[size_field];
 }
 
-int pst_py_debug_offsets(struct pst_mem *mem, uint64_t runtime,
-                         struct pst_py_layout *lay, uint64_t *runtime_size,
-                         int *version_hex) {
+int pst__py_debug_offsets(struct pst__mem *mem, uint64_t runtime,
+                          struct pst__py_layout *lay, uint64_t *runtime_size,
+                          int *version_hex) {
   struct debug_offsets d;
   const struct schema *s;
   const uint64_t *w = d.w;
@@ -230,11 +230,11 @@ int pst_py_debug_offsets(struct pst_mem *mem, uint64_t runtime,
 
   /* The head, then exactly the words of the version's schema (a test's
    * memory image holds no more). */
-  err = pst_mem_read(mem, runtime, &d, offsetof(struct debug_offsets, w));
+  err = pst__mem_read(mem, runtime, &d, offsetof(struct debug_offsets, w));
   if (err)
     return err;
   if (memcmp(d.cookie, "xdebugpy", 8) != 0) {
-    pst_err("_PyRuntime does not start with _Py_DebugOffsets");
+    pst__err("_PyRuntime does not start with _Py_DebugOffsets");
     return PST_EPYVERSION;
   }
   hex = (int)(d.version >> 16);
@@ -243,14 +243,14 @@ int pst_py_debug_offsets(struct pst_mem *mem, uint64_t runtime,
   s = hex >= s315.version ? &s315 : hex >= s314.version ? &s314 : &s313;
   if (s->words > MAX_WORDS)
     return PST_EPYVERSION; /* a schema longer than the buffer: a bug */
-  err = pst_mem_read(mem, runtime + offsetof(struct debug_offsets, w), d.w,
-                     (size_t)s->words * 8);
+  err = pst__mem_read(mem, runtime + offsetof(struct debug_offsets, w), d.w,
+                      (size_t)s->words * 8);
   if (err)
     return err;
   if (hex > s315.version)
-    pst_warn("CPython %d.%d is newer than this pystitch knows (untested); "
-             "reading its _Py_DebugOffsets as 3.15's",
-             hex >> 8, hex & 0xff);
+    pst__warn("CPython %d.%d is newer than this pystitch knows (untested); "
+              "reading its _Py_DebugOffsets as 3.15's",
+              hex >> 8, hex & 0xff);
   if (!inside(w, s->ts_current_frame, s->ts_size) ||
       !inside(w, s->ts_native_thread_id, s->ts_size) ||
       !inside(w, s->if_owner, s->if_size) ||
@@ -264,16 +264,16 @@ int pst_py_debug_offsets(struct pst_mem *mem, uint64_t runtime,
       /* PyObject: 16 bytes, or 32 free-threaded; ob_type its last word */
       w[s->ob_type] + 8 != w[s->ob_type - 1] ||
       (w[s->ob_type] != 8 && w[s->ob_type] != 24)) {
-    pst_err("_Py_DebugOffsets of CPython %d.%d do not match a known schema",
-            hex >> 8, hex & 0xff);
+    pst__err("_Py_DebugOffsets of CPython %d.%d do not match a known schema",
+             hex >> 8, hex & 0xff);
     return PST_EPYVERSION;
   }
 
   /* Offsets become int32 below: anything this large is not an offset. */
   for (int i = 0; i < s->words; i++)
     if (w[i] > (1u << 24)) {
-      pst_err("_Py_DebugOffsets word %d is 0x%llx: not an offset", i,
-              (unsigned long long)w[i]);
+      pst__err("_Py_DebugOffsets word %d is 0x%llx: not an offset", i,
+               (unsigned long long)w[i]);
       return PST_EPYVERSION;
     }
 
@@ -301,8 +301,8 @@ int pst_py_debug_offsets(struct pst_mem *mem, uint64_t runtime,
        w[s->if_stackpointer] + 8 > w[s->if_size] ||
        w[s->set_mask] >= w[s->set_table - 2] ||
        w[s->set_table] >= w[s->set_table - 2])) {
-    pst_debug("_Py_DebugOffsets: the generator or set section does not "
-              "look right; no asyncio tasks");
+    pst__debug("_Py_DebugOffsets: the generator or set section does not "
+               "look right; no asyncio tasks");
     lay->if_stackpointer = lay->gen_iframe = lay->gen_frame_state = PST_NOFF;
     lay->set_mask = lay->set_table = PST_NOFF;
   }

@@ -46,29 +46,29 @@ static int64_t i64_at(const uint8_t *p, int32_t off) {
 /* CPython's USABLE_FRACTION: entries a table of n slots holds. */
 static int64_t usable(int64_t n) { return (n << 1) / 3; }
 
-int pst_py_dict_head_parse(const struct pst_py *py, const uint8_t *buf,
-                           int64_t max, struct pst_py_dict_head *h) {
-  const struct pst_py_layout *l = &py->lay;
+int pst__py_dict_head_parse(const struct pst__py *py, const uint8_t *buf,
+                            int64_t max, struct pst__py_dict_head *h) {
+  const struct pst__py_layout *l = &py->lay;
 
-  if (py->dict_type && pst_py_u64_at(buf, l->ob_type) != py->dict_type)
+  if (py->dict_type && pst__py_u64_at(buf, l->ob_type) != py->dict_type)
     return PST_EBADDATA;
   memset(h, 0, sizeof(*h));
   h->used = i64_at(buf, l->dict_ma_used);
   if (h->used < 0 || h->used > max)
     return PST_EBADDATA;
   if (l->dict_ma_table != PST_NOFF) { /* 2.7 */
-    h->keys = pst_py_u64_at(buf, l->dict_ma_table);
+    h->keys = pst__py_u64_at(buf, l->dict_ma_table);
     h->mask = i64_at(buf, l->dict_ma_mask);
   } else {
-    h->keys = pst_py_u64_at(buf, l->dict_ma_keys);
-    h->values = pst_py_u64_at(buf, l->dict_ma_values);
+    h->keys = pst__py_u64_at(buf, l->dict_ma_keys);
+    h->values = pst__py_u64_at(buf, l->dict_ma_values);
   }
   return h->keys ? 0 : PST_EBADDATA;
 }
 
-int pst_py_dict_table_parse(const struct pst_py *py, uint64_t keys,
-                            const uint8_t *khdr, uint64_t values, int64_t mask,
-                            int64_t max, struct pst_py_dict_table *t) {
+int pst__py_dict_table_parse(const struct pst__py *py, uint64_t keys,
+                             const uint8_t *khdr, uint64_t values, int64_t mask,
+                             int64_t max, struct pst__py_dict_table *t) {
   memset(t, 0, sizeof(*t));
   t->keys = keys;
   t->values = values;
@@ -116,26 +116,26 @@ int pst_py_dict_table_parse(const struct pst_py *py, uint64_t keys,
   return 0;
 }
 
-size_t pst_py_dict_table_span(const struct pst_py_dict_table *t) {
+size_t pst__py_dict_table_span(const struct pst__py_dict_table *t) {
   return (size_t)(t->entries - t->keys) + (size_t)t->n * (size_t)t->esize;
 }
 
-int pst_py_dict_items_parse(const struct pst_py_dict_table *t,
-                            const uint8_t *ents, const uint64_t *vals,
-                            struct pst_py_dict_item *out, int max) {
+int pst__py_dict_items_parse(const struct pst__py_dict_table *t,
+                             const uint8_t *ents, const uint64_t *vals,
+                             struct pst__py_dict_item *out, int max) {
   int k = 0;
 
   for (int64_t i = 0; i < t->n && k < max; i++) {
     const uint8_t *e = ents + i * t->esize + t->key_off;
-    struct pst_py_dict_item it;
-    it.key = pst_py_u64_at(e, 0);
+    struct pst__py_dict_item it;
+    it.key = pst__py_u64_at(e, 0);
     if (t->values) {
       if (i >= t->nvalues)
         break;
       it.value = vals[i];
       it.slot = t->values + 8 * (uint64_t)i;
     } else {
-      it.value = pst_py_u64_at(e, 8);
+      it.value = pst__py_u64_at(e, 8);
       it.slot = t->entries + (uint64_t)(i * t->esize + t->key_off + 8);
     }
     if (it.key && it.value)
@@ -144,57 +144,57 @@ int pst_py_dict_items_parse(const struct pst_py_dict_table *t,
   return k;
 }
 
-int pst_py_keys_open(struct pst_py *py, struct pst_mem *mem, uint64_t keys,
-                     uint64_t values, int64_t nvalues, int64_t max,
-                     struct pst_py_dict_table *t) {
+int pst__py_keys_open(struct pst__py *py, struct pst__mem *mem, uint64_t keys,
+                      uint64_t values, int64_t nvalues, int64_t max,
+                      struct pst__py_dict_table *t) {
   uint8_t khdr[PST_PY_KEYS_HEAD];
   int err;
 
   if (py->version_hex < 0x0300)
     return -EINVAL; /* 2.7 has no keys objects */
-  err = pst_mem_read(mem, keys, khdr, sizeof(khdr));
+  err = pst__mem_read(mem, keys, khdr, sizeof(khdr));
   if (err == 0)
-    err = pst_py_dict_table_parse(py, keys, khdr, values, 0, max, t);
+    err = pst__py_dict_table_parse(py, keys, khdr, values, 0, max, t);
   if (err == 0 && values && nvalues >= 0 && nvalues < t->nvalues)
     t->nvalues = nvalues;
   return err;
 }
 
-int pst_py_dict_open(struct pst_py *py, struct pst_mem *mem, uint64_t dict,
-                     int64_t max, struct pst_py_dict_table *t,
-                     struct pst_py_dict_head *hout) {
+int pst__py_dict_open(struct pst__py *py, struct pst__mem *mem, uint64_t dict,
+                      int64_t max, struct pst__py_dict_table *t,
+                      struct pst__py_dict_head *hout) {
   uint8_t buf[PST_PY_DICT_HEAD];
-  struct pst_py_dict_head h;
+  struct pst__py_dict_head h;
   uint8_t vh[8];
   int64_t nvalues = -1;
   int err;
 
-  err = pst_mem_read(mem, dict, buf, PST_PY_DICT_LEN(py));
+  err = pst__mem_read(mem, dict, buf, PST_PY_DICT_LEN(py));
   if (err == 0)
-    err = pst_py_dict_head_parse(py, buf, max, &h);
+    err = pst__py_dict_head_parse(py, buf, max, &h);
   if (err)
     return err;
   if (hout)
     *hout = h;
   if (py->version_hex < 0x0300)
-    return pst_py_dict_table_parse(py, h.keys, NULL, 0, h.mask, max, t);
+    return pst__py_dict_table_parse(py, h.keys, NULL, 0, h.mask, max, t);
   if (h.values && py->version_hex >= 0x030d) {
     /* PyDictValues {capacity, size, embedded, valid; values[]}. */
-    err = pst_mem_read(mem, h.values, vh, sizeof(vh));
+    err = pst__mem_read(mem, h.values, vh, sizeof(vh));
     if (err)
       return err;
     nvalues = vh[0];
     h.values += 8;
   }
-  return pst_py_keys_open(py, mem, h.keys, h.values, nvalues, max, t);
+  return pst__py_keys_open(py, mem, h.keys, h.values, nvalues, max, t);
 }
 
-int pst_py_dict_items(struct pst_py *py, struct pst_mem *mem,
-                      const struct pst_py_dict_table *t,
-                      struct pst_py_dict_item *out, int max) {
+int pst__py_dict_items(struct pst__py *py, struct pst__mem *mem,
+                       const struct pst__py_dict_table *t,
+                       struct pst__py_dict_item *out, int max) {
   size_t elen = (size_t)t->n * (size_t)t->esize;
   size_t vlen = (size_t)t->nvalues * 8;
-  struct pst_mem_iov iov[2];
+  struct pst__mem_iov iov[2];
   uint8_t *buf;
   int n = 0, got;
 
@@ -204,10 +204,10 @@ int pst_py_dict_items(struct pst_py *py, struct pst_mem *mem,
   buf = malloc(elen + vlen);
   if (!buf)
     return -ENOMEM;
-  iov[n++] = (struct pst_mem_iov){t->entries, buf, elen};
+  iov[n++] = (struct pst__mem_iov){t->entries, buf, elen};
   if (vlen)
-    iov[n++] = (struct pst_mem_iov){t->values, buf + elen, vlen};
-  got = pst_mem_readv(mem, iov, (size_t)n);
+    iov[n++] = (struct pst__mem_iov){t->values, buf + elen, vlen};
+  got = pst__mem_readv(mem, iov, (size_t)n);
   if (got == n) {
     uint64_t *vals = NULL;
     if (vlen) {
@@ -218,7 +218,7 @@ int pst_py_dict_items(struct pst_py *py, struct pst_mem *mem,
       }
       memcpy(vals, buf + elen, vlen);
     }
-    got = pst_py_dict_items_parse(t, buf, vals, out, max);
+    got = pst__py_dict_items_parse(t, buf, vals, out, max);
     free(vals);
   } else if (got >= 0) {
     got = -EFAULT;
@@ -230,14 +230,14 @@ int pst_py_dict_items(struct pst_py *py, struct pst_mem *mem,
 /* 1 when the str object whose first bytes are s (len bytes read) is the
  * ASCII string name of nlen bytes, 0 when it is not, -1 when s does not
  * hold enough of it to tell. */
-static int str_is(const struct pst_py *py, const uint8_t *s, size_t len,
+static int str_is(const struct pst__py *py, const uint8_t *s, size_t len,
                   const char *name, size_t nlen) {
-  const struct pst_py_layout *l = &py->lay;
+  const struct pst__py_layout *l = &py->lay;
   size_t data = (size_t)l->str_ascii_data;
 
   if (len < data)
     return -1;
-  if (py->str_type && pst_py_u64_at(s, l->ob_type) != py->str_type)
+  if (py->str_type && pst__py_u64_at(s, l->ob_type) != py->str_type)
     return 0;
   if (i64_at(s, l->str_length) != (int64_t)nlen)
     return 0;
@@ -254,11 +254,11 @@ static int str_is(const struct pst_py *py, const uint8_t *s, size_t len,
   return memcmp(s + data, name, nlen) == 0;
 }
 
-int pst_py_dict_find_str(struct pst_py *py, struct pst_mem *mem,
-                         const struct pst_py_dict_item *items, int n,
-                         const char *name, uint64_t *memo) {
+int pst__py_dict_find_str(struct pst__py *py, struct pst__mem *mem,
+                          const struct pst__py_dict_item *items, int n,
+                          const char *name, uint64_t *memo) {
   size_t nlen = strlen(name), each = (size_t)py->lay.str_ascii_data + nlen;
-  struct pst_mem_iov *iov = NULL;
+  struct pst__mem_iov *iov = NULL;
   uint8_t *buf = NULL, ok[FIND_BATCH];
   int err = PST_ENOSYM;
 
@@ -277,8 +277,8 @@ int pst_py_dict_find_str(struct pst_py *py, struct pst_mem *mem,
   for (int base = 0; base < n; base += FIND_BATCH) {
     int k = n - base < FIND_BATCH ? n - base : FIND_BATCH, got;
     for (int i = 0; i < k; i++)
-      iov[i] = (struct pst_mem_iov){items[base + i].key, buf + i * each, each};
-    got = pst_mem_readv_each(mem, iov, (size_t)k, ok);
+      iov[i] = (struct pst__mem_iov){items[base + i].key, buf + i * each, each};
+    got = pst__mem_readv_each(mem, iov, (size_t)k, ok);
     if (got < 0) {
       err = got;
       goto out;
@@ -288,7 +288,7 @@ int pst_py_dict_find_str(struct pst_py *py, struct pst_mem *mem,
       if (is < 0) {
         /* A short str near the end of a mapping: read it exactly. */
         char *s = NULL;
-        is = pst_py_read_str(py, mem, items[base + i].key, &s) == 0 &&
+        is = pst__py_read_str(py, mem, items[base + i].key, &s) == 0 &&
              strcmp(s, name) == 0;
         free(s);
       }
@@ -306,14 +306,14 @@ out:
   return err;
 }
 
-int pst_py_dict_get_str(struct pst_py *py, struct pst_mem *mem, uint64_t dict,
-                        int64_t max, const char *name, uint64_t *memo,
-                        uint64_t *value, uint64_t *slot) {
-  struct pst_py_dict_item *items = NULL;
-  struct pst_py_dict_table t;
+int pst__py_dict_get_str(struct pst__py *py, struct pst__mem *mem,
+                         uint64_t dict, int64_t max, const char *name,
+                         uint64_t *memo, uint64_t *value, uint64_t *slot) {
+  struct pst__py_dict_item *items = NULL;
+  struct pst__py_dict_table t;
   int n, i, err;
 
-  err = pst_py_dict_open(py, mem, dict, max, &t, NULL);
+  err = pst__py_dict_open(py, mem, dict, max, &t, NULL);
   if (err)
     return err;
   if (t.n == 0)
@@ -321,12 +321,12 @@ int pst_py_dict_get_str(struct pst_py *py, struct pst_mem *mem, uint64_t dict,
   items = malloc((size_t)t.n * sizeof(*items));
   if (!items)
     return -ENOMEM;
-  n = pst_py_dict_items(py, mem, &t, items, (int)t.n);
+  n = pst__py_dict_items(py, mem, &t, items, (int)t.n);
   if (n < 0) {
     err = n;
     goto out;
   }
-  i = pst_py_dict_find_str(py, mem, items, n, name, memo);
+  i = pst__py_dict_find_str(py, mem, items, n, name, memo);
   if (i < 0) {
     err = i;
     goto out;
@@ -339,24 +339,24 @@ out:
   return err;
 }
 
-int pst_py_module_dict(struct pst_py *py, struct pst_mem *mem, const char *name,
-                       uint64_t *memo, uint64_t *dict) {
+int pst__py_module_dict(struct pst__py *py, struct pst__mem *mem,
+                        const char *name, uint64_t *memo, uint64_t *dict) {
   size_t ty = (size_t)py->lay.ob_type / 8; /* word of ob_type: 1 or 3 */
   uint64_t modules, mod, w[5];
   int err;
 
   if (py->lay.is_modules == PST_NOFF || !py->interp)
     return PST_ENOSYM;
-  err = pst_mem_read_u64(mem, py->interp + (uint64_t)py->lay.is_modules,
-                         &modules);
+  err = pst__mem_read_u64(mem, py->interp + (uint64_t)py->lay.is_modules,
+                          &modules);
   if (err)
     return err;
   if (!modules)
     return PST_ENOSYM;
-  err = pst_py_dict_get_str(py, mem, modules, MODULES_MAX, name, memo, &mod,
-                            NULL);
+  err = pst__py_dict_get_str(py, mem, modules, MODULES_MAX, name, memo, &mod,
+                             NULL);
   if (err == 0)
-    err = pst_mem_read(mem, mod, w, (ty + 2) * 8); /* ob_type, md_dict */
+    err = pst__mem_read(mem, mod, w, (ty + 2) * 8); /* ob_type, md_dict */
   if (err)
     return err;
   if ((py->module_type && w[ty] != py->module_type) || !w[ty + 1])
@@ -365,9 +365,9 @@ int pst_py_module_dict(struct pst_py *py, struct pst_mem *mem, const char *name,
   return 0;
 }
 
-int pst_py_int_parse(const struct pst_py *py, const uint8_t *buf, size_t len,
-                     uint64_t *out) {
-  const struct pst_py_layout *l = &py->lay;
+int pst__py_int_parse(const struct pst__py *py, const uint8_t *buf, size_t len,
+                      uint64_t *out) {
+  const struct pst__py_layout *l = &py->lay;
   unsigned shift = py->long_shift ? (unsigned)py->long_shift : 30;
   unsigned dsize = shift > 16 ? 4 : 2;
   uint64_t type, v = 0;
@@ -375,7 +375,7 @@ int pst_py_int_parse(const struct pst_py *py, const uint8_t *buf, size_t len,
 
   if (len < (size_t)l->ob_type + 16)
     return -ENOBUFS;
-  type = pst_py_u64_at(buf, l->ob_type);
+  type = pst__py_u64_at(buf, l->ob_type);
   if (py->version_hex < 0x0300 &&
       (py->int_type ? type == py->int_type
                     : !py->long_type || type != py->long_type)) {
@@ -390,7 +390,7 @@ int pst_py_int_parse(const struct pst_py *py, const uint8_t *buf, size_t len,
   if (l->long_tag != PST_NOFF) {
     /* 3.12+ lv_tag: digit count << 3 | sign (0 positive, 1 zero, 2
      * negative); bit 2 is not the sign (3.14 marks small ints there). */
-    uint64_t tag = pst_py_u64_at(buf, l->long_tag);
+    uint64_t tag = pst__py_u64_at(buf, l->long_tag);
     if ((tag & 3) == 3 || (tag & 3) == 2)
       return PST_EBADDATA;
     nd = (tag & 3) == 1 ? 0 : (int64_t)(tag >> 3);

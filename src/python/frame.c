@@ -10,28 +10,28 @@
 
 #define TSTATES_MAX 4096 /* a longer list is a cycle or garbage */
 
-int pst_py_tstates(struct pst_py *py, struct pst_mem *mem, uint64_t *tstates,
-                   int max) {
+int pst__py_tstates(struct pst__py *py, struct pst__mem *mem, uint64_t *tstates,
+                    int max) {
   uint64_t ts;
   int n = 0, err;
 
-  err =
-      pst_mem_read_u64(mem, py->interp + (uint64_t)py->lay.is_tstate_head, &ts);
+  err = pst__mem_read_u64(mem, py->interp + (uint64_t)py->lay.is_tstate_head,
+                          &ts);
   if (err)
     return err;
   while (ts && n < max && n < TSTATES_MAX) {
     tstates[n++] = ts;
-    err = pst_mem_read_u64(mem, ts + (uint64_t)py->lay.ts_next, &ts);
+    err = pst__mem_read_u64(mem, ts + (uint64_t)py->lay.ts_next, &ts);
     if (err)
       return err;
   }
   return n;
 }
 
-int64_t pst_py_frame_lasti(const struct pst_py *py, const uint8_t *fr,
-                           uint64_t code) {
-  const struct pst_py_layout *l = &py->lay;
-  uint64_t instr = pst_py_u64_at(fr, l->if_instr);
+int64_t pst__py_frame_lasti(const struct pst__py *py, const uint8_t *fr,
+                            uint64_t code) {
+  const struct pst__py_layout *l = &py->lay;
+  uint64_t instr = pst__py_u64_at(fr, l->if_instr);
 
   /* 3.14t+: a thread other than the first to run the code runs its own
    * copy of the bytecode (co_tlbc->entries[tlbc_index]), elsewhere: no
@@ -46,9 +46,9 @@ int64_t pst_py_frame_lasti(const struct pst_py *py, const uint8_t *fr,
              : -1;
 }
 
-int pst_py_gil_holder(struct pst_py *py, struct pst_mem *mem,
-                      uint64_t *tstate) {
-  const struct pst_py_layout *l = &py->lay;
+int pst__py_gil_holder(struct pst__py *py, struct pst__mem *mem,
+                       uint64_t *tstate) {
+  const struct pst__py_layout *l = &py->lay;
   uint64_t gil, holder;
   int32_t locked;
   int err;
@@ -57,43 +57,43 @@ int pst_py_gil_holder(struct pst_py *py, struct pst_mem *mem,
   if (l->free_threaded) /* no GIL to hold (its struct exists, unused) */
     return -ENOSYS;
   if (py->tstate_current) /* 2.7, 3.6 */
-    return pst_mem_read_u64(mem, py->tstate_current, tstate);
+    return pst__mem_read_u64(mem, py->tstate_current, tstate);
   if (l->rt_gil_tstate != PST_NOFF) /* 3.7-3.11 */
-    return pst_mem_read_u64(mem, py->runtime + (uint64_t)l->rt_gil_tstate,
-                            tstate);
+    return pst__mem_read_u64(mem, py->runtime + (uint64_t)l->rt_gil_tstate,
+                             tstate);
   if (l->gil_locked == PST_NOFF)
     return -ENOSYS;
   if (l->is_gil != PST_NOFF) { /* 3.12: interp->ceval.gil */
-    err = pst_mem_read_u64(mem, py->interp + (uint64_t)l->is_gil, &gil);
+    err = pst__mem_read_u64(mem, py->interp + (uint64_t)l->is_gil, &gil);
     if (err)
       return err;
   } else { /* 3.13+: the interpreter's own _gil */
     gil = py->interp + (uint64_t)l->is_gil_inline;
   }
-  err = pst_mem_read(mem, gil + (uint64_t)l->gil_locked, &locked, 4);
+  err = pst__mem_read(mem, gil + (uint64_t)l->gil_locked, &locked, 4);
   if (err == 0)
-    err = pst_mem_read_u64(mem, gil + (uint64_t)l->gil_last_holder, &holder);
+    err = pst__mem_read_u64(mem, gil + (uint64_t)l->gil_last_holder, &holder);
   if (err == 0 && locked)
     *tstate = holder;
   return err;
 }
 
-int pst_py_tstate_ids(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
-                      uint64_t *thread_id, uint64_t *native_id,
-                      uint64_t *interp) {
-  const struct pst_py_layout *l = &py->lay;
-  struct pst_mem_iov iov[3];
+int pst__py_tstate_ids(struct pst__py *py, struct pst__mem *mem,
+                       uint64_t tstate, uint64_t *thread_id,
+                       uint64_t *native_id, uint64_t *interp) {
+  const struct pst__py_layout *l = &py->lay;
+  struct pst__mem_iov iov[3];
   size_t n = 0;
   int r;
 
   *native_id = 0;
   iov[n++] =
-      (struct pst_mem_iov){tstate + (uint64_t)l->ts_thread_id, thread_id, 8};
-  iov[n++] = (struct pst_mem_iov){tstate + (uint64_t)l->ts_interp, interp, 8};
+      (struct pst__mem_iov){tstate + (uint64_t)l->ts_thread_id, thread_id, 8};
+  iov[n++] = (struct pst__mem_iov){tstate + (uint64_t)l->ts_interp, interp, 8};
   if (l->ts_native_thread_id != PST_NOFF)
-    iov[n++] = (struct pst_mem_iov){tstate + (uint64_t)l->ts_native_thread_id,
-                                    native_id, 8};
-  r = pst_mem_readv(mem, iov, n);
+    iov[n++] = (struct pst__mem_iov){tstate + (uint64_t)l->ts_native_thread_id,
+                                     native_id, 8};
+  r = pst__mem_readv(mem, iov, n);
   if (r < 0)
     return r;
   return (size_t)r == n ? 0 : -EFAULT;
@@ -118,7 +118,7 @@ struct raw_frame {
  * outside the chunk (3.12+ entry frames on the C stack), and the header of
  * each code object. Read one after the other, that is 5 to 30+ syscalls.
  * The previous walk of the same thread is a good guess of the next (the
- * bottom of a stack rarely changes): its addresses (struct pst_py_hint,
+ * bottom of a stack rarely changes): its addresses (struct pst__py_hint,
  * one per thread) are read speculatively in the same process_vm_readv as
  * the thread state, and every copy is used only if the walk then asks for
  * exactly that address. A stable stack costs one syscall; what the guess
@@ -176,7 +176,7 @@ static void seen_frame(struct reads *rd, uint64_t addr) {
 
 /* len bytes of the frame at addr: from the chunk copy or a guessed copy,
  * else read now. */
-static int read_frame(struct pst_mem *mem, struct reads *rd, uint64_t addr,
+static int read_frame(struct pst__mem *mem, struct reads *rd, uint64_t addr,
                       uint8_t *buf, size_t len) {
   int i;
 
@@ -191,7 +191,7 @@ static int read_frame(struct pst_mem *mem, struct reads *rd, uint64_t addr,
     memcpy(buf, rd->fbuf + (size_t)i * rd->fstride, len);
     return 0;
   }
-  return pst_mem_read(mem, addr, buf, len);
+  return pst__mem_read(mem, addr, buf, len);
 }
 
 /* Second pass: the headers of every frame's code object (guessed copies,
@@ -200,22 +200,22 @@ static int read_frame(struct pst_mem *mem, struct reads *rd, uint64_t addr,
  * frame + locals into *thread_obj. A frame whose code is not a code object
  * (torn read, garbage) fails the walk with PST_EBADDATA. Returns the frame
  * count. */
-static int decode_frames(struct pst_py *py, struct pst_mem *mem,
+static int decode_frames(struct pst__py *py, struct pst__mem *mem,
                          struct reads *rd, const struct raw_frame *raw, int n,
                          struct pst_frame *frames, int32_t locals,
                          uint64_t *thread_obj) {
-  struct pst_py_scratch *sc = &py->scratch;
+  struct pst__py_scratch *sc = &py->scratch;
   size_t hsize = rd->hsize, nmiss = 0;
   int got, err;
 
   if (n == 0)
     return 0;
-  if (pst_array_reserve((void **)&sc->iov, &sc->iov_cap, (size_t)n,
-                        sizeof(*sc->iov)) ||
-      pst_array_reserve((void **)&sc->hdrs, &sc->hdrs_cap, (size_t)n * hsize,
-                        1) ||
-      pst_array_reserve((void **)&sc->hdr_of, &sc->hdr_of_cap, (size_t)n,
-                        sizeof(*sc->hdr_of)))
+  if (pst__array_reserve((void **)&sc->iov, &sc->iov_cap, (size_t)n,
+                         sizeof(*sc->iov)) ||
+      pst__array_reserve((void **)&sc->hdrs, &sc->hdrs_cap, (size_t)n * hsize,
+                         1) ||
+      pst__array_reserve((void **)&sc->hdr_of, &sc->hdr_of_cap, (size_t)n,
+                         sizeof(*sc->hdr_of)))
     return -ENOMEM;
   for (int i = 0; i < n; i++) {
     int k = find_region(rd->codes, rd->ncodes, &rd->ccur, raw[i].code);
@@ -225,18 +225,18 @@ static int decode_frames(struct pst_py *py, struct pst_mem *mem,
     }
     sc->hdr_of[i] = sc->hdrs + nmiss * hsize;
     sc->iov[nmiss] =
-        (struct pst_mem_iov){raw[i].code, sc->hdrs + nmiss * hsize, hsize};
+        (struct pst__mem_iov){raw[i].code, sc->hdrs + nmiss * hsize, hsize};
     nmiss++;
   }
-  got = nmiss ? pst_mem_readv(mem, sc->iov, nmiss) : 0;
+  got = nmiss ? pst__mem_readv(mem, sc->iov, nmiss) : 0;
   if (got < 0)
     return got;
   if ((size_t)got < nmiss)
     return -EFAULT;
   for (int i = 0; i < n; i++) {
     struct pst_frame *f = &frames[i];
-    err = pst_py_code_header(py, mem, raw[i].code, sc->hdr_of[i], raw[i].lasti,
-                             &f->name, &f->filename, &f->line);
+    err = pst__py_code_header(py, mem, raw[i].code, sc->hdr_of[i], raw[i].lasti,
+                              &f->name, &f->filename, &f->line);
     f->kind = PST_FRAME_PYTHON;
     f->entry = (unsigned char)raw[i].entry;
     f->ip = 0;
@@ -249,13 +249,14 @@ static int decode_frames(struct pst_py *py, struct pst_mem *mem,
     if (!py->process_obj && locals != PST_NOFF &&
         ends_with(f->name, "_bootstrap") &&
         ends_with(f->filename, "multiprocessing/process.py") &&
-        pst_mem_read_u64(mem, raw[i].frame + (uint64_t)locals,
-                         &py->process_obj) == 0)
+        pst__mem_read_u64(mem, raw[i].frame + (uint64_t)locals,
+                          &py->process_obj) == 0)
       py->process_obj &= ~(uint64_t)py->tag_mask;
     if (thread_obj && locals != PST_NOFF &&
         ends_with(f->name, "_bootstrap_inner") &&
         ends_with(f->filename, "threading.py") &&
-        pst_mem_read_u64(mem, raw[i].frame + (uint64_t)locals, thread_obj) == 0)
+        pst__mem_read_u64(mem, raw[i].frame + (uint64_t)locals, thread_obj) ==
+            0)
       *thread_obj &= ~(uint64_t)py->tag_mask; /* 2.7: __bootstrap_inner */
   }
   return n;
@@ -263,15 +264,15 @@ static int decode_frames(struct pst_py *py, struct pst_mem *mem,
 
 /* Remembers a frame the walk followed, with its link and code word as
  * read, for the torn-read check. -ENOMEM. */
-static int visit(struct pst_py *py, uint64_t frame, const uint8_t *buf,
+static int visit(struct pst__py *py, uint64_t frame, const uint8_t *buf,
                  int32_t link_off, int32_t code_off) {
-  struct pst_py_scratch *sc = &py->scratch;
+  struct pst__py_scratch *sc = &py->scratch;
 
-  if (pst_array_reserve((void **)&sc->visit, &sc->visit_cap, sc->nvisit + 1,
-                        sizeof(*sc->visit)))
+  if (pst__array_reserve((void **)&sc->visit, &sc->visit_cap, sc->nvisit + 1,
+                         sizeof(*sc->visit)))
     return -ENOMEM;
-  sc->visit[sc->nvisit++] = (struct pst_py_visit){
-      frame, pst_py_u64_at(buf, link_off), pst_py_u64_at(buf, code_off)};
+  sc->visit[sc->nvisit++] = (struct pst__py_visit){
+      frame, pst__py_u64_at(buf, link_off), pst__py_u64_at(buf, code_off)};
   return 0;
 }
 
@@ -296,10 +297,10 @@ static int cycle_seen(struct cycle *c, uint64_t frame) {
 }
 
 /* <= 3.10: PyFrameObject linked by f_back. */
-static int walk_frameobjects(struct pst_py *py, struct pst_mem *mem,
+static int walk_frameobjects(struct pst__py *py, struct pst__mem *mem,
                              struct reads *rd, uint64_t frame,
                              struct raw_frame *raw, int max, int *truncated) {
-  const struct pst_py_layout *l = &py->lay;
+  const struct pst__py_layout *l = &py->lay;
   uint8_t buf[PST_PY_FRAME_BUF];
   size_t len = (size_t)l->f_size < PST_PY_FRAME_BUF ? (size_t)l->f_size
                                                     : PST_PY_FRAME_BUF;
@@ -322,18 +323,18 @@ static int walk_frameobjects(struct pst_py *py, struct pst_mem *mem,
     memcpy(&lasti, buf + l->f_lasti, 4);
     /* Each frame object has its own eval-loop call. */
     raw[n++] =
-        (struct raw_frame){frame, pst_py_u64_at(buf, l->f_code), lasti, 1};
-    frame = pst_py_u64_at(buf, l->f_back);
+        (struct raw_frame){frame, pst__py_u64_at(buf, l->f_code), lasti, 1};
+    frame = pst__py_u64_at(buf, l->f_back);
   }
   return n;
 }
 
 /* 3.11+: _PyInterpreterFrame linked by previous. Frames owned by the C
  * stack (3.12+ shims) are skipped. */
-static int walk_iframes(struct pst_py *py, struct pst_mem *mem,
+static int walk_iframes(struct pst__py *py, struct pst__mem *mem,
                         struct reads *rd, uint64_t frame, struct raw_frame *raw,
                         int max, int *truncated) {
-  const struct pst_py_layout *l = &py->lay;
+  const struct pst__py_layout *l = &py->lay;
   uint8_t buf[PST_PY_FRAME_BUF];
   size_t len = (size_t)l->if_size < PST_PY_FRAME_BUF ? (size_t)l->if_size
                                                      : PST_PY_FRAME_BUF;
@@ -354,7 +355,7 @@ static int walk_iframes(struct pst_py *py, struct pst_mem *mem,
       err = visit(py, frame, buf, l->if_previous, l->if_code);
     if (err)
       return err;
-    frame = pst_py_u64_at(buf, l->if_previous);
+    frame = pst__py_u64_at(buf, l->if_previous);
     /* 3.12+: an eval-loop call pushes a shim (owned by the C stack)
      * under the first frame it runs: the frame above a shim is an entry. */
     if (l->if_owner != PST_NOFF && py->version_hex >= 0x030c &&
@@ -367,16 +368,16 @@ static int walk_iframes(struct pst_py *py, struct pst_mem *mem,
         py->shims[py->nshims++] = self;
       continue;
     }
-    code = pst_py_u64_at(buf, l->if_code) & ~(uint64_t)py->tag_mask;
+    code = pst__py_u64_at(buf, l->if_code) & ~(uint64_t)py->tag_mask;
     if (py->none && code == py->none) {
       if (n > 0)
         raw[n - 1].entry = 1;
       continue; /* 3.13+: a shim executes None */
     }
-    raw[n++] = (struct raw_frame){self, code, pst_py_frame_lasti(py, buf, code),
-                                  /* 3.11: the frame says so itself. */
-                                  l->if_is_entry != PST_NOFF &&
-                                      buf[l->if_is_entry] != 0};
+    raw[n++] = (struct raw_frame){
+        self, code, pst__py_frame_lasti(py, buf, code),
+        /* 3.11: the frame says so itself. */
+        l->if_is_entry != PST_NOFF && buf[l->if_is_entry] != 0};
   }
   /* The outermost frame was entered from C (the thread's start). */
   if (n > 0 && !frame)
@@ -396,25 +397,25 @@ struct ts_view {
   uint8_t buf[TS_VIEW_MAX];
 };
 
-static size_t view_len(const struct pst_py_layout *l) {
+static size_t view_len(const struct pst__py_layout *l) {
   return l->ts_size > 0 && l->ts_size < TS_VIEW_MAX ? (size_t)l->ts_size
                                                     : TS_VIEW_MAX;
 }
 
 /* u64 at addr + off from the view when it holds it, else from memory. */
-static int view_u64(struct pst_mem *mem, const struct ts_view *v, uint64_t addr,
-                    uint64_t *out) {
+static int view_u64(struct pst__mem *mem, const struct ts_view *v,
+                    uint64_t addr, uint64_t *out) {
   if (addr >= v->addr && addr < v->addr + v->len &&
       v->addr + v->len - addr >= 8) {
     memcpy(out, v->buf + (addr - v->addr), 8);
     return 0;
   }
-  return pst_mem_read_u64(mem, addr, out);
+  return pst__mem_read_u64(mem, addr, out);
 }
 
 /* The offset in the thread state of the field that leads to the innermost
  * frame: the frame itself, or (3.11/3.12) the _PyCFrame holding it. */
-static int32_t ts_frame_field(const struct pst_py_layout *l) {
+static int32_t ts_frame_field(const struct pst__py_layout *l) {
   if (l->ts_frame != PST_NOFF)
     return l->ts_frame;
   if (l->ts_current_frame != PST_NOFF)
@@ -422,18 +423,18 @@ static int32_t ts_frame_field(const struct pst_py_layout *l) {
   return l->ts_cframe;
 }
 
-static int uses_cframe(const struct pst_py_layout *l) {
+static int uses_cframe(const struct pst__py_layout *l) {
   return l->ts_frame == PST_NOFF && l->ts_current_frame == PST_NOFF;
 }
 
 /* The thread's innermost frame pointer (0 when it runs no Python), and
  * (3.11/3.12) the _PyCFrame it was found through. guess/guess_ok: the
  * current_frame read at hint->cframe in the first syscall. */
-static int view_frame(struct pst_py *py, struct pst_mem *mem,
+static int view_frame(struct pst__py *py, struct pst__mem *mem,
                       const struct ts_view *v, uint64_t guess_cframe,
                       uint64_t guess, int guess_ok, uint64_t *frame,
                       uint64_t *cframe) {
-  const struct pst_py_layout *l = &py->lay;
+  const struct pst__py_layout *l = &py->lay;
   int err;
 
   *frame = 0;
@@ -449,13 +450,13 @@ static int view_frame(struct pst_py *py, struct pst_mem *mem,
   return view_u64(mem, v, *cframe + (uint64_t)l->cf_current_frame, frame);
 }
 
-static int32_t code_off(const struct pst_py_layout *l) {
+static int32_t code_off(const struct pst__py_layout *l) {
   return l->f_code != PST_NOFF ? l->f_code : l->if_code;
 }
 
 /* Where a frame's link and code word lie: one piece of span bytes at
  * frame + lo holds both. */
-static void link_span(const struct pst_py_layout *l, int32_t *link_o,
+static void link_span(const struct pst__py_layout *l, int32_t *link_o,
                       int32_t *code_o, int32_t *lo, size_t *span) {
   *link_o = l->ts_frame != PST_NOFF ? l->f_back : l->if_previous;
   *code_o = code_off(l);
@@ -465,19 +466,19 @@ static void link_span(const struct pst_py_layout *l, int32_t *link_o,
 
 /* Does the piece read again at frame + lo (span bytes) hold the visit's
  * link and code? */
-static int same_visit(const struct pst_py_layout *l,
-                      const struct pst_py_visit *v, const uint8_t *again) {
+static int same_visit(const struct pst__py_layout *l,
+                      const struct pst__py_visit *v, const uint8_t *again) {
   int32_t link_o, code_o, lo;
   size_t span;
 
   link_span(l, &link_o, &code_o, &lo, &span);
-  return pst_py_u64_at(again, link_o - lo) == v->link &&
-         pst_py_u64_at(again, code_o - lo) == v->code;
+  return pst__py_u64_at(again, link_o - lo) == v->link &&
+         pst__py_u64_at(again, code_o - lo) == v->code;
 }
 
-void pst_py_check_prepare(struct pst_py *py, uint64_t tstate,
-                          const struct pst_py_hint *hint,
-                          const uint64_t before[2], struct pst_py_check *c) {
+void pst__py_check_prepare(struct pst__py *py, uint64_t tstate,
+                           const struct pst__py_hint *hint,
+                           const uint64_t before[2], struct pst__py_check *c) {
   memset(c, 0, sizeof(*c));
   c->before[0] = before[0];
   c->before[1] = before[1];
@@ -494,43 +495,44 @@ void pst_py_check_prepare(struct pst_py *py, uint64_t tstate,
 /* Reads the check: the frame field (and the guessed cframe's frame), the
  * owner's ids, and every visited frame's link and code again, in one
  * batch. */
-static int check_read(struct pst_py *py, struct pst_mem *mem,
-                      const struct pst_py_check *c) {
-  const struct pst_py_layout *l = &py->lay;
-  struct pst_py_scratch *sc = &py->scratch;
+static int check_read(struct pst__py *py, struct pst__mem *mem,
+                      const struct pst__py_check *c) {
+  const struct pst__py_layout *l = &py->lay;
+  struct pst__py_scratch *sc = &py->scratch;
   size_t n = sc->nvisit + 4, span, k = 0, p, ig = 0, it = 0, in = 0;
   int32_t link_o, code_o, lo;
   uint64_t field, frame, guess = 0, tid = 0, nid = 0;
   uint8_t *ok;
 
   link_span(l, &link_o, &code_o, &lo, &span);
-  if (pst_array_reserve((void **)&sc->civ, &sc->civ_cap, n, sizeof(*sc->civ)) ||
-      pst_array_reserve((void **)&sc->cbytes, &sc->cbytes_cap,
-                        n * (span + 8) + n, 1))
+  if (pst__array_reserve((void **)&sc->civ, &sc->civ_cap, n,
+                         sizeof(*sc->civ)) ||
+      pst__array_reserve((void **)&sc->cbytes, &sc->cbytes_cap,
+                         n * (span + 8) + n, 1))
     return 0;
   ok = sc->cbytes + n * (span + 8);
   sc->civ[k++] =
-      (struct pst_mem_iov){c->tstate + (uint64_t)ts_frame_field(l), &field, 8};
+      (struct pst__mem_iov){c->tstate + (uint64_t)ts_frame_field(l), &field, 8};
   if (c->cframe) {
     ig = k;
-    sc->civ[k++] = (struct pst_mem_iov){
+    sc->civ[k++] = (struct pst__mem_iov){
         c->cframe + (uint64_t)l->cf_current_frame, &guess, 8};
   }
   if (c->thread_id) {
     it = k;
     sc->civ[k++] =
-        (struct pst_mem_iov){c->tstate + (uint64_t)l->ts_thread_id, &tid, 8};
+        (struct pst__mem_iov){c->tstate + (uint64_t)l->ts_thread_id, &tid, 8};
   }
   if (c->native_id) {
     in = k;
-    sc->civ[k++] = (struct pst_mem_iov){
+    sc->civ[k++] = (struct pst__mem_iov){
         c->tstate + (uint64_t)l->ts_native_thread_id, &nid, 8};
   }
   p = k;
   for (size_t i = 0; i < sc->nvisit; i++)
-    sc->civ[k++] = (struct pst_mem_iov){sc->visit[i].frame + (uint64_t)lo,
-                                        sc->cbytes + i * span, span};
-  if (pst_mem_readv_each(mem, sc->civ, k, ok) < 0 || !ok[0])
+    sc->civ[k++] = (struct pst__mem_iov){sc->visit[i].frame + (uint64_t)lo,
+                                         sc->cbytes + i * span, span};
+  if (pst__mem_readv_each(mem, sc->civ, k, ok) < 0 || !ok[0])
     return 0;
   if ((it && (!ok[it] || tid != c->thread_id)) ||
       (in && (!ok[in] || nid != c->native_id)))
@@ -539,8 +541,8 @@ static int check_read(struct pst_py *py, struct pst_mem *mem,
   if (uses_cframe(l) && field) {
     if (ig && field == c->cframe && ok[ig])
       frame = guess;
-    else if (pst_mem_read_u64(mem, field + (uint64_t)l->cf_current_frame,
-                              &frame))
+    else if (pst__mem_read_u64(mem, field + (uint64_t)l->cf_current_frame,
+                               &frame))
       return 0;
   }
   if (frame != c->before[0])
@@ -551,17 +553,17 @@ static int check_read(struct pst_py *py, struct pst_mem *mem,
   return 1;
 }
 
-int pst_py_check_done(struct pst_py *py, struct pst_mem *mem,
-                      struct pst_py_check *c) {
+int pst__py_check_done(struct pst__py *py, struct pst__mem *mem,
+                       struct pst__py_check *c) {
   if (c->result < 0)
     c->result = check_read(py, mem, c);
   return c->result;
 }
 
 /* The thread state still belongs to the hint's thread (see
- * pst_py_hint.owner_*): 0 or -ESRCH. */
-static int check_owner(const struct pst_py_layout *l, const struct ts_view *v,
-                       struct pst_py_hint *h) {
+ * pst__py_hint.owner_*): 0 or -ESRCH. */
+static int check_owner(const struct pst__py_layout *l, const struct ts_view *v,
+                       struct pst__py_hint *h) {
   uint64_t val;
 
   if ((size_t)l->ts_interp + 8 <= v->len &&
@@ -582,7 +584,7 @@ static int check_owner(const struct pst_py_layout *l, const struct ts_view *v,
 }
 
 /* Bytes of a frame the walk reads. */
-static size_t frame_len(const struct pst_py_layout *l) {
+static size_t frame_len(const struct pst__py_layout *l) {
   size_t len =
       (size_t)(l->f_size != PST_NOFF && l->ts_frame != PST_NOFF ? l->f_size
                                                                 : l->if_size);
@@ -590,8 +592,8 @@ static size_t frame_len(const struct pst_py_layout *l) {
 }
 
 /* Buffers for the guessed reads: frames and code headers, kept in py. */
-static int guess_buffers(struct pst_py *py, struct reads *rd) {
-  struct pst_py_scratch *sc = &py->scratch;
+static int guess_buffers(struct pst__py *py, struct reads *rd) {
+  struct pst__py_scratch *sc = &py->scratch;
 
   if (!py->chunk_buf && !(py->chunk_buf = malloc(CHUNK_MAX)))
     return -ENOMEM;
@@ -608,37 +610,37 @@ static int guess_buffers(struct pst_py *py, struct reads *rd) {
 
 /* The first syscall of a walk: the thread state and, from the hint, the
  * _PyCFrame's frame pointer, the chunk, frames and code headers. */
-static int first_read(struct pst_py *py, struct pst_mem *mem,
-                      const struct pst_py_hint *h, struct ts_view *v,
+static int first_read(struct pst__py *py, struct pst__mem *mem,
+                      const struct pst__py_hint *h, struct ts_view *v,
                       struct reads *rd, uint64_t *guess, int *guess_ok,
                       uint64_t *chunk_guess, size_t *chunk_guess_len) {
-  const struct pst_py_layout *l = &py->lay;
-  struct pst_mem_iov iov[6 + 2 * PST_PY_HINT_MAX];
+  const struct pst__py_layout *l = &py->lay;
+  struct pst__mem_iov iov[6 + 2 * PST_PY_HINT_MAX];
   uint8_t ok[6 + 2 * PST_PY_HINT_MAX];
   size_t n = 0, ig = 0, ic = 0, i0f, i0c, it;
 
   it = n;
-  iov[n++] = (struct pst_mem_iov){v->addr, v->buf, v->len};
+  iov[n++] = (struct pst__mem_iov){v->addr, v->buf, v->len};
   if (h && uses_cframe(l) && h->cframe) {
     ig = n;
-    iov[n++] = (struct pst_mem_iov){h->cframe + (uint64_t)l->cf_current_frame,
-                                    guess, 8};
+    iov[n++] = (struct pst__mem_iov){h->cframe + (uint64_t)l->cf_current_frame,
+                                     guess, 8};
   }
   if (h && h->chunk && h->chunk_len && h->chunk_len <= CHUNK_MAX) {
     ic = n;
-    iov[n++] = (struct pst_mem_iov){h->chunk, py->chunk_buf, h->chunk_len};
+    iov[n++] = (struct pst__mem_iov){h->chunk, py->chunk_buf, h->chunk_len};
   }
   i0f = n;
   for (uint32_t i = 0; h && i < h->nframes; i++)
-    iov[n++] = (struct pst_mem_iov){h->frames[i],
-                                    rd->fbuf + (size_t)i * rd->flen, rd->flen};
+    iov[n++] = (struct pst__mem_iov){h->frames[i],
+                                     rd->fbuf + (size_t)i * rd->flen, rd->flen};
   i0c = n;
   for (uint32_t i = 0; h && i < h->ncodes; i++)
-    iov[n++] = (struct pst_mem_iov){
+    iov[n++] = (struct pst__mem_iov){
         h->codes[i], rd->cbuf + (size_t)i * rd->hsize, rd->hsize};
   if (n == 1)
-    return pst_mem_read(mem, v->addr, v->buf, v->len);
-  int got = pst_mem_readv_each(mem, iov, n, ok);
+    return pst__mem_read(mem, v->addr, v->buf, v->len);
+  int got = pst__mem_readv_each(mem, iov, n, ok);
   if (got < 0)
     return got;
   if (!ok[it])
@@ -659,16 +661,17 @@ static int first_read(struct pst_py *py, struct pst_mem *mem,
 
 /* 3.11+: the used part [start, top) of the thread's current data-stack
  * chunk, from the guessed copy when it covers it, else read now. */
-static void chunk_copy(struct pst_py *py, struct pst_mem *mem, struct reads *rd,
-                       uint64_t start, uint64_t top, uint64_t guess,
-                       size_t guess_len, const uint8_t *guess_buf) {
+static void chunk_copy(struct pst__py *py, struct pst__mem *mem,
+                       struct reads *rd, uint64_t start, uint64_t top,
+                       uint64_t guess, size_t guess_len,
+                       const uint8_t *guess_buf) {
   rd->chunk = NULL;
   if (!start || top < start + CHUNK_HEADER || top - start > CHUNK_MAX)
     return;
   if (guess == start && top - start <= guess_len) {
     rd->chunk = guess_buf;
   } else {
-    if (pst_mem_read(mem, start, py->chunk_buf, top - start))
+    if (pst__mem_read(mem, start, py->chunk_buf, top - start))
       return;
     rd->chunk = py->chunk_buf;
   }
@@ -677,7 +680,7 @@ static void chunk_copy(struct pst_py *py, struct pst_mem *mem, struct reads *rd,
 }
 
 /* The next walk's guess: what this one read. */
-static void update_hint(struct pst_py_hint *h, const struct reads *rd,
+static void update_hint(struct pst__py_hint *h, const struct reads *rd,
                         uint64_t cframe, const struct raw_frame *raw, int n) {
   h->cframe = cframe;
   h->chunk = rd->chunk ? rd->chunk_start : 0;
@@ -709,10 +712,10 @@ struct first {
 };
 
 /* What every walk does first: the read buffers and the state's view. */
-static int walk_setup(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
+static int walk_setup(struct pst__py *py, struct pst__mem *mem, uint64_t tstate,
                       struct reads *rd, struct ts_view *v, uint64_t *thread_obj,
                       uint64_t top[2], int *truncated) {
-  const struct pst_py_layout *l = &py->lay;
+  const struct pst__py_layout *l = &py->lay;
 
   *truncated = 0;
   if (thread_obj)
@@ -725,19 +728,19 @@ static int walk_setup(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
   memset(rd, 0, offsetof(struct reads, seen_frames));
   rd->nseen = 0;
   rd->flen = frame_len(l);
-  rd->hsize = pst_py_code_header_size(py);
+  rd->hsize = pst__py_code_header_size(py);
   v->addr = tstate;
   v->len = view_len(l);
   return guess_buffers(py, rd);
 }
 
 /* The walk once the first read is in hand. */
-static int walk_rest(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
-                     struct pst_py_hint *hint, struct ts_view *v,
+static int walk_rest(struct pst__py *py, struct pst__mem *mem, uint64_t tstate,
+                     struct pst__py_hint *hint, struct ts_view *v,
                      struct reads *rd, const struct first *fr,
                      struct pst_frame *frames, int max, int *truncated,
                      uint64_t *thread_obj, uint64_t top[2]) {
-  const struct pst_py_layout *l = &py->lay;
+  const struct pst__py_layout *l = &py->lay;
   struct raw_frame *raw;
   uint64_t frame = 0, cframe = 0;
   int32_t locals;
@@ -753,8 +756,8 @@ static int walk_rest(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
     return err;
   }
   top[0] = frame;
-  if (pst_array_reserve(&py->scratch.raw, &py->scratch.raw_cap, (size_t)max,
-                        sizeof(*raw)))
+  if (pst__array_reserve(&py->scratch.raw, &py->scratch.raw_cap, (size_t)max,
+                         sizeof(*raw)))
     return -ENOMEM;
   raw = py->scratch.raw;
   if (l->ts_frame != PST_NOFF) {
@@ -781,7 +784,7 @@ static int walk_rest(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
     if (rd->chunk && at >= rd->chunk_start && at < rd->chunk_end &&
         rd->chunk_end - at >= 8)
       memcpy(&top[1], rd->chunk + (at - rd->chunk_start), 8);
-    else if (pst_mem_read_u64(mem, at, &top[1]))
+    else if (pst__mem_read_u64(mem, at, &top[1]))
       top[1] = 0;
   }
   if (n >= 0)
@@ -793,10 +796,10 @@ static int walk_rest(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
   return n;
 }
 
-int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
-                struct pst_py_hint *hint, struct pst_py_check *carry,
-                struct pst_frame *frames, int max, int *truncated,
-                uint64_t *thread_obj, uint64_t top[2]) {
+int pst__py_walk(struct pst__py *py, struct pst__mem *mem, uint64_t tstate,
+                 struct pst__py_hint *hint, struct pst__py_check *carry,
+                 struct pst_frame *frames, int max, int *truncated,
+                 uint64_t *thread_obj, uint64_t top[2]) {
   struct reads rd;
   struct ts_view v;
   struct first fr = {0, 0, 0, 0, NULL};
@@ -804,7 +807,7 @@ int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
 
   /* Another thread's check, read before this walk reuses the scratch. */
   if (carry)
-    pst_py_check_done(py, mem, carry);
+    pst__py_check_done(py, mem, carry);
   err = walk_setup(py, mem, tstate, &rd, &v, thread_obj, top, truncated);
   if (err == 0)
     err = first_read(py, mem, hint, &v, &rd, &fr.guess, &fr.guess_ok,
@@ -820,9 +823,9 @@ int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
 
 /* ---- batched first reads ---- */
 
-void pst_py_batch_init(struct pst_py_batch *b) { memset(b, 0, sizeof(*b)); }
+void pst__py_batch_init(struct pst__py_batch *b) { memset(b, 0, sizeof(*b)); }
 
-void pst_py_batch_exit(struct pst_py_batch *b) {
+void pst__py_batch_exit(struct pst__py_batch *b) {
   free(b->group);
   free(b->order);
   free(b->riov);
@@ -836,7 +839,7 @@ void pst_py_batch_exit(struct pst_py_batch *b) {
   memset(b, 0, sizeof(*b));
 }
 
-void pst_py_batch_reset(struct pst_py_batch *b) {
+void pst__py_batch_reset(struct pst__py_batch *b) {
   b->n = 0;
   b->used = 0;
   b->ngroups = 0;
@@ -845,7 +848,7 @@ void pst_py_batch_reset(struct pst_py_batch *b) {
 /* Adds a piece of len bytes at addr; its index, or PST_PY_NOPIECE on
  * -ENOMEM (*err set). Buffers are placed at read time (the arena may
  * grow until then). */
-static size_t piece(struct pst_py_batch *b, uint64_t addr, size_t len,
+static size_t piece(struct pst__py_batch *b, uint64_t addr, size_t len,
                     int *err) {
   size_t cap;
 
@@ -853,7 +856,7 @@ static size_t piece(struct pst_py_batch *b, uint64_t addr, size_t len,
     return PST_PY_NOPIECE;
   if (b->n == b->cap) {
     cap = b->cap ? 2 * b->cap : 256;
-    struct pst_mem_iov *iov = realloc(b->iov, cap * sizeof(*iov));
+    struct pst__mem_iov *iov = realloc(b->iov, cap * sizeof(*iov));
     if (iov)
       b->iov = iov;
     size_t *off = realloc(b->off, cap * sizeof(*off));
@@ -868,27 +871,27 @@ static size_t piece(struct pst_py_batch *b, uint64_t addr, size_t len,
     }
     b->cap = cap;
   }
-  if (pst_array_reserve((void **)&b->arena, &b->arena_cap, b->used + len, 1)) {
+  if (pst__array_reserve((void **)&b->arena, &b->arena_cap, b->used + len, 1)) {
     *err = -ENOMEM;
     return PST_PY_NOPIECE;
   }
-  if (pst_array_reserve((void **)&b->group, &b->group_cap, b->n + 1,
-                        sizeof(*b->group))) {
+  if (pst__array_reserve((void **)&b->group, &b->group_cap, b->n + 1,
+                         sizeof(*b->group))) {
     *err = -ENOMEM;
     return PST_PY_NOPIECE;
   }
   b->group[b->n] = b->ngroups;
-  b->iov[b->n] = (struct pst_mem_iov){addr, NULL, len};
+  b->iov[b->n] = (struct pst__mem_iov){addr, NULL, len};
   b->off[b->n] = b->used;
   b->used += (len + 7) & ~(size_t)7;
   return b->n++;
 }
 
-int pst_py_prefetch_add(struct pst_py *py, struct pst_py_batch *b,
-                        uint64_t tstate, struct pst_py_hint *h,
-                        struct pst_py_prefetch *pf) {
-  const struct pst_py_layout *l = &py->lay;
-  size_t flen = frame_len(l), hsize = pst_py_code_header_size(py), span;
+int pst__py_prefetch_add(struct pst__py *py, struct pst__py_batch *b,
+                         uint64_t tstate, struct pst__py_hint *h,
+                         struct pst__py_prefetch *pf) {
+  const struct pst__py_layout *l = &py->lay;
+  size_t flen = frame_len(l), hsize = pst__py_code_header_size(py), span;
   int32_t link_o, code_o, lo;
   int err = 0;
 
@@ -920,7 +923,7 @@ int pst_py_prefetch_add(struct pst_py *py, struct pst_py_batch *b,
     if (i == 0)
       pf->i0c = k;
   }
-  /* The check, read after all of the above (pst_py_check's, planned from
+  /* The check, read after all of the above (pst__py_check's, planned from
    * the guess): the frame pointer again, the chunk again (3.11+: where
    * most frames are), each guessed frame's link and code again. */
   b->ngroups++; /* its check: read after the group above */
@@ -942,10 +945,10 @@ int pst_py_prefetch_add(struct pst_py *py, struct pst_py_batch *b,
 #define RANGE_GAP 512        /* pieces this close are read as one range */
 #define RANGE_MAX (64 << 10) /* bytes of a range at most */
 
-static const struct pst_py_batch *sort_batch;
+static const struct pst__py_batch *sort_batch;
 
 static int by_group_addr(const void *a, const void *b) {
-  const struct pst_py_batch *bt = sort_batch;
+  const struct pst__py_batch *bt = sort_batch;
   size_t i = *(const size_t *)a, j = *(const size_t *)b;
 
   if (bt->group[i] != bt->group[j])
@@ -958,13 +961,14 @@ static int by_group_addr(const void *a, const void *b) {
 /* The ranges to read: each group's pieces sorted by address, merged when
  * they overlap or lie within RANGE_GAP of each other (the bytes between
  * lie in pages the pieces touch: mapped). -ENOMEM. */
-static int plan_ranges(struct pst_py_batch *b) {
+static int plan_ranges(struct pst__py_batch *b) {
   size_t stage = 0;
 
-  if (pst_array_reserve((void **)&b->order, &b->order_cap, b->n,
-                        sizeof(*b->order)) ||
-      pst_array_reserve((void **)&b->rof, &b->rof_cap, b->n, sizeof(*b->rof)) ||
-      pst_array_reserve((void **)&b->riov, &b->rcap, b->n, sizeof(*b->riov)) ||
+  if (pst__array_reserve((void **)&b->order, &b->order_cap, b->n,
+                         sizeof(*b->order)) ||
+      pst__array_reserve((void **)&b->rof, &b->rof_cap, b->n,
+                         sizeof(*b->rof)) ||
+      pst__array_reserve((void **)&b->riov, &b->rcap, b->n, sizeof(*b->riov)) ||
       !(b->rok = realloc(b->rok, b->rcap)))
     return -ENOMEM;
   for (size_t i = 0; i < b->n; i++)
@@ -975,19 +979,19 @@ static int plan_ranges(struct pst_py_batch *b) {
   for (size_t k = 0; k < b->n; k++) {
     size_t i = b->order[k];
     uint64_t a = b->iov[i].addr, e = a + b->iov[i].len;
-    struct pst_mem_iov *r = b->nranges ? &b->riov[b->nranges - 1] : NULL;
+    struct pst__mem_iov *r = b->nranges ? &b->riov[b->nranges - 1] : NULL;
     if (r && b->group[b->order[k - 1]] == b->group[i] &&
         a <= r->addr + r->len + RANGE_GAP && e - r->addr <= RANGE_MAX) {
       if (e > r->addr + r->len)
         r->len = (size_t)(e - r->addr);
     } else {
-      b->riov[b->nranges++] = (struct pst_mem_iov){a, NULL, b->iov[i].len};
+      b->riov[b->nranges++] = (struct pst__mem_iov){a, NULL, b->iov[i].len};
     }
     b->rof[i] = b->nranges - 1;
   }
   for (size_t r = 0; r < b->nranges; r++)
     stage += (b->riov[r].len + 7) & ~(size_t)7;
-  if (pst_array_reserve((void **)&b->stage, &b->stage_cap, stage, 1))
+  if (pst__array_reserve((void **)&b->stage, &b->stage_cap, stage, 1))
     return -ENOMEM;
   stage = 0;
   for (size_t r = 0; r < b->nranges; r++) {
@@ -997,7 +1001,7 @@ static int plan_ranges(struct pst_py_batch *b) {
   return 0;
 }
 
-int pst_py_batch_read(struct pst_mem *mem, struct pst_py_batch *b) {
+int pst__py_batch_read(struct pst__mem *mem, struct pst__py_batch *b) {
   size_t again = 0;
   int got;
 
@@ -1006,14 +1010,14 @@ int pst_py_batch_read(struct pst_mem *mem, struct pst_py_batch *b) {
   if (!b->n)
     return 0;
   if (plan_ranges(b)) /* read piece by piece, as they come */
-    return pst_mem_readv_each(mem, b->iov, b->n, b->ok);
-  got = pst_mem_readv_each(mem, b->riov, b->nranges, b->rok);
+    return pst__mem_readv_each(mem, b->iov, b->n, b->ok);
+  got = pst__mem_readv_each(mem, b->riov, b->nranges, b->rok);
   if (got < 0)
     return got;
   b->ranges_read += b->nranges;
   b->pieces_read += b->n;
   for (size_t i = 0; i < b->n; i++) {
-    const struct pst_mem_iov *r = &b->riov[b->rof[i]];
+    const struct pst__mem_iov *r = &b->riov[b->rof[i]];
     b->ok[i] = b->rok[b->rof[i]];
     if (b->ok[i])
       memcpy(b->iov[i].buf,
@@ -1029,19 +1033,19 @@ int pst_py_batch_read(struct pst_mem *mem, struct pst_py_batch *b) {
   return (int)b->n;
 }
 
-static const uint8_t *piece_buf(const struct pst_py_batch *b, size_t i) {
+static const uint8_t *piece_buf(const struct pst__py_batch *b, size_t i) {
   return b->arena + b->off[i];
 }
 
-static int piece_ok(const struct pst_py_batch *b, size_t i) {
+static int piece_ok(const struct pst__py_batch *b, size_t i) {
   return i != PST_PY_NOPIECE && b->ok[i];
 }
 
-int pst_py_walk_prefetched(struct pst_py *py, struct pst_mem *mem,
-                           const struct pst_py_batch *b,
-                           struct pst_py_prefetch *pf, struct pst_frame *frames,
-                           int max, int *truncated, uint64_t *thread_obj,
-                           uint64_t top[2]) {
+int pst__py_walk_prefetched(struct pst__py *py, struct pst__mem *mem,
+                            const struct pst__py_batch *b,
+                            struct pst__py_prefetch *pf,
+                            struct pst_frame *frames, int max, int *truncated,
+                            uint64_t *thread_obj, uint64_t top[2]) {
   struct reads rd;
   struct ts_view v;
   struct first fr = {0, 0, 0, 0, NULL};
@@ -1053,8 +1057,8 @@ int pst_py_walk_prefetched(struct pst_py *py, struct pst_mem *mem,
     return err;
   if (!piece_ok(b, pf->it)) {
     /* Its state could not be read in the batch: read it as usual. */
-    return pst_py_walk(py, mem, pf->tstate, pf->hint, NULL, frames, max,
-                       truncated, thread_obj, top);
+    return pst__py_walk(py, mem, pf->tstate, pf->hint, NULL, frames, max,
+                        truncated, thread_obj, top);
   }
   memcpy(v.buf, piece_buf(b, pf->it), v.len);
   if (piece_ok(b, pf->ig)) {
@@ -1089,12 +1093,12 @@ int pst_py_walk_prefetched(struct pst_py *py, struct pst_mem *mem,
                    truncated, thread_obj, top);
 }
 
-int pst_py_check_batched(const struct pst_py *py, const struct pst_mem *mem,
-                         const struct pst_py_batch *b,
-                         const struct pst_py_prefetch *pf,
-                         const uint64_t top[2]) {
-  const struct pst_py_layout *l = &py->lay;
-  const struct pst_py_scratch *sc = &py->scratch;
+int pst__py_check_batched(const struct pst__py *py, const struct pst__mem *mem,
+                          const struct pst__py_batch *b,
+                          const struct pst__py_prefetch *pf,
+                          const uint64_t top[2]) {
+  const struct pst__py_layout *l = &py->lay;
+  const struct pst__py_scratch *sc = &py->scratch;
   uint64_t field, frame;
   int32_t link_o, code_o, lo;
   size_t span;
@@ -1119,7 +1123,7 @@ int pst_py_check_batched(const struct pst_py *py, const struct pst_mem *mem,
    * tell. */
   link_span(l, &link_o, &code_o, &lo, &span);
   for (size_t i = 0; i < sc->nvisit; i++) {
-    const struct pst_py_visit *v = &sc->visit[i];
+    const struct pst__py_visit *v = &sc->visit[i];
     uint64_t at = v->frame + (uint64_t)lo;
     const uint8_t *again = NULL;
 

@@ -20,8 +20,8 @@ static int fits(int32_t off, int width, int32_t limit, const char *name,
 
 static int32_t min32(int32_t a, int32_t b) { return a < b ? a : b; }
 
-int pst_py_layout_check(const struct pst_py_layout *l, char *why,
-                        size_t why_len) {
+int pst__py_layout_check(const struct pst__py_layout *l, char *why,
+                         size_t why_len) {
   int32_t frame = l->f_size != PST_NOFF ? min32(l->f_size, PST_PY_FRAME_BUF)
                                         : min32(l->if_size, PST_PY_FRAME_BUF);
   int32_t code = min32(l->co_size, PST_PY_CODE_HEADER_MAX);
@@ -91,8 +91,8 @@ int pst_py_layout_check(const struct pst_py_layout *l, char *why,
   return ok ? 0 : PST_EPYVERSION;
 }
 
-int pst_py_layout_builtin_copy(int version, struct pst_py_layout *out) {
-  const struct pst_py_layout *l = pst_py_layout_builtin(version);
+int pst__py_layout_builtin_copy(int version, struct pst__py_layout *out) {
+  const struct pst__py_layout *l = pst__py_layout_builtin(version);
 
   if (!l)
     return PST_EPYVERSION;

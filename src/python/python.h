@@ -1,11 +1,11 @@
 /* python.h: the CPython layer: what the interpreter of one target is, and
  * reading its thread states, frames and code objects.
  *
- * struct pst_py is embedded in the target (pst_py_init()/pst_py_exit()),
- * filled once by pst_py_analyse() at attach time and read-only afterwards
+ * struct pst__py is embedded in the target (pst__py_init()/pst__py_exit()),
+ * filled once by pst__py_analyse() at attach time and read-only afterwards
  * except for its code-object cache (code.c) and its thread-registry cache
  * (registry.c), which it owns.
- * All target memory is read through the struct pst_mem it is given.
+ * All target memory is read through the struct pst__mem it is given.
  */
 #ifndef PST_PYTHON_H
 #define PST_PYTHON_H
@@ -21,26 +21,26 @@
 #include "pystitch.h"
 #include "python/layout.h"
 
-struct pst_code_cache;
-struct pst_py;
-struct pst_py_check;
-struct pst_py_reg;
+struct pst__code_cache;
+struct pst__py;
+struct pst__py_check;
+struct pst__py_reg;
 
 /* Buffers a walk needs, kept between walks so that sampling allocates
  * nothing (frame.c). */
-struct pst_py_scratch {
+struct pst__py_scratch {
   void *raw; /* frames found by the first pass */
   size_t raw_cap;
-  struct pst_mem_iov *iov; /* the batched code-header read */
+  struct pst__mem_iov *iov; /* the batched code-header read */
   size_t iov_cap;
   uint8_t *hdrs;
   size_t hdrs_cap;
   const uint8_t **hdr_of; /* where each frame's code header is */
   size_t hdr_of_cap;
-  uint8_t *guess;             /* guessed frames and code headers */
-  struct pst_py_visit *visit; /* every frame the last walk followed */
+  uint8_t *guess;              /* guessed frames and code headers */
+  struct pst__py_visit *visit; /* every frame the last walk followed */
   size_t visit_cap, nvisit;
-  struct pst_mem_iov *civ; /* the check's pieces */
+  struct pst__mem_iov *civ; /* the check's pieces */
   size_t civ_cap;
   uint8_t *cbytes; /* and their bytes */
   size_t cbytes_cap;
@@ -48,7 +48,7 @@ struct pst_py_scratch {
 
 /* A frame a walk followed: its link to the next frame and its code word,
  * as read (the torn-read check reads them again). */
-struct pst_py_visit {
+struct pst__py_visit {
   uint64_t frame, link, code;
 };
 
@@ -56,7 +56,7 @@ struct pst_py_visit {
  * first syscall (frame.c). Owned by the caller (one per thread), zeroed to
  * start; a stale hint costs time, never correctness. */
 #define PST_PY_HINT_MAX 64
-struct pst_py_hint {
+struct pst__py_hint {
   uint64_t cframe;    /* 3.11/3.12: the thread state's cframe */
   uint64_t chunk;     /* data-stack chunk start, 0 if none */
   uint32_t chunk_len; /* bytes to read from it */
@@ -79,15 +79,15 @@ struct pst_py_hint {
  * hint guesses) goes into one batch that the caller reads in one
  * process_vm_readv for all of them; each thread's torn-read check rides
  * in the same call, after that thread's pieces (the kernel reads pieces in
- * order). pst_py_walk_prefetched() then walks from the copies, and
- * pst_py_check_batched() tells from the check pieces whether the stack
+ * order). pst__py_walk_prefetched() then walks from the copies, and
+ * pst__py_check_batched() tells from the check pieces whether the stack
  * moved, or that the batch cannot tell (the walk had to read more, or the
  * top frame is outside what was re-read): then the caller reads a
- * pst_py_check. Owned by the caller (one per target), reused per tick. */
-struct pst_py_batch {
-  struct pst_mem_iov *iov; /* pieces; buf set by pst_py_batch_read() */
-  size_t *off;             /* each piece's offset in arena */
-  uint8_t *ok;             /* each piece read whole */
+ * pst__py_check. Owned by the caller (one per target), reused per tick. */
+struct pst__py_batch {
+  struct pst__mem_iov *iov; /* pieces; buf set by pst__py_batch_read() */
+  size_t *off;              /* each piece's offset in arena */
+  uint8_t *ok;              /* each piece read whole */
   size_t n, cap;
   uint8_t *arena; /* every piece's bytes */
   size_t used, arena_cap;
@@ -96,8 +96,8 @@ struct pst_py_batch {
    * kernel pins each page once; groups are read in order. */
   uint32_t *group; /* each piece's group */
   uint32_t ngroups;
-  size_t *order;            /* pieces sorted by (group, address) */
-  struct pst_mem_iov *riov; /* the ranges */
+  size_t *order;             /* pieces sorted by (group, address) */
+  struct pst__mem_iov *riov; /* the ranges */
   uint8_t *rok;
   size_t *rof; /* each piece's range */
   size_t nranges, rcap, order_cap, rof_cap, group_cap;
@@ -108,11 +108,11 @@ struct pst_py_batch {
 };
 
 /* One thread's part of a batch (indices into it; PST_PY_NOPIECE when a
- * piece is absent). Filled by pst_py_prefetch_add(). */
+ * piece is absent). Filled by pst__py_prefetch_add(). */
 #define PST_PY_NOPIECE ((size_t)-1)
-struct pst_py_prefetch {
+struct pst__py_prefetch {
   uint64_t tstate;
-  struct pst_py_hint *hint;    /* borrowed: the thread's hint */
+  struct pst__py_hint *hint;   /* borrowed: the thread's hint */
   size_t it, ig, ic, i0f, i0c; /* state, cframe guess, chunk, frames,
                                     code headers */
   uint32_t nframes, ncodes, chunk_len;
@@ -123,35 +123,35 @@ struct pst_py_prefetch {
   uint64_t reads; /* mem->reads when its walk began */
 };
 
-void pst_py_batch_init(struct pst_py_batch *b);
-void pst_py_batch_exit(struct pst_py_batch *b);
+void pst__py_batch_init(struct pst__py_batch *b);
+void pst__py_batch_exit(struct pst__py_batch *b);
 /* Empties b for the next tick (keeps its memory). */
-void pst_py_batch_reset(struct pst_py_batch *b);
+void pst__py_batch_reset(struct pst__py_batch *b);
 /* Plans thread state tstate's first read and check into b. 0 or
  * -ENOMEM. */
-int pst_py_prefetch_add(struct pst_py *py, struct pst_py_batch *b,
-                        uint64_t tstate, struct pst_py_hint *hint,
-                        struct pst_py_prefetch *pf);
+int pst__py_prefetch_add(struct pst__py *py, struct pst__py_batch *b,
+                         uint64_t tstate, struct pst__py_hint *hint,
+                         struct pst__py_prefetch *pf);
 /* Reads every piece of b (one syscall while all are readable; an
  * unreadable piece costs one more). Returns the pieces read or -ESRCH. */
-int pst_py_batch_read(struct pst_mem *mem, struct pst_py_batch *b);
-/* pst_py_walk() whose first read is pf's part of the read batch b. */
-int pst_py_walk_prefetched(struct pst_py *py, struct pst_mem *mem,
-                           const struct pst_py_batch *b,
-                           struct pst_py_prefetch *pf, struct pst_frame *frames,
-                           int max, int *truncated, uint64_t *thread_obj,
-                           uint64_t top[2]);
+int pst__py_batch_read(struct pst__mem *mem, struct pst__py_batch *b);
+/* pst__py_walk() whose first read is pf's part of the read batch b. */
+int pst__py_walk_prefetched(struct pst__py *py, struct pst__mem *mem,
+                            const struct pst__py_batch *b,
+                            struct pst__py_prefetch *pf,
+                            struct pst_frame *frames, int max, int *truncated,
+                            uint64_t *thread_obj, uint64_t top[2]);
 /* After that walk (top[] as it returned): 1 when the stack did not move
  * while it was read, 0 when it did, -1 when the batch cannot tell (read a
- * pst_py_check instead). */
-int pst_py_check_batched(const struct pst_py *py, const struct pst_mem *mem,
-                         const struct pst_py_batch *b,
-                         const struct pst_py_prefetch *pf,
-                         const uint64_t top[2]);
+ * pst__py_check instead). */
+int pst__py_check_batched(const struct pst__py *py, const struct pst__mem *mem,
+                          const struct pst__py_batch *b,
+                          const struct pst__py_prefetch *pf,
+                          const uint64_t top[2]);
 
 /* Bytes of a frame, a code object header and a str header read into local
  * buffers: every layout offset used on them is checked against these by
- * pst_py_layout_check() before any read. */
+ * pst__py_layout_check() before any read. */
 #define PST_PY_FRAME_BUF 256
 #define PST_PY_CODE_HEADER_MAX 512
 #define PST_PY_STR_HEAD 64
@@ -162,9 +162,9 @@ int pst_py_check_batched(const struct pst_py *py, const struct pst_mem *mem,
 /* The 8-byte word at p + off of a local copy of target memory (unaligned,
  * host byte order). off is a layout offset (int32_t, never PST_NOFF here:
  * the callers check) or a computed one (size_t): both convert to size_t
- * unchanged, and every one is within the buffer (pst_py_layout_check() or
+ * unchanged, and every one is within the buffer (pst__py_layout_check() or
  * the caller's bound). */
-static inline uint64_t pst_py_u64_at(const uint8_t *p, size_t off) {
+static inline uint64_t pst__py_u64_at(const uint8_t *p, size_t off) {
   uint64_t v;
 
   memcpy(&v, p + off, 8);
@@ -174,7 +174,7 @@ static inline uint64_t pst_py_u64_at(const uint8_t *p, size_t off) {
 /* asyncio.c: the _asyncio module's offsets (3.14+), once found; or, for
  * 3.8-3.13 (legacy: asyncio_legacy.c), the task layout of the version and
  * where asyncio.tasks keeps its tasks. */
-struct pst_py_aio {
+struct pst__py_aio {
   int found;
   uint64_t task_size, task_name, task_awaited_by, task_is_task, task_ab_is_set,
       task_coro, task_node;            /* in a Task object */
@@ -198,8 +198,8 @@ struct pst_py_aio {
                             (3.12+) or _all_tasks (3.11): weak references */
   uint64_t eager;   /* _eager_tasks (3.12+): a set of tasks, or 0 */
   uint64_t current; /* _current_tasks: a dict {loop: running task} */
-  uint64_t memo[4]; /* interned attribute names (pst_py_instance_attr) */
-  struct pst_py_aio_type *types; /* type names seen (malloc'ed) */
+  uint64_t memo[4]; /* interned attribute names (pst__py_instance_attr) */
+  struct pst__py_aio_type *types; /* type names seen (malloc'ed) */
   char loop_type[48];  /* a loop's whose thread is not known (uvloop) */
   uint64_t group_done; /* TaskGroup._on_task_done, once a TaskGroup seen */
   /* Attributes read before: (object, which attribute) -> value, and the
@@ -213,14 +213,14 @@ struct pst_py_aio {
   } attrs[PST_PY_AIO_ATTRS];
   int attrs_next;
   int ntypes;
-  int cut; /* the last pst_py_aio_tasks() found more tasks than it read
+  int cut; /* the last pst__py_aio_tasks() found more tasks than it read
               (max, or a set of more than SET_SLOTS_MAX slots) */
 };
 
 #define PST_PY_TASK_WAITERS PST_TASK_WAITERS
 
-/* One asyncio task as read by pst_py_aio_tasks(). */
-struct pst_py_task {
+/* One asyncio task as read by pst__py_aio_tasks(). */
+struct pst__py_task {
   uint64_t addr;   /* the Task object */
   char *name;      /* malloc'ed, NULL when unreadable */
   uint64_t tstate; /* the thread state whose list holds it; 0: the
@@ -237,8 +237,8 @@ struct pst_py_task {
   uint64_t name_obj, coro; /* internal: read from the task object */
 };
 
-struct pst_py {
-  struct pst_py_layout lay;  /* copied from the table or _Py_DebugOffsets */
+struct pst__py {
+  struct pst__py_layout lay; /* copied from the table or _Py_DebugOffsets */
   int version_hex;           /* 0xMMmm */
   uint64_t runtime;          /* &_PyRuntime (3.7+), else 0 */
   uint64_t runtime_size;     /* sizeof(_PyRuntimeState) when known */
@@ -257,7 +257,7 @@ struct pst_py {
   uint64_t dict_type, long_type, int_type, str_type, module_type;
   uint64_t coro_type, gen_type;   /* PyCoro_Type, PyGen_Type (asyncio.c) */
   uint64_t method_type, set_type; /* PyMethod_Type, PySet_Type */
-  struct pst_py_aio aio;
+  struct pst__py_aio aio;
   int long_shift;     /* bits per int digit: 30 (or 15) */
   int owner_shim;     /* frame owners >= this are shims (3.12+) */
   unsigned tag_mask;  /* low bits to clear in f_executable (3.14) */
@@ -273,20 +273,20 @@ struct pst_py {
   uint64_t err_addr;    /* what the last failed walk could not read
                                 or decode (a code object, a frame), for
                                 diagnostics; 0 when unknown */
-  struct pst_py_scratch scratch;
-  struct pst_code_cache *codes;
-  struct pst_py_reg *reg; /* the thread registry's cache (registry.c),
+  struct pst__py_scratch scratch;
+  struct pst__code_cache *codes;
+  struct pst__py_reg *reg; /* the thread registry's cache (registry.c),
                                 NULL until first used */
 };
 
-void pst_py_init(struct pst_py *py);
-void pst_py_exit(struct pst_py *py);
+void pst__py_init(struct pst__py *py);
+void pst__py_exit(struct pst__py *py);
 
-/* What pst_py_analyse() found that struct pst_py does not keep: names
+/* What pst__py_analyse() found that struct pst__py does not keep: names
  * and how things were found, for the report. The target copies them, with
- * struct pst_py's addresses, into its pst_target_info (target.c alone
+ * struct pst__py's addresses, into its pst_target_info (target.c alone
  * fills that). Sizes as there. */
-struct pst_py_found {
+struct pst__py_found {
   char libpython[512];    /* shared libpython, "" when static */
   char version[32];       /* "3.12.1" or "3.12" */
   char key_method[160];   /* disassembly shape or fallback used */
@@ -298,36 +298,37 @@ struct pst_py_found {
  * the structure layout, _PyRuntime, the main interpreter and the
  * thread-state key, into *py and *found. Returns 0, PST_ENOTPY,
  * PST_EPYVERSION, or -errno. */
-int pst_py_analyse(struct pst_py *py, pid_t pid, const struct pst_maps *maps,
-                   struct pst_mem *mem, enum pst_arch arch, const char *exe,
-                   struct pst_py_found *found);
+int pst__py_analyse(struct pst__py *py, pid_t pid, const struct pst__maps *maps,
+                    struct pst__mem *mem, enum pst__arch arch, const char *exe,
+                    struct pst__py_found *found);
 
-/* Checks that every offset pst_py_walk() and the code and string readers
+/* Checks that every offset pst__py_walk() and the code and string readers
  * use on a local buffer fits in it (a corrupt or hostile _Py_DebugOffsets
  * must not make pystitch read out of bounds). 0 or PST_EPYVERSION, with
  * the offending field in why. */
-int pst_py_layout_check(const struct pst_py_layout *l, char *why,
-                        size_t why_len);
+int pst__py_layout_check(const struct pst__py_layout *l, char *why,
+                         size_t why_len);
 
 /* Fills lay from the _Py_DebugOffsets at the start of _PyRuntime (3.13+).
  * Returns 0, or PST_EPYVERSION when the cookie or version is not known. */
-int pst_py_debug_offsets(struct pst_mem *mem, uint64_t runtime,
-                         struct pst_py_layout *lay, uint64_t *runtime_size,
-                         int *version_hex);
+int pst__py_debug_offsets(struct pst__mem *mem, uint64_t runtime,
+                          struct pst__py_layout *lay, uint64_t *runtime_size,
+                          int *version_hex);
 
 /* Reads the interpreter's thread-state list into tstates (at most max).
  * Returns the count or -errno. */
-int pst_py_tstates(struct pst_py *py, struct pst_mem *mem, uint64_t *tstates,
-                   int max);
+int pst__py_tstates(struct pst__py *py, struct pst__mem *mem, uint64_t *tstates,
+                    int max);
 
 /* The PyThreadState holding the GIL, 0 if none, or -errno. */
-int pst_py_gil_holder(struct pst_py *py, struct pst_mem *mem, uint64_t *tstate);
+int pst__py_gil_holder(struct pst__py *py, struct pst__mem *mem,
+                       uint64_t *tstate);
 
 /* Reads thread_id (pthread_self) and native_thread_id (0 before 3.8) and
  * interp of a thread state. 0 or -errno. */
-int pst_py_tstate_ids(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
-                      uint64_t *thread_id, uint64_t *native_id,
-                      uint64_t *interp);
+int pst__py_tstate_ids(struct pst__py *py, struct pst__mem *mem,
+                       uint64_t tstate, uint64_t *thread_id,
+                       uint64_t *native_id, uint64_t *interp);
 
 /* Walks the frames of thread state tstate, innermost first, into frames
  * (at most max). hint (may be NULL) is the thread's last walk, updated.
@@ -336,12 +337,12 @@ int pst_py_tstate_ids(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
  * caller already knows the name: one read less). Strings point into the
  * code cache (owned by py). Returns
  * the number of frames, sets *truncated when max was reached, and top[]
- * (frame, code) as the walk began, for pst_py_check_prepare(); negative on
+ * (frame, code) as the walk began, for pst__py_check_prepare(); negative on
  * error (-EFAULT: unreadable memory, PST_EBADDATA: not a frame/code). */
-int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
-                struct pst_py_hint *hint, struct pst_py_check *carry,
-                struct pst_frame *frames, int max, int *truncated,
-                uint64_t *thread_obj, uint64_t top[2]);
+int pst__py_walk(struct pst__py *py, struct pst__mem *mem, uint64_t tstate,
+                 struct pst__py_hint *hint, struct pst__py_check *carry,
+                 struct pst_frame *frames, int max, int *truncated,
+                 uint64_t *thread_obj, uint64_t top[2]);
 
 /* Torn-read check: after a walk, the thread's current frame and, for
  * every frame the walk followed, its link and its code word are read again
@@ -352,7 +353,7 @@ int pst_py_walk(struct pst_py *py, struct pst_mem *mem, uint64_t tstate,
  * The pieces live in py's scratch: a
  * prepared check is valid until the next walk on py, which reads and
  * evaluates a check given to it as carry first. */
-struct pst_py_check {
+struct pst__py_check {
   uint64_t before[2]; /* what the walk saw: frame, code */
   uint64_t tstate;
   uint64_t cframe; /* 3.11/3.12: the hint's cframe, guessed */
@@ -362,27 +363,27 @@ struct pst_py_check {
   uint64_t thread_id, native_id;
   int result; /* -1 until read, then 0 or 1 */
 };
-void pst_py_check_prepare(struct pst_py *py, uint64_t tstate,
-                          const struct pst_py_hint *hint,
-                          const uint64_t before[2], struct pst_py_check *c);
+void pst__py_check_prepare(struct pst__py *py, uint64_t tstate,
+                           const struct pst__py_hint *hint,
+                           const uint64_t before[2], struct pst__py_check *c);
 /* Reads what was not read yet and compares: 1 when the stack did not move,
  * 0 when it did (or could not be read again). */
-int pst_py_check_done(struct pst_py *py, struct pst_mem *mem,
-                      struct pst_py_check *c);
+int pst__py_check_done(struct pst__py *py, struct pst__mem *mem,
+                       struct pst__py_check *c);
 
 /* The instruction offset (code units) of the _PyInterpreterFrame (3.11+)
  * whose bytes are fr, running code object code: -1 when its instr_ptr is
  * not in the code's own bytecode (3.14t+: a thread's copy). */
-int64_t pst_py_frame_lasti(const struct pst_py *py, const uint8_t *fr,
-                           uint64_t code);
+int64_t pst__py_frame_lasti(const struct pst__py *py, const uint8_t *fr,
+                            uint64_t code);
 
 /* asyncio.c (3.8+). Finds the _asyncio module's .AsyncioDebug offsets in
  * the mapped _asyncio module, libpython or executable (3.14+), or what
- * pst_py_aio_legacy_find() finds (3.8-3.13), once; asyncio may be
+ * pst__py_aio_legacy_find() finds (3.8-3.13), once; asyncio may be
  * imported later: call again. 0, PST_ENOSYM (asyncio not imported),
  * PST_EPYVERSION (before 3.8), PST_EBADDATA, -errno. */
-int pst_py_aio_find(struct pst_py *py, pid_t pid, const struct pst_maps *maps,
-                    struct pst_mem *mem);
+int pst__py_aio_find(struct pst__py *py, pid_t pid,
+                     const struct pst__maps *maps, struct pst__mem *mem);
 
 /* asyncio_legacy.c (3.8-3.13), called by asyncio.c. _find: where
  * asyncio.tasks keeps its tasks and whether _asyncio.Task has the layout
@@ -393,74 +394,74 @@ int pst_py_aio_find(struct pst_py *py, pid_t pid, const struct pst_maps *maps,
  * running ones from _current_tasks, the waiters from each task's
  * fut_waiter, a _GatheringFuture's _children and a TaskGroup's
  * _parent_task). _exit frees what _find allocated. */
-int pst_py_aio_legacy_find(struct pst_py *py, struct pst_mem *mem);
-int pst_py_aio_legacy_list(struct pst_py *py, struct pst_mem *mem,
-                           const uint64_t *tstates, int nts,
-                           struct pst_py_task *tasks, int max, int *n);
-void pst_py_aio_legacy_exit(struct pst_py_aio *a);
+int pst__py_aio_legacy_find(struct pst__py *py, struct pst__mem *mem);
+int pst__py_aio_legacy_list(struct pst__py *py, struct pst__mem *mem,
+                            const uint64_t *tstates, int nts,
+                            struct pst__py_task *tasks, int max, int *n);
+void pst__py_aio_legacy_exit(struct pst__py_aio *a);
 
 /* Reads the tasks on the lists of thread states tstates[0..nts), then the
  * interpreter's, into tasks (at most max; names malloc'ed, the caller
  * frees them) and their coroutine frames into frames (at most fmax;
  * strings owned by the code cache). Returns the number of tasks,
  * PST_ENOSYM (offsets not found), or -errno / PST_EBADDATA. */
-int pst_py_aio_tasks(struct pst_py *py, struct pst_mem *mem,
-                     const uint64_t *tstates, int nts,
-                     struct pst_py_task *tasks, int max,
-                     struct pst_frame *frames, int fmax);
+int pst__py_aio_tasks(struct pst__py *py, struct pst__mem *mem,
+                      const uint64_t *tstates, int nts,
+                      struct pst__py_task *tasks, int max,
+                      struct pst_frame *frames, int fmax);
 
 /* code.c: the code-object cache. */
-struct pst_code_cache *pst_code_cache_new(void);
-void pst_code_cache_free(struct pst_code_cache *c);
+struct pst__code_cache *pst__code_cache_new(void);
+void pst__code_cache_free(struct pst__code_cache *c);
 /* Drops every entry and every interned name, as if new (the names frames
  * point to die). For a reader whose memory was replaced: the fuzz harness
  * reuses one cache between inputs, for a fresh one costs a 400 KiB
  * calloc. 0 or -ENOMEM (then c is unchanged). */
-int pst_code_cache_flush(struct pst_code_cache *c);
+int pst__code_cache_flush(struct pst__code_cache *c);
 
 /* Code objects decoded without their line table, which was over the size
  * read (1 MiB): their frames show the function's first line. Counted at
  * each decode (an entry evicted and decoded again counts again). */
-uint64_t pst_py_code_tables_cut(const struct pst_py *py);
+uint64_t pst__py_code_tables_cut(const struct pst__py *py);
 
-/* Decodes the code object whose header (pst_py_code_header_size() bytes,
+/* Decodes the code object whose header (pst__py_code_header_size() bytes,
  * read by the caller so that a walk reads all its code objects in one
  * batch) is at addr: cached, validated against the header, with the line
  * for instruction offset lasti (units as the version's frame stores them:
  * see frame.c). Fills name and filename (interned, owned by the cache) and
  * *line. 0 or -errno/PST_EBADDATA (not a code object). */
-size_t pst_py_code_header_size(const struct pst_py *py);
-int pst_py_code_header(struct pst_py *py, struct pst_mem *mem, uint64_t addr,
-                       const uint8_t *hdr, int64_t lasti, const char **name,
-                       const char **filename, int *line);
+size_t pst__py_code_header_size(const struct pst__py *py);
+int pst__py_code_header(struct pst__py *py, struct pst__mem *mem, uint64_t addr,
+                        const uint8_t *hdr, int64_t lasti, const char **name,
+                        const char **filename, int *line);
 
 /* Line number for a code-unit/byte offset, from the version's line table
  * (exposed for the unit tests). Return -1 when the table says none, and
  * when a corrupt table or first line adds up to a line outside int. */
-int pst_py_line_lnotab(const uint8_t *tab, size_t len, int first, int addr,
-                       int signed_deltas);
-int pst_py_line_310(const uint8_t *tab, size_t len, int first, int addr);
-int pst_py_line_311(const uint8_t *tab, size_t len, int first, int unit);
+int pst__py_line_lnotab(const uint8_t *tab, size_t len, int first, int addr,
+                        int signed_deltas);
+int pst__py_line_310(const uint8_t *tab, size_t len, int first, int addr);
+int pst__py_line_311(const uint8_t *tab, size_t len, int first, int unit);
 
 /* threading.Thread.name of the Thread object thread_obj (threadname.c),
  * malloc'ed into *name (the caller frees it). 0, PST_ENOSYM (no such
  * attribute), PST_EBADDATA (not an instance of this version's layout), or
  * -errno. About 7 reads. */
-int pst_py_thread_name(struct pst_py *py, struct pst_mem *mem,
-                       uint64_t thread_obj, char **name);
+int pst__py_thread_name(struct pst__py *py, struct pst__mem *mem,
+                        uint64_t thread_obj, char **name);
 
 /* Where a Thread's name was read: the word at slot (its instance dict's
  * entry or values slot for `_name`) held the str object str. A rename
  * stores another str there. */
-struct pst_py_name_ref {
+struct pst__py_name_ref {
   uint64_t slot, str;
 };
 
-/* pst_py_thread_name() that also fills *ref (may be NULL) for
- * pst_py_thread_names_changed(). */
-int pst_py_thread_name_ref(struct pst_py *py, struct pst_mem *mem,
-                           uint64_t thread_obj, char **name,
-                           struct pst_py_name_ref *ref);
+/* pst__py_thread_name() that also fills *ref (may be NULL) for
+ * pst__py_thread_names_changed(). */
+int pst__py_thread_name_ref(struct pst__py *py, struct pst__mem *mem,
+                            uint64_t thread_obj, char **name,
+                            struct pst__py_name_ref *ref);
 
 /* Whether each of n names may have changed since it was read (a Thread
  * renamed, or its instance dict rebuilt): changed[i] = 1 when the word at
@@ -468,21 +469,21 @@ int pst_py_thread_name_ref(struct pst_py *py, struct pst_mem *mem,
  * all. Returns how many changed, or -errno (-ESRCH: the process is gone,
  * -ENOMEM). A 0 is reliable as long as the slot stays the name's; a 1 may
  * be a false alarm (the name is then read again for nothing). */
-int pst_py_thread_names_changed(struct pst_py *py, struct pst_mem *mem,
-                                const struct pst_py_name_ref *refs, int n,
-                                uint8_t *changed);
+int pst__py_thread_names_changed(struct pst__py *py, struct pst__mem *mem,
+                                 const struct pst__py_name_ref *refs, int n,
+                                 uint8_t *changed);
 
 /* Reads a str object into UTF-8 (malloc'ed into *out). 0 or -errno. */
-int pst_py_read_str(struct pst_py *py, struct pst_mem *mem, uint64_t addr,
-                    char **out);
+int pst__py_read_str(struct pst__py *py, struct pst__mem *mem, uint64_t addr,
+                     char **out);
 
 /* registry.c: the interpreter's thread registry, threading._active. */
-struct pst_py_thread_ent {
+struct pst__py_thread_ent {
   uint64_t ident;      /* threading.get_ident(): pthread_self(), equal to
                           the thread state's thread_id (and to fsbase with
                           glibc or musl on x86_64) */
   uint64_t thread_obj; /* its Thread (_MainThread, _DummyThread, or a
-                          subclass): pst_py_thread_name() names it */
+                          subclass): pst__py_thread_name() names it */
 };
 
 /* Reads threading._active of the main interpreter into out (at most max
@@ -496,14 +497,14 @@ struct pst_py_thread_ent {
  * call (or one after the cache stopped holding) about 10 plus one per 256
  * sys.modules entries. A negative answer is cached too: until sys.modules
  * changes, PST_ENOSYM costs 3 reads. Not thread-safe. */
-int pst_py_thread_registry(struct pst_py *py, struct pst_mem *mem,
-                           struct pst_py_thread_ent *out, int max);
+int pst__py_thread_registry(struct pst__py *py, struct pst__mem *mem,
+                            struct pst__py_thread_ent *out, int max);
 
 /* How many times the registry's path was resolved from sys.modules (for
  * tests and benchmarks). */
-uint64_t pst_py_registry_resolves(const struct pst_py *py);
+uint64_t pst__py_registry_resolves(const struct pst__py *py);
 
-/* Frees the cache (pst_py_exit() does). NULL is fine. */
-void pst_py_registry_free(struct pst_py_reg *r);
+/* Frees the cache (pst__py_exit() does). NULL is fine. */
+void pst__py_registry_free(struct pst__py_reg *r);
 
 #endif

@@ -2,8 +2,8 @@
  * ({ident: Thread}), read from outside, so that a thread's name does not
  * depend on reading its stack.
  *
- * The path, resolved once and cached (struct pst_py_reg, owned by the
- * struct pst_py): the main interpreter's sys.modules (interp->modules up
+ * The path, resolved once and cached (struct pst__py_reg, owned by the
+ * struct pst__py): the main interpreter's sys.modules (interp->modules up
  * to 3.11, interp->imports.modules from 3.12, _Py_DebugOffsets'
  * interpreter_state.imports_modules from 3.13) -> sys.modules["threading"]
  * -> its md_dict (the word after PyObject_HEAD in every version's
@@ -25,7 +25,7 @@
  * reads when a thread came or went). A read that fails or an object that
  * does not look like what was cached starts the resolution over, once per
  * call. Only the main interpreter is read (sub-interpreters have their own
- * threading module). Not thread-safe, like the struct pst_py it lives in.
+ * threading module). Not thread-safe, like the struct pst__py it lives in.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -46,7 +46,7 @@ struct reg_int {
   uint8_t buf[PST_PY_INT_READ];
 };
 
-struct pst_py_reg {
+struct pst__py_reg {
   /* Resolution. */
   uint64_t modules;       /* sys.modules, 0 until resolved */
   uint64_t threading_key; /* the interned "threading" str once seen */
@@ -67,15 +67,15 @@ struct pst_py_reg {
   int nints;
   size_t ints_cap;
   int *by_addr; /* indices of ints, sorted by address */
-  struct pst_py_dict_item *items;
+  struct pst__py_dict_item *items;
   size_t items_cap;
-  struct pst_mem_iov *iov;
+  struct pst__mem_iov *iov;
   uint8_t *ok;
   size_t iov_cap;
   uint64_t resolves; /* resolutions done (for tests) */
 };
 
-void pst_py_registry_free(struct pst_py_reg *r) {
+void pst__py_registry_free(struct pst__py_reg *r) {
   if (!r)
     return;
   free(r->copy);
@@ -88,46 +88,47 @@ void pst_py_registry_free(struct pst_py_reg *r) {
   free(r);
 }
 
-uint64_t pst_py_registry_resolves(const struct pst_py *py) {
+uint64_t pst__py_registry_resolves(const struct pst__py *py) {
   return py->reg ? py->reg->resolves : 0;
 }
 
 /* The three int arrays to at least n elements (r->ints keeps its
  * content), with one capacity. */
-static int grow_ints(struct pst_py_reg *r, int n) {
+static int grow_ints(struct pst__py_reg *r, int n) {
   size_t cap = r->ints_cap, cap2 = r->ints_cap;
   int err;
 
   if ((size_t)n <= r->ints_cap)
     return 0;
-  err = pst_array_reserve((void **)&r->ints, &cap, (size_t)n, sizeof(*r->ints));
+  err =
+      pst__array_reserve((void **)&r->ints, &cap, (size_t)n, sizeof(*r->ints));
   if (err == 0)
-    err = pst_array_reserve((void **)&r->next, &cap2, cap, sizeof(*r->next));
+    err = pst__array_reserve((void **)&r->next, &cap2, cap, sizeof(*r->next));
   cap2 = r->ints_cap;
   if (err == 0)
-    err = pst_array_reserve((void **)&r->by_addr, &cap2, cap,
-                            sizeof(*r->by_addr));
+    err = pst__array_reserve((void **)&r->by_addr, &cap2, cap,
+                             sizeof(*r->by_addr));
   if (err == 0)
     r->ints_cap = cap;
   return err;
 }
 
 /* r->iov and r->ok to at least n elements, with one capacity. */
-static int grow_iov(struct pst_py_reg *r, int n) {
+static int grow_iov(struct pst__py_reg *r, int n) {
   size_t cap = r->iov_cap;
   int err =
-      pst_array_reserve((void **)&r->iov, &cap, (size_t)n, sizeof(*r->iov));
+      pst__array_reserve((void **)&r->iov, &cap, (size_t)n, sizeof(*r->iov));
 
   if (err == 0) {
     cap = r->iov_cap;
-    err = pst_array_reserve((void **)&r->ok, &cap, (size_t)n, 1);
+    err = pst__array_reserve((void **)&r->ok, &cap, (size_t)n, 1);
   }
   if (err == 0)
     r->iov_cap = cap;
   return err;
 }
 
-static void forget(struct pst_py_reg *r) {
+static void forget(struct pst__py_reg *r) {
   r->modules = r->active = r->active_slot = 0;
   r->keys = 0;
   r->copy_len = 0;
@@ -136,11 +137,11 @@ static void forget(struct pst_py_reg *r) {
 
 /* sys.modules["threading"].__dict__["_active"]: fills r->active and
  * r->active_slot. PST_ENOSYM when threading is not imported. */
-static int resolve(struct pst_py *py, struct pst_mem *mem,
-                   struct pst_py_reg *r) {
-  struct pst_py_dict_item *items = NULL;
-  struct pst_py_dict_head h;
-  struct pst_py_dict_table t;
+static int resolve(struct pst__py *py, struct pst__mem *mem,
+                   struct pst__py_reg *r) {
+  struct pst__py_dict_item *items = NULL;
+  struct pst__py_dict_head h;
+  struct pst__py_dict_table t;
   uint64_t modules, mod[5], tdict, active, slot;
   size_t ty = (size_t)py->lay.ob_type / 8; /* word of ob_type: 1 or 3 */
   uint8_t head[PST_PY_DICT_HEAD];
@@ -150,13 +151,13 @@ static int resolve(struct pst_py *py, struct pst_mem *mem,
   if (py->lay.is_modules == PST_NOFF || !py->interp)
     return PST_ENOSYM;
   r->resolves++;
-  err = pst_mem_read_u64(mem, py->interp + (uint64_t)py->lay.is_modules,
-                         &modules);
+  err = pst__mem_read_u64(mem, py->interp + (uint64_t)py->lay.is_modules,
+                          &modules);
   if (err)
     return err;
   if (!modules)
     return PST_ENOSYM; /* not initialised yet, or finalised */
-  err = pst_py_dict_open(py, mem, modules, MODULES_MAX, &t, &h);
+  err = pst__py_dict_open(py, mem, modules, MODULES_MAX, &t, &h);
   if (err)
     return err;
   if (h.keys == r->miss_keys && h.used == r->miss_used)
@@ -164,12 +165,12 @@ static int resolve(struct pst_py *py, struct pst_mem *mem,
   items = malloc(((size_t)t.n + 1) * sizeof(*items));
   if (!items)
     return -ENOMEM;
-  n = pst_py_dict_items(py, mem, &t, items, (int)t.n);
+  n = pst__py_dict_items(py, mem, &t, items, (int)t.n);
   if (n < 0) {
     err = n;
     goto out;
   }
-  i = pst_py_dict_find_str(py, mem, items, n, "threading", &r->threading_key);
+  i = pst__py_dict_find_str(py, mem, items, n, "threading", &r->threading_key);
   if (i == PST_ENOSYM) {
     r->miss_keys = h.keys;
     r->miss_used = h.used;
@@ -182,7 +183,7 @@ static int resolve(struct pst_py *py, struct pst_mem *mem,
   /* The module object: ob_type, md_dict. A None placeholder (an import
    * that failed under 2.7, or sys.modules["threading"] = None) is not a
    * module. */
-  err = pst_mem_read(mem, items[i].value, mod, (ty + 2) * 8);
+  err = pst__mem_read(mem, items[i].value, mod, (ty + 2) * 8);
   if (err)
     goto out;
   if ((py->module_type && mod[ty] != py->module_type) || !mod[ty + 1]) {
@@ -190,22 +191,22 @@ static int resolve(struct pst_py *py, struct pst_mem *mem,
     goto out;
   }
   tdict = mod[ty + 1];
-  err = pst_py_dict_get_str(py, mem, tdict, MODULES_MAX, "_active",
-                            &r->active_key, &active, &slot);
+  err = pst__py_dict_get_str(py, mem, tdict, MODULES_MAX, "_active",
+                             &r->active_key, &active, &slot);
   if (err)
     goto out;
-  err = pst_mem_read(mem, active, head, PST_PY_DICT_LEN(py));
+  err = pst__mem_read(mem, active, head, PST_PY_DICT_LEN(py));
   if (err == 0)
-    err = pst_py_dict_head_parse(py, head, ACTIVE_MAX, &h);
+    err = pst__py_dict_head_parse(py, head, ACTIVE_MAX, &h);
   if (err)
     goto out;
   r->modules = modules;
   r->active = active;
   r->active_slot = slot;
-  pst_debug("thread registry: sys.modules 0x%llx, threading.__dict__ "
-            "0x%llx, _active 0x%llx",
-            (unsigned long long)modules, (unsigned long long)tdict,
-            (unsigned long long)active);
+  pst__debug("thread registry: sys.modules 0x%llx, threading.__dict__ "
+             "0x%llx, _active 0x%llx",
+             (unsigned long long)modules, (unsigned long long)tdict,
+             (unsigned long long)active);
 out:
   free(items);
   return err;
@@ -213,7 +214,7 @@ out:
 
 /* The cached int object at addr, read in this call (ok), or NULL: a
  * binary search of r->by_addr (thousands of threads stay cheap). */
-static const struct reg_int *cached_int(const struct pst_py_reg *r,
+static const struct reg_int *cached_int(const struct pst__py_reg *r,
                                         uint64_t addr, const uint8_t *ok) {
   int lo = 0, hi = r->nints;
 
@@ -239,7 +240,7 @@ static int cmp_addr(const void *a, const void *b) {
 
 /* Rebuilds r->by_addr for r->ints (qsort has no context argument: a
  * file-static base; the reader is not thread-safe anyway). */
-static void index_ints(struct pst_py_reg *r) {
+static void index_ints(struct pst__py_reg *r) {
   if (r->nints <= 0)
     return; /* qsort's base may be NULL then, which it must not be */
   for (int i = 0; i < r->nints; i++)
@@ -251,9 +252,9 @@ static void index_ints(struct pst_py_reg *r) {
 
 /* Reads the bytes of the keys object (table) of t into r->copy when what
  * was copied does not cover it. */
-static int copy_keys(struct pst_mem *mem, struct pst_py_reg *r,
-                     const struct pst_py_dict_table *t) {
-  size_t span = pst_py_dict_table_span(t);
+static int copy_keys(struct pst__mem *mem, struct pst__py_reg *r,
+                     const struct pst__py_dict_table *t) {
+  size_t span = pst__py_dict_table_span(t);
   int err;
 
   if (r->keys == t->keys && r->copy_len >= span)
@@ -266,7 +267,7 @@ static int copy_keys(struct pst_mem *mem, struct pst_py_reg *r,
     r->copy_cap = span;
   }
   r->copy_len = 0;
-  err = pst_mem_read(mem, t->keys, r->copy, span);
+  err = pst__mem_read(mem, t->keys, r->copy, span);
   if (err)
     return err;
   r->keys = t->keys;
@@ -276,12 +277,12 @@ static int copy_keys(struct pst_mem *mem, struct pst_py_reg *r,
 
 /* One read of _active with the cache: 0 and the entries, STALE when the
  * cache no longer holds, -errno or PST_EBADDATA. */
-static int read_active(struct pst_py *py, struct pst_mem *mem,
-                       struct pst_py_reg *r, struct pst_py_thread_ent *out,
+static int read_active(struct pst__py *py, struct pst__mem *mem,
+                       struct pst__py_reg *r, struct pst__py_thread_ent *out,
                        int max) {
   uint8_t head[PST_PY_DICT_HEAD];
-  struct pst_py_dict_head h;
-  struct pst_py_dict_table t;
+  struct pst__py_dict_head h;
+  struct pst__py_dict_table t;
   uint64_t slot_now = 0;
   int ni = 0, nmiss = 0, n, k = 0, got, err;
 
@@ -289,44 +290,44 @@ static int read_active(struct pst_py *py, struct pst_mem *mem,
   if (err)
     return err;
   /* The speculative batch: head, slot, keys copy, int keys. */
-  r->iov[ni++] = (struct pst_mem_iov){r->active, head, PST_PY_DICT_LEN(py)};
-  r->iov[ni++] = (struct pst_mem_iov){r->active_slot, &slot_now, 8};
+  r->iov[ni++] = (struct pst__mem_iov){r->active, head, PST_PY_DICT_LEN(py)};
+  r->iov[ni++] = (struct pst__mem_iov){r->active_slot, &slot_now, 8};
   if (r->keys && r->copy_len)
-    r->iov[ni++] = (struct pst_mem_iov){r->keys, r->copy, r->copy_len};
+    r->iov[ni++] = (struct pst__mem_iov){r->keys, r->copy, r->copy_len};
   for (int i = 0; i < r->nints; i++)
-    r->iov[ni++] = (struct pst_mem_iov){r->ints[i].addr, r->ints[i].buf,
-                                        PST_PY_INT_LEN(py)};
-  got = pst_mem_readv_each(mem, r->iov, (size_t)ni, r->ok);
+    r->iov[ni++] = (struct pst__mem_iov){r->ints[i].addr, r->ints[i].buf,
+                                         PST_PY_INT_LEN(py)};
+  got = pst__mem_readv_each(mem, r->iov, (size_t)ni, r->ok);
   if (got < 0)
     return got;
   if (!r->ok[0] || !r->ok[1] || slot_now != r->active)
     return STALE;
-  err = pst_py_dict_head_parse(py, head, ACTIVE_MAX, &h);
+  err = pst__py_dict_head_parse(py, head, ACTIVE_MAX, &h);
   if (err || h.values)
     return STALE; /* a module global is never a split dict */
   if (r->keys && r->copy_len && !r->ok[2])
     r->copy_len = 0;
   if (py->version_hex < 0x0300) {
-    err = pst_py_dict_table_parse(py, h.keys, NULL, 0, h.mask, ACTIVE_MAX, &t);
+    err = pst__py_dict_table_parse(py, h.keys, NULL, 0, h.mask, ACTIVE_MAX, &t);
   } else {
     uint8_t khdr[PST_PY_KEYS_HEAD];
     if (h.keys == r->keys && r->copy_len >= PST_PY_KEYS_HEAD)
       memcpy(khdr, r->copy, sizeof(khdr));
     else
-      err = pst_mem_read(mem, h.keys, khdr, sizeof(khdr));
+      err = pst__mem_read(mem, h.keys, khdr, sizeof(khdr));
     if (err == 0)
-      err = pst_py_dict_table_parse(py, h.keys, khdr, 0, 0, ACTIVE_MAX, &t);
+      err = pst__py_dict_table_parse(py, h.keys, khdr, 0, 0, ACTIVE_MAX, &t);
   }
   if (err == 0)
     err = copy_keys(mem, r, &t);
   if (err)
     return err == PST_EBADDATA ? STALE : err;
-  err = pst_array_reserve((void **)&r->items, &r->items_cap, (size_t)t.n + 1,
-                          sizeof(*r->items));
+  err = pst__array_reserve((void **)&r->items, &r->items_cap, (size_t)t.n + 1,
+                           sizeof(*r->items));
   if (err)
     return err;
-  n = pst_py_dict_items_parse(&t, r->copy + (t.entries - t.keys), NULL,
-                              r->items, (int)t.n);
+  n = pst__py_dict_items_parse(&t, r->copy + (t.entries - t.keys), NULL,
+                               r->items, (int)t.n);
 
   /* The int keys: from this call's speculative copies, the rest read now
    * in one batch into r->next (which becomes the cache). */
@@ -343,12 +344,12 @@ static int read_active(struct pst_py *py, struct pst_mem *mem,
       err = grow_iov(r, nmiss + 1);
       if (err)
         return err;
-      r->iov[nmiss++] = (struct pst_mem_iov){r->items[i].key, r->next[i].buf,
-                                             PST_PY_INT_LEN(py)};
+      r->iov[nmiss++] = (struct pst__mem_iov){r->items[i].key, r->next[i].buf,
+                                              PST_PY_INT_LEN(py)};
     }
   }
   if (nmiss) {
-    got = pst_mem_readv_each(mem, r->iov, (size_t)nmiss, r->ok);
+    got = pst__mem_readv_each(mem, r->iov, (size_t)nmiss, r->ok);
     if (got < 0)
       return got;
     /* A key that cannot be read is garbage: a real one is a live int of
@@ -368,13 +369,13 @@ static int read_active(struct pst_py *py, struct pst_mem *mem,
   for (int i = 0; i < n && k < max; i++) {
     uint64_t ident;
     uint8_t big[PST_PY_INT_READ + 16];
-    err = pst_py_int_parse(py, r->ints[i].buf, PST_PY_INT_LEN(py), &ident);
+    err = pst__py_int_parse(py, r->ints[i].buf, PST_PY_INT_LEN(py), &ident);
     if (err == -ENOBUFS &&
-        pst_mem_read(mem, r->ints[i].addr, big, sizeof(big)) == 0)
-      err = pst_py_int_parse(py, big, sizeof(big), &ident);
+        pst__mem_read(mem, r->ints[i].addr, big, sizeof(big)) == 0)
+      err = pst__py_int_parse(py, big, sizeof(big), &ident);
     if (err) {
-      pst_debug("thread registry: key 0x%llx of _active is not an int",
-                (unsigned long long)r->ints[i].addr);
+      pst__debug("thread registry: key 0x%llx of _active is not an int",
+                 (unsigned long long)r->ints[i].addr);
       continue;
     }
     out[k].ident = ident;
@@ -384,9 +385,9 @@ static int read_active(struct pst_py *py, struct pst_mem *mem,
   return k;
 }
 
-int pst_py_thread_registry(struct pst_py *py, struct pst_mem *mem,
-                           struct pst_py_thread_ent *out, int max) {
-  struct pst_py_reg *r = py->reg;
+int pst__py_thread_registry(struct pst__py *py, struct pst__mem *mem,
+                            struct pst__py_thread_ent *out, int max) {
+  struct pst__py_reg *r = py->reg;
   int err;
 
   if (max < 0)

@@ -26,15 +26,15 @@
 #define TPFLAGS_MANAGED_DICT (1UL << 4)  /* 3.11+ */
 
 /* Looks attr up in table t: its value and the address holding it. */
-static int lookup_table(struct pst_py *py, struct pst_mem *mem,
-                        const struct pst_py_dict_table *t, const char *attr,
+static int lookup_table(struct pst__py *py, struct pst__mem *mem,
+                        const struct pst__py_dict_table *t, const char *attr,
                         uint64_t *memo, uint64_t *value, uint64_t *slot) {
-  struct pst_py_dict_item items[ENTRIES_MAX];
-  int n = pst_py_dict_items(py, mem, t, items, ENTRIES_MAX), i;
+  struct pst__py_dict_item items[ENTRIES_MAX];
+  int n = pst__py_dict_items(py, mem, t, items, ENTRIES_MAX), i;
 
   if (n < 0)
     return n;
-  i = pst_py_dict_find_str(py, mem, items, n, attr, memo);
+  i = pst__py_dict_find_str(py, mem, items, n, attr, memo);
   if (i < 0)
     return i;
   *value = items[i].value;
@@ -43,20 +43,20 @@ static int lookup_table(struct pst_py *py, struct pst_mem *mem,
   return 0;
 }
 
-static int lookup_dict(struct pst_py *py, struct pst_mem *mem, uint64_t dict,
+static int lookup_dict(struct pst__py *py, struct pst__mem *mem, uint64_t dict,
                        const char *attr, uint64_t *memo, uint64_t *value,
                        uint64_t *slot) {
-  struct pst_py_dict_table t;
-  int err = pst_py_dict_open(py, mem, dict, ENTRIES_MAX, &t, NULL);
+  struct pst__py_dict_table t;
+  int err = pst__py_dict_open(py, mem, dict, ENTRIES_MAX, &t, NULL);
 
   return err ? err : lookup_table(py, mem, &t, attr, memo, value, slot);
 }
 
-static int lookup_keys(struct pst_py *py, struct pst_mem *mem, uint64_t keys,
+static int lookup_keys(struct pst__py *py, struct pst__mem *mem, uint64_t keys,
                        uint64_t values, int64_t nvalues, const char *attr,
                        uint64_t *memo, uint64_t *value, uint64_t *slot) {
-  struct pst_py_dict_table t;
-  int err = pst_py_keys_open(py, mem, keys, values, nvalues, ENTRIES_MAX, &t);
+  struct pst__py_dict_table t;
+  int err = pst__py_keys_open(py, mem, keys, values, nvalues, ENTRIES_MAX, &t);
 
   return err ? err : lookup_table(py, mem, &t, attr, memo, value, slot);
 }
@@ -67,9 +67,9 @@ struct type_info {
   int64_t basicsize, dictoffset;
 };
 
-static int read_type(struct pst_py *py, struct pst_mem *mem, uint64_t type,
+static int read_type(struct pst__py *py, struct pst__mem *mem, uint64_t type,
                      struct type_info *ti) {
-  const struct pst_py_layout *l = &py->lay;
+  const struct pst__py_layout *l = &py->lay;
   int32_t end = l->type_flags;
   uint8_t buf[PST_PY_TYPE_SPAN];
   int err;
@@ -82,8 +82,8 @@ static int read_type(struct pst_py *py, struct pst_mem *mem, uint64_t type,
     end = l->ht_cached_keys;
   end += 8;
   if (end > PST_PY_TYPE_SPAN)
-    return PST_EBADDATA; /* pst_py_layout_check() rules this out */
-  err = pst_mem_read(mem, type, buf, (size_t)end);
+    return PST_EBADDATA; /* pst__py_layout_check() rules this out */
+  err = pst__mem_read(mem, type, buf, (size_t)end);
   if (err)
     return err;
   memcpy(&ti->flags, buf + l->type_flags, 8);
@@ -97,14 +97,14 @@ static int read_type(struct pst_py *py, struct pst_mem *mem, uint64_t type,
 
 /* 3.11+: the managed dict pointer (obj-24) and the 3.11 values pointer
  * (obj-32) in one read, with the object's type; before 3.11 the type. */
-static int read_object(struct pst_py *py, struct pst_mem *mem, uint64_t obj,
+static int read_object(struct pst__py *py, struct pst__mem *mem, uint64_t obj,
                        uint64_t *type, uint64_t pre[2]) {
   size_t ty = (size_t)py->lay.ob_type / 8; /* word of ob_type: 1 or 3 */
   uint64_t w[8];
 
   pre[0] = pre[1] = 0;
   if (py->version_hex >= 0x030b &&
-      pst_mem_read(mem, obj - 32, w, (5 + ty) * 8) == 0) {
+      pst__mem_read(mem, obj - 32, w, (5 + ty) * 8) == 0) {
     pre[0] = w[0]; /* obj-32: values (3.11) */
     /* obj-24: dict, or values - 1 (3.12); free-threaded (no GC head
      * before the object): obj-8 */
@@ -112,12 +112,12 @@ static int read_object(struct pst_py *py, struct pst_mem *mem, uint64_t obj,
     *type = w[4 + ty];
     return 0;
   }
-  return pst_mem_read_u64(mem, obj + (uint64_t)py->lay.ob_type, type);
+  return pst__mem_read_u64(mem, obj + (uint64_t)py->lay.ob_type, type);
 }
 
-int pst_py_instance_attr(struct pst_py *py, struct pst_mem *mem, uint64_t obj,
-                         const char *attr, uint64_t *memo, uint64_t *value,
-                         uint64_t *slot) {
+int pst__py_instance_attr(struct pst__py *py, struct pst__mem *mem,
+                          uint64_t obj, const char *attr, uint64_t *memo,
+                          uint64_t *value, uint64_t *slot) {
   struct type_info ti;
   uint64_t type, pre[2], p;
   int err;
@@ -132,7 +132,7 @@ int pst_py_instance_attr(struct pst_py *py, struct pst_mem *mem, uint64_t obj,
     uint8_t vh[8];
     uint64_t values = obj + (uint64_t)ti.basicsize;
     if (ti.basicsize > 0 && ti.basicsize < (1 << 20) &&
-        pst_mem_read(mem, values, vh, sizeof(vh)) == 0 && vh[3] &&
+        pst__mem_read(mem, values, vh, sizeof(vh)) == 0 && vh[3] &&
         ti.cached_keys)
       return lookup_keys(py, mem, ti.cached_keys, values + 8, vh[0], attr, memo,
                          value, slot);
@@ -152,23 +152,23 @@ int pst_py_instance_attr(struct pst_py *py, struct pst_mem *mem, uint64_t obj,
   }
   if (ti.dictoffset <= 0 || ti.dictoffset >= (1 << 20))
     return PST_ENOSYM;
-  err = pst_mem_read_u64(mem, obj + (uint64_t)ti.dictoffset, &p);
+  err = pst__mem_read_u64(mem, obj + (uint64_t)ti.dictoffset, &p);
   if (err)
     return err;
   return p ? lookup_dict(py, mem, p, attr, memo, value, slot) : PST_ENOSYM;
 }
 
-int pst_py_thread_name_ref(struct pst_py *py, struct pst_mem *mem,
-                           uint64_t thread_obj, char **name,
-                           struct pst_py_name_ref *ref) {
+int pst__py_thread_name_ref(struct pst__py *py, struct pst__mem *mem,
+                            uint64_t thread_obj, char **name,
+                            struct pst__py_name_ref *ref) {
   /* 2.7 keeps the name in a private, mangled attribute. */
   const char *attr = py->version_hex < 0x0300 ? "_Thread__name" : "_name";
   uint64_t v, slot;
-  int err =
-      pst_py_instance_attr(py, mem, thread_obj, attr, &py->name_key, &v, &slot);
+  int err = pst__py_instance_attr(py, mem, thread_obj, attr, &py->name_key, &v,
+                                  &slot);
 
   if (err == 0)
-    err = pst_py_read_str(py, mem, v, name);
+    err = pst__py_read_str(py, mem, v, name);
   if (err == 0 && ref) {
     ref->slot = slot;
     ref->str = v;
@@ -176,15 +176,15 @@ int pst_py_thread_name_ref(struct pst_py *py, struct pst_mem *mem,
   return err;
 }
 
-int pst_py_thread_name(struct pst_py *py, struct pst_mem *mem,
-                       uint64_t thread_obj, char **name) {
-  return pst_py_thread_name_ref(py, mem, thread_obj, name, NULL);
+int pst__py_thread_name(struct pst__py *py, struct pst__mem *mem,
+                        uint64_t thread_obj, char **name) {
+  return pst__py_thread_name_ref(py, mem, thread_obj, name, NULL);
 }
 
-int pst_py_thread_names_changed(struct pst_py *py, struct pst_mem *mem,
-                                const struct pst_py_name_ref *refs, int n,
-                                uint8_t *changed) {
-  struct pst_mem_iov *iov;
+int pst__py_thread_names_changed(struct pst__py *py, struct pst__mem *mem,
+                                 const struct pst__py_name_ref *refs, int n,
+                                 uint8_t *changed) {
+  struct pst__mem_iov *iov;
   uint64_t *now;
   uint8_t *ok;
   int got, k = 0;
@@ -200,8 +200,8 @@ int pst_py_thread_names_changed(struct pst_py *py, struct pst_mem *mem,
     goto out;
   }
   for (int i = 0; i < n; i++)
-    iov[i] = (struct pst_mem_iov){refs[i].slot, &now[i], 8};
-  got = pst_mem_readv_each(mem, iov, (size_t)n, ok);
+    iov[i] = (struct pst__mem_iov){refs[i].slot, &now[i], 8};
+  got = pst__mem_readv_each(mem, iov, (size_t)n, ok);
   if (got < 0)
     goto out;
   for (int i = 0; i < n; i++) {

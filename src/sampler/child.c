@@ -28,16 +28,16 @@ static void signal_command(struct pst__rec *r, int sig) {
   tree[0] = r->child.pid;
   for (size_t k = 0; k < n; k++) {
     pid_t *tids;
-    int nt = pst_proc_tasks(tree[k], &tids);
+    int nt = pst__proc_tasks(tree[k], &tids);
     for (int i = 0; i < nt && n < TREE_MAX; i++) {
       char path[80], buf[4096];
       const char *p = buf;
       pid_t c;
       snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)tree[k],
                (int)tids[i]);
-      if (pst_proc_read(path, buf, sizeof(buf)) <= 0)
+      if (pst__proc_read(path, buf, sizeof(buf)) <= 0)
         continue;
-      while (n < TREE_MAX && pst_proc_next_pid(&p, &c))
+      while (n < TREE_MAX && pst__proc_next_pid(&p, &c))
         tree[n++] = c;
     }
     if (nt > 0)
@@ -55,17 +55,17 @@ static void on_grace(uv_timer_t *h) {
   if (!r->child_running)
     return;
   if (r->grace_step == 1) {
-    pst_info("the command (pid %d) did not exit on SIGINT within %d ms: "
-             "SIGTERM",
-             (int)r->child.pid, GRACE_MS);
+    pst__info("the command (pid %d) did not exit on SIGINT within %d ms: "
+              "SIGTERM",
+              (int)r->child.pid, GRACE_MS);
     signal_command(r, SIGTERM);
     r->grace_step = 2;
     uv_timer_start(&r->grace, on_grace, GRACE_MS, 0);
     return;
   }
-  pst_warn("the command (pid %d) is still running after SIGINT and "
-           "SIGTERM: left running",
-           (int)r->child.pid);
+  pst__warn("the command (pid %d) is still running after SIGINT and "
+            "SIGTERM: left running",
+            (int)r->child.pid);
   r->st->child_left_running = 1;
   uv_close((uv_handle_t *)&r->child, pst__on_close);
   uv_close((uv_handle_t *)&r->grace, pst__on_close);
@@ -83,8 +83,8 @@ void pst__stop_child(struct pst__rec *r) {
       uv_is_closing((uv_handle_t *)&r->child))
     return;
   if (r->o->keep_running) {
-    pst_info("the command (pid %d) keeps running (--keep-running)",
-             (int)r->child.pid);
+    pst__info("the command (pid %d) keeps running (--keep-running)",
+              (int)r->child.pid);
     r->st->child_left_running = 1;
     uv_close((uv_handle_t *)&r->child, pst__on_close);
     return;

@@ -7,7 +7,7 @@
  * scan.c (--all: the host's Python processes, found off the loop thread),
  * child.c (`-- command`: spawned, stopped with a grace period).
  *
- * Ownership: pst_sampler_run() owns the struct pst__rec (on its stack) and
+ * Ownership: pst__sampler_run() owns the struct pst__rec (on its stack) and
  * everything it points to but the options, the consumers and the stats,
  * which it borrows. Each entry is allocated once (consumers keep
  * &e->proc) and freed by compact (scan.c) or at the end of the run.
@@ -59,12 +59,12 @@ struct pst__entry {
   int from_watch;       /* found as a child of a watched process */
   int watch;            /* not Python (yet): not sampled, its children
                            followed (a shell, unshare, a launcher) */
-  struct pst_proc_image image; /* as attached (or watched): tells pid reuse
+  struct pst__proc_image image; /* as attached (or watched): tells pid reuse
                                   and exec */
   char cmdline[256];
   char origin[256]; /* the command line of the process its tree was found
                        from, "" when none (inherit() in sampler.c) */
-  struct pst_sample_proc proc; /* what consumers see, while attached */
+  struct pst__sample_proc proc; /* what consumers see, while attached */
   char role[64];
   char container[128];
   void *cdata[PST_SAMPLER_CONSUMERS_MAX]; /* each consumer's, or NULL */
@@ -80,7 +80,7 @@ struct pst__entry {
 /* The engine. */
 struct pst__rec {
   uv_loop_t loop;
-  const struct pst_consumer *c;
+  const struct pst__consumer *c;
   int nc;
   int flags; /* pst_target_sample() flags, from the options' policy */
   uv_poll_t tick;
@@ -93,8 +93,8 @@ struct pst__rec {
   int grace_step;   /* 0 not started, 1 SIGINT sent, 2 SIGTERM sent */
   int stop_signal;  /* the signal that stopped sampling, 0: none */
   uint64_t stop_ns; /* when sampling stopped */
-  const struct pst_sampler_opts *o;
-  struct pst_sampler_stats *st;
+  const struct pst__sampler_opts *o;
+  struct pst__sampler_stats *st;
   struct pst__entry **e; /* each allocated once: consumers keep &e->proc */
   size_t n;
   uint64_t period_ns, start_ns, sched_ns, last_ns;

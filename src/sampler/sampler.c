@@ -78,12 +78,12 @@ static int watch(struct pst__rec *r, struct pst__entry *e) {
   if (!may_watch(r, e))
     return 0;
   if (!e->watch) {
-    if (pst_proc_image(e->pid, &e->image) < 0)
+    if (pst__proc_image(e->pid, &e->image) < 0)
       return 0;
-    pst_probe_cmdline(e->pid, cmd, sizeof(cmd));
-    pst_info("process %d (%s) is not Python: watching it for Python "
-             "processes under it",
-             (int)e->pid, cmd);
+    pst__probe_cmdline(e->pid, cmd, sizeof(cmd));
+    pst__info("process %d (%s) is not Python: watching it for Python "
+              "processes under it",
+              (int)e->pid, cmd);
     r->st->watched++;
   }
   e->watch = 1;
@@ -148,7 +148,7 @@ static int attach(struct pst__rec *r, struct pst__entry *e) {
   pst_target_set_period(e->t, r->period_ns);
   /* Read after the open: a pid reused before this point was attached as
    * the new process, which is then the one we record. */
-  if (pst_proc_image(e->pid, &e->image) < 0)
+  if (pst__proc_image(e->pid, &e->image) < 0)
     memset(&e->image, 0, sizeof(e->image));
   /* Threads mapped before the first tick (else the first 100 ms would
    * see only the main thread, not yet mapped to its Python state). */
@@ -159,30 +159,30 @@ static int attach(struct pst__rec *r, struct pst__entry *e) {
     e->done = 1;
     return err;
   }
-  pst_probe_cmdline(e->pid, e->cmdline, sizeof(e->cmdline));
+  pst__probe_cmdline(e->pid, e->cmdline, sizeof(e->cmdline));
   e->role[0] = '\0';
-  pst_probe_container(e->pid, r->pidns, e->container, sizeof(e->container));
-  e->proc = (struct pst_sample_proc){.pid = e->pid,
-                                     .cmdline = e->cmdline,
-                                     .rank = -1,
-                                     .local_rank = -1,
-                                     .world_size = -1,
-                                     .ppid = 0,
-                                     .role = e->role,
-                                     .container = e->container,
-                                     .role_gen = 0,
-                                     .info = pst_target_info(e->t)};
+  pst__probe_container(e->pid, r->pidns, e->container, sizeof(e->container));
+  e->proc = (struct pst__sample_proc){.pid = e->pid,
+                                      .cmdline = e->cmdline,
+                                      .rank = -1,
+                                      .local_rank = -1,
+                                      .world_size = -1,
+                                      .ppid = 0,
+                                      .role = e->role,
+                                      .container = e->container,
+                                      .role_gen = 0,
+                                      .info = pst_target_info(e->t)};
   if (!e->given && !r->o->all) { /* a followed child */
-    struct pst_proc_status ps;
-    if (pst_proc_status(e->pid, &ps) == 0)
+    struct pst__proc_status ps;
+    if (pst__proc_status(e->pid, &ps) == 0)
       e->proc.ppid = ps.ppid;
   }
-  pst_probe_env_int(e->pid, "RANK", &e->proc.rank);
-  pst_probe_env_int(e->pid, "LOCAL_RANK", &e->proc.local_rank);
-  pst_probe_env_int(e->pid, "WORLD_SIZE", &e->proc.world_size);
+  pst__probe_env_int(e->pid, "RANK", &e->proc.rank);
+  pst__probe_env_int(e->pid, "LOCAL_RANK", &e->proc.local_rank);
+  pst__probe_env_int(e->pid, "WORLD_SIZE", &e->proc.world_size);
   inherit(r, e);
   for (int k = 0; k < r->nc; k++) {
-    const struct pst_consumer *c = &r->c[k];
+    const struct pst__consumer *c = &r->c[k];
     e->cdata[k] = NULL;
     e->cbegun[k] = !c->ops->proc_begin ||
                    c->ops->proc_begin(c->ctx, &e->proc, &e->cdata[k]) == 0;
@@ -191,12 +191,12 @@ static int attach(struct pst__rec *r, struct pst__entry *e) {
     r->st->processes++;
   e->execd = 0;
   e->watch = 0;
-  pst_info("recording process %d (%s)", (int)e->pid,
-           pst_target_info(e->t)->version);
+  pst__info("recording process %d (%s)", (int)e->pid,
+            pst_target_info(e->t)->version);
   if (r->o->policy.mode == PST_MODE_GIL && pst_target_info(e->t)->free_threaded)
-    pst_warn("process %d is a free-threaded CPython: there is no GIL; "
-             "--gil keeps the threads running on a CPU",
-             (int)e->pid);
+    pst__warn("process %d is a free-threaded CPython: there is no GIL; "
+              "--gil keeps the threads running on a CPU",
+              (int)e->pid);
   return 0;
 }
 
@@ -218,7 +218,7 @@ static void harvest(struct pst__rec *r, struct pst__entry *e) {
 /* Tells the consumers that e's samples end (its strings die next). */
 static void end_consumers(struct pst__rec *r, struct pst__entry *e) {
   for (int k = 0; k < r->nc; k++) {
-    const struct pst_consumer *c = &r->c[k];
+    const struct pst__consumer *c = &r->c[k];
     if (e->cbegun[k] && c->ops->proc_end)
       c->ops->proc_end(c->ctx, &e->proc, e->cdata[k]);
     e->cbegun[k] = 0;
@@ -247,7 +247,7 @@ static int live_targets(const struct pst__rec *r) {
 
 /* ---- samples ---- */
 
-uint64_t pst_sampler_count_error(struct pst_sampler_stats *st, int err) {
+uint64_t pst__sampler_count_error(struct pst__sampler_stats *st, int err) {
   int k;
 
   st->errors++;
@@ -277,18 +277,18 @@ static void log_error(const struct pst__entry *e, const struct pst_thread *x,
 
   if (x->error_addr)
     snprintf(at, sizeof(at), " at 0x%llx", (unsigned long long)x->error_addr);
-  pst_info("process %d thread %d \"%s\" (state %c%s, thread state 0x%llx): "
-           "%s%s: %s%s",
-           (int)e->pid, (int)x->tid, x->name, x->state,
-           x->holds_gil == 1 ? ", holds the GIL" : "",
-           (unsigned long long)x->tstate, pst_errname(x->error), at,
-           pst_strerror(x->error),
-           nth == ERRORS_LOGGED ? " (the last one logged of this kind)" : "");
+  pst__info("process %d thread %d \"%s\" (state %c%s, thread state 0x%llx): "
+            "%s%s: %s%s",
+            (int)e->pid, (int)x->tid, x->name, x->state,
+            x->holds_gil == 1 ? ", holds the GIL" : "",
+            (unsigned long long)x->tstate, pst_errname(x->error), at,
+            pst_strerror(x->error),
+            nth == ERRORS_LOGGED ? " (the last one logged of this kind)" : "");
 }
 
 /* What a thread's outcome is for the consumers (the target decided what
  * was read and put the marker frames). */
-static enum pst_sample_kind kind_of(const struct pst_thread *x) {
+static enum pst__sample_kind kind_of(const struct pst_thread *x) {
   if (x->error)
     return PST_SK_ERROR;
   if (x->skipped || x->nframes == 0)
@@ -298,9 +298,9 @@ static enum pst_sample_kind kind_of(const struct pst_thread *x) {
 
 /* Hands one sample of e to every consumer that took e. */
 static void deliver(struct pst__rec *r, struct pst__entry *e,
-                    struct pst_sample *s) {
+                    struct pst__sample *s) {
   for (int k = 0; k < r->nc; k++) {
-    const struct pst_consumer *c = &r->c[k];
+    const struct pst__consumer *c = &r->c[k];
     if (!e->cbegun[k] || !c->ops->sample)
       continue;
     s->proc_data = e->cdata[k];
@@ -317,12 +317,12 @@ static void tasks_unavailable(struct pst__entry *e, int err) {
     return;
   e->async_said = 1;
   if (pst_target_tasks_why(e->t, err, why, sizeof(why)))
-    pst_warn("process %d: no asyncio tasks: %s", (int)e->pid, why);
+    pst__warn("process %d: no asyncio tasks: %s", (int)e->pid, why);
   else if (err == PST_ENOSYM) /* it may import it later */
-    pst_info("process %d: no asyncio tasks: %s (yet)", (int)e->pid, why);
+    pst__info("process %d: no asyncio tasks: %s (yet)", (int)e->pid, why);
   else
-    pst_warn("process %d: no asyncio tasks: %s; its threads are recorded",
-             (int)e->pid, why);
+    pst__warn("process %d: no asyncio tasks: %s; its threads are recorded",
+              (int)e->pid, why);
 }
 
 /* The CPU time thread tid of this tick's samples th (n) stands for. */
@@ -353,8 +353,7 @@ static void sample_tasks(struct pst__rec *r, struct pst__entry *e,
     /* Tasks that moved while they were read: this tick's only (counted
      * with the ticks whose tasks could not be read), not a reason. */
     if (n == PST_ETORN || n == -EFAULT)
-      pst_debug("process %d: asyncio tasks: %s", (int)e->pid,
-                pst_strerror(n));
+      pst__debug("process %d: asyncio tasks: %s", (int)e->pid, pst_strerror(n));
     else if (n < 0)
       tasks_unavailable(e, n);
     if (n == PST_EPYVERSION)
@@ -363,14 +362,14 @@ static void sample_tasks(struct pst__rec *r, struct pst__entry *e,
   }
   if (pst_target_tasks_cut(e->t) && !e->cut_said) {
     e->cut_said = 1;
-    pst_warn("process %d has more asyncio tasks than are read (%d at most): "
-             "only %d of them are recorded",
-             (int)e->pid, PST_TASKS_MAX, n);
+    pst__warn("process %d has more asyncio tasks than are read (%d at most): "
+              "only %d of them are recorded",
+              (int)e->pid, PST_TASKS_MAX, n);
   }
   for (int i = 0; i < n && !e->loop_said; i++)
     if (tk[i].no_thread == PST_TASK_LOOP_UNKNOWN) {
       e->loop_said = 1;
-      pst_warn(
+      pst__warn(
           "process %d runs asyncio tasks on an event loop of type %s, "
           "which does not say which thread runs it (uvloop's does "
           "not): they are recorded as thread \"asyncio tasks (loop's thread "
@@ -379,7 +378,7 @@ static void sample_tasks(struct pst__rec *r, struct pst__entry *e,
     }
   for (int i = 0; i < n; i++) {
     struct pst_thread th;
-    struct pst_sample s = {&e->proc, NULL, &th, PST_SK_STACK, t_ns, weight};
+    struct pst__sample s = {&e->proc, NULL, &th, PST_SK_STACK, t_ns, weight};
     int err;
 
     if (r->flags & PST_SAMPLE_ON_CPU) {
@@ -414,13 +413,13 @@ static void sample_entry(struct pst__rec *r, struct pst__entry *e,
     e->proc.role_gen++;
   }
   for (int i = 0; i < n; i++) {
-    struct pst_sample s = {&e->proc, NULL, &th[i], PST_SK_STACK, t_ns, weight};
+    struct pst__sample s = {&e->proc, NULL, &th[i], PST_SK_STACK, t_ns, weight};
 
     s.kind = kind_of(&th[i]);
     if (r->flags & PST_SAMPLE_ON_CPU) /* worth the CPU time it used */
       s.weight_ns = th[i].cpu_ns;
     if (s.kind == PST_SK_ERROR)
-      log_error(e, s.thread, pst_sampler_count_error(r->st, s.thread->error));
+      log_error(e, s.thread, pst__sampler_count_error(r->st, s.thread->error));
     else if (s.kind == PST_SK_IDLE)
       r->st->idle_skipped++;
     else
@@ -461,7 +460,7 @@ static void on_tick(uv_poll_t *h, int status, int events) {
   (void)events;
   if (read(r->tfd, &expirations, sizeof(expirations)) < 0)
     return;
-  now = pst_now_ns();
+  now = pst__now_ns();
   lag_ms = now > r->sched_ns ? (double)(now - r->sched_ns) / 1e6 : 0;
   if (lag_ms > r->st->max_lag_ms)
     r->st->max_lag_ms = lag_ms;
@@ -496,7 +495,7 @@ static void stop_all(struct pst__rec *r) {
   if (r->stopping)
     return;
   r->stopping = 1;
-  r->stop_ns = pst_now_ns();
+  r->stop_ns = pst__now_ns();
   if (r->have_tick)
     uv_close((uv_handle_t *)&r->tick, pst__on_close);
   uv_close((uv_handle_t *)&r->refresh, pst__on_close);
@@ -515,7 +514,7 @@ static void stop_all(struct pst__rec *r) {
  * watched process they may be watched in turn. */
 static void find_children(struct pst__rec *r, pid_t pid, int watched) {
   pid_t *tids;
-  int n = pst_proc_tasks(pid, &tids);
+  int n = pst__proc_tasks(pid, &tids);
 
   for (int i = 0; i < n; i++) {
     char path[80], buf[4096];
@@ -523,9 +522,9 @@ static void find_children(struct pst__rec *r, pid_t pid, int watched) {
     pid_t c;
     snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid,
              (int)tids[i]);
-    if (pst_proc_read(path, buf, sizeof(buf)) <= 0)
+    if (pst__proc_read(path, buf, sizeof(buf)) <= 0)
       continue;
-    while (pst_proc_next_pid(&p, &c)) {
+    while (pst__proc_next_pid(&p, &c)) {
       size_t had = r->n;
       struct pst__entry *e = pst__add_entry(r, c);
       if (e && r->n > had)
@@ -549,16 +548,16 @@ void pst__try_attach_pending(struct pst__rec *r) {
       /* Children that are not Python, or ended before they were, are
        * skipped quietly. */
       if (e->execd)
-        pst_info("process %d exec'd a program pystitch cannot record "
-                 "(%s): its recording ends",
-                 (int)e->pid, pst_strerror(err));
+        pst__info("process %d exec'd a program pystitch cannot record "
+                  "(%s): its recording ends",
+                  (int)e->pid, pst_strerror(err));
       else if (((err == PST_ENOTPY || err == -ESRCH) && !e->given &&
                 !e->launched) ||
                (err == -ESRCH && e->watch))
-        pst_debug("process %d is not Python: skipped", (int)e->pid);
+        pst__debug("process %d is not Python: skipped", (int)e->pid);
       else
-        pst_warn("cannot record process %d: %s", (int)e->pid,
-                 pst_strerror(err));
+        pst__warn("cannot record process %d: %s", (int)e->pid,
+                  pst_strerror(err));
     }
   }
 }
@@ -570,11 +569,11 @@ void pst__try_attach_pending(struct pst__rec *r) {
  * attached again when its new program is an initialised Python, else it
  * ends. Returns 0 when unchanged, 1 when e was closed. */
 static int check_image(struct pst__rec *r, struct pst__entry *e) {
-  struct pst_proc_image im;
+  struct pst__proc_image im;
 
-  if (pst_proc_image(e->pid, &im) < 0 || im.state == 'Z' || im.state == 'X' ||
+  if (pst__proc_image(e->pid, &im) < 0 || im.state == 'Z' || im.state == 'X' ||
       im.starttime != e->image.starttime) {
-    pst_info("process %d ended", (int)e->pid);
+    pst__info("process %d ended", (int)e->pid);
     end_entry(r, e);
     return 1;
   }
@@ -585,11 +584,11 @@ static int check_image(struct pst__rec *r, struct pst__entry *e) {
      * becomes a zombie). Not the addresses being 0: they are, too, in
      * the middle of an execve() (a new address space not yet filled),
      * which is an exec. */
-    pst_info("process %d ended", (int)e->pid);
+    pst__info("process %d ended", (int)e->pid);
     end_entry(r, e);
     return 1;
   }
-  pst_info("process %d exec'd a new program", (int)e->pid);
+  pst__info("process %d exec'd a new program", (int)e->pid);
   harvest(r, e);
   end_consumers(r, e); /* the old program's strings die with it */
   pst_target_close(e->t);
@@ -603,11 +602,11 @@ static int check_image(struct pst__rec *r, struct pst__entry *e) {
 /* A watched process: ended, or exec'd (its new program may be Python:
  * attached within EXEC_TRIES if it is). Returns 1 when it ended. */
 static int check_watched(struct pst__rec *r, struct pst__entry *e) {
-  struct pst_proc_image im;
+  struct pst__proc_image im;
 
-  if (pst_proc_image(e->pid, &im) < 0 || im.state == 'Z' || im.state == 'X' ||
+  if (pst__proc_image(e->pid, &im) < 0 || im.state == 'Z' || im.state == 'X' ||
       im.starttime != e->image.starttime) {
-    pst_debug("watched process %d ended", (int)e->pid);
+    pst__debug("watched process %d ended", (int)e->pid);
     e->watch = 0;
     e->done = 1;
     return 1;
@@ -630,7 +629,7 @@ static void on_refresh(uv_timer_t *h) {
     if (!e->t || check_image(r, e))
       continue;
     if (pst_target_refresh(e->t) < 0) {
-      pst_info("process %d ended", (int)e->pid);
+      pst__info("process %d ended", (int)e->pid);
       end_entry(r, e);
       continue;
     }
@@ -658,7 +657,7 @@ static void on_stop(uv_timer_t *h) { stop_all(h->data); }
 
 static void on_signal(uv_signal_t *h, int signum) {
   struct pst__rec *r = h->data;
-  pst_info("signal %d: writing the profile", signum);
+  pst__info("signal %d: writing the profile", signum);
   r->st->interrupted = 1;
   r->stop_signal = signum;
   stop_all(r);
@@ -666,22 +665,22 @@ static void on_signal(uv_signal_t *h, int signum) {
 
 static void on_progress(uv_timer_t *h) {
   struct pst__rec *r = h->data;
-  const struct pst_sampler_stats *st = r->st;
+  const struct pst__sampler_stats *st = r->st;
   uint64_t all = st->samples + st->errors;
 
   fprintf(stderr,
           "\r\033[Kpystitch: %.1f s, %" PRIu64 " samples, %d process%s, "
           "%.2f%% errors, lag %.1f ms",
-          (double)(pst_now_ns() - r->start_ns) / 1e9, st->samples,
+          (double)(pst__now_ns() - r->start_ns) / 1e9, st->samples,
           st->processes, st->processes == 1 ? "" : "es",
           all ? 100.0 * (double)st->errors / (double)all : 0.0,
           r->last_ns > r->sched_ns ? (double)(r->last_ns - r->sched_ns) / 1e6
                                    : 0.0);
 }
 
-int pst_sampler_run(const struct pst_sampler_opts *o,
-                    const struct pst_consumer *consumers, int nc,
-                    struct pst_sampler_stats *st) {
+int pst__sampler_run(const struct pst__sampler_opts *o,
+                     const struct pst__consumer *consumers, int nc,
+                     struct pst__sampler_stats *st) {
   static const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
   struct pst__rec r;
   int err = 0;
@@ -696,9 +695,9 @@ int pst_sampler_run(const struct pst_sampler_opts *o,
   r.flags = pst_policy_flags(&o->policy);
   r.st = st;
   r.tfd = -1;
-  r.seed = (unsigned)pst_now_ns();
+  r.seed = (unsigned)pst__now_ns();
   r.period_ns = (uint64_t)(1e9 / o->rate_hz);
-  r.pidns = pst_probe_pidns(0);
+  r.pidns = pst__probe_pidns(0);
   if (uv_loop_init(&r.loop))
     return -ENOMEM;
   /* Attach the given pids first: an error there is the user's to see. */
@@ -748,7 +747,7 @@ int pst_sampler_run(const struct pst_sampler_opts *o,
    * take seconds: a thread pointer per thread): read again, so that
    * --duration counts from the first tick, not from the init. */
   uv_update_time(&r.loop);
-  r.start_ns = r.sched_ns = pst_now_ns();
+  r.start_ns = r.sched_ns = pst__now_ns();
   r.sched_ns += r.period_ns;
   arm_tick(&r);
   uv_poll_start(&r.tick, UV_READABLE, on_tick);
@@ -767,7 +766,7 @@ int pst_sampler_run(const struct pst_sampler_opts *o,
   if (o->progress)
     fputs("\r\033[K", stderr);
   st->elapsed_s =
-      (double)((r.stop_ns ? r.stop_ns : pst_now_ns()) - r.start_ns) / 1e9;
+      (double)((r.stop_ns ? r.stop_ns : pst__now_ns()) - r.start_ns) / 1e9;
   for (size_t i = 0; i < r.n; i++)
     harvest(&r, r.e[i]);
   err = 0;
@@ -779,7 +778,7 @@ out_loop:
     stop_all(&r);
   uv_run(&r.loop, UV_RUN_DEFAULT);
   if (uv_loop_close(&r.loop))
-    pst_debug("uv_loop_close: handles left open");
+    pst__debug("uv_loop_close: handles left open");
   if (r.tfd >= 0)
     close(r.tfd);
   for (size_t i = 0; i < r.n; i++) {

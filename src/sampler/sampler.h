@@ -1,6 +1,6 @@
 /* sampler.h: the sampling engine: one libuv loop that samples every thread
  * of every target process at a steady rate and hands each thread-sample to
- * its consumers (struct pst_consumer_ops): the profile builder of `record`
+ * its consumers (struct pst__consumer_ops): the profile builder of `record`
  * (consumer/record.h), the windows of --rotate and --push
  * (consumer/window.h) and `top`'s counts (consumer/top.h).
  *
@@ -10,14 +10,14 @@
  * aggregate. The engine owns the targets, the tick, the refresh of
  * threads and children, signals, the host scan of --all and the
  * `-- command`; it counts the sampling figures (struct
- * pst_sampler_stats).
+ * pst__sampler_stats).
  *
  * Threading: everything, consumers included, runs on the calling thread,
  * which does every ptrace call (ptrace's rule).
- * Ownership: pst_sampler_run() borrows the options and the consumers; what
+ * Ownership: pst__sampler_run() borrows the options and the consumers; what
  * an event points to is valid during the callback only, except the
  * frame strings, which live as long as the engine's targets (see
- * pst_consumer_ops.proc_end).
+ * pst__consumer_ops.proc_end).
  */
 #ifndef PST_SAMPLER_H
 #define PST_SAMPLER_H
@@ -31,7 +31,7 @@
 #define PST_SAMPLER_PIDS_MAX 64
 #define PST_SAMPLER_CONSUMERS_MAX 4
 
-struct pst_sampler_opts {
+struct pst__sampler_opts {
   pid_t pids[PST_SAMPLER_PIDS_MAX];
   int npids;
   char **argv;              /* `-- command` to spawn and sample, or NULL */
@@ -52,14 +52,14 @@ struct pst_sampler_opts {
   /* Called once on the loop thread when the given pids are attached and
    * the command started, before the first tick (the CLI enters its
    * sandbox there: src/sandbox/sandbox.h). NULL: none. */
-  void (*ready)(const struct pst_sampler_opts *o, void *arg);
+  void (*ready)(const struct pst__sampler_opts *o, void *arg);
   void *ready_arg;
 };
 
 /* Error kinds counted apart (the rest by code, see errors[]). */
 #define PST_SAMPLER_ERRKINDS 12
 
-struct pst_sampler_stats {
+struct pst__sampler_stats {
   uint64_t ticks;        /* timer firings */
   uint64_t samples;      /* thread stacks delivered to the consumers */
   uint64_t idle_skipped; /* idle (or non-GIL) thread samples left out */
@@ -107,7 +107,7 @@ struct pst_sampler_stats {
 };
 
 /* A process as consumers see it; valid from proc_begin to proc_end. */
-struct pst_sample_proc {
+struct pst__sample_proc {
   pid_t pid;
   const char *cmdline; /* arguments joined by spaces, "" if unknown */
   int rank, local_rank, world_size; /* from its environment, -1: absent */
@@ -125,42 +125,43 @@ struct pst_sample_proc {
 };
 
 /* What became of one thread at one tick. */
-enum pst_sample_kind {
+enum pst__sample_kind {
   PST_SK_STACK = 0, /* read: thread->frames, innermost first */
   PST_SK_IDLE,      /* left out by the policy (idle, not the GIL
                            holder) or no frame to show */
   PST_SK_ERROR,     /* could not be read: thread->error */
 };
 
-struct pst_sample {
-  const struct pst_sample_proc *proc;
+struct pst__sample {
+  const struct pst__sample_proc *proc;
   void *proc_data;                 /* the consumer's, from proc_begin */
   const struct pst_thread *thread; /* tid, name, state, GIL, frames */
-  enum pst_sample_kind kind;
+  enum pst__sample_kind kind;
   uint64_t t_ns;      /* since sampling started */
   uint64_t weight_ns; /* the time this sample stands for */
 };
 
 /* A consumer of samples. Every callback may be NULL. */
-struct pst_consumer_ops {
+struct pst__consumer_ops {
   const char *name;
   /* Process p starts being sampled (again after an exec). *proc_data
    * (NULL to start with) is handed back with each of its samples. 0, or
    * -errno: the consumer then gets nothing of this process. */
-  int (*proc_begin)(void *ctx, const struct pst_sample_proc *p,
+  int (*proc_begin)(void *ctx, const struct pst__sample_proc *p,
                     void **proc_data);
   /* Process p is no longer sampled (it ended, exec'd, or sampling stops):
    * the frame strings of its samples die after this returns. */
-  void (*proc_end)(void *ctx, const struct pst_sample_proc *p, void *proc_data);
+  void (*proc_end)(void *ctx, const struct pst__sample_proc *p,
+                   void *proc_data);
   /* One thread-sample. 0, or -errno (counted in consumer_errors). */
-  int (*sample)(void *ctx, const struct pst_sample *s);
+  int (*sample)(void *ctx, const struct pst__sample *s);
   /* After each tick, with the figures so far. 0, or 1 to end sampling
    * (as a signal would, without counting as one: `top`'s q). */
-  int (*tick)(void *ctx, uint64_t t_ns, const struct pst_sampler_stats *st);
+  int (*tick)(void *ctx, uint64_t t_ns, const struct pst__sampler_stats *st);
 };
 
-struct pst_consumer {
-  const struct pst_consumer_ops *ops;
+struct pst__consumer {
+  const struct pst__consumer_ops *ops;
   void *ctx;
 };
 
@@ -170,12 +171,12 @@ struct pst_consumer {
  * that prevented sampling at all (the first target could not be opened:
  * pst_target_open's error; -ENOENT for a command that does not exist).
  * Per-sample failures are only counted into *st. */
-int pst_sampler_run(const struct pst_sampler_opts *o,
-                    const struct pst_consumer *consumers, int n,
-                    struct pst_sampler_stats *st);
+int pst__sampler_run(const struct pst__sampler_opts *o,
+                     const struct pst__consumer *consumers, int n,
+                     struct pst__sampler_stats *st);
 
 /* Adds one error of code err to the counters; returns how many of its
  * kind there are now. */
-uint64_t pst_sampler_count_error(struct pst_sampler_stats *st, int err);
+uint64_t pst__sampler_count_error(struct pst__sampler_stats *st, int err);
 
 #endif

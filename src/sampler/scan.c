@@ -38,7 +38,7 @@ static struct pst__seen *seen_slot(struct pst__rec *r, pid_t pid) {
 static void scan_work(uv_work_t *req) {
   struct pst__rec *r = req->data;
   struct pst__scan_job *j = &r->job;
-  uint64_t t0 = pst_now_ns();
+  uint64_t t0 = pst__now_ns();
   pid_t self = getpid();
   struct dirent *de;
   DIR *d = opendir("/proc");
@@ -50,13 +50,13 @@ static void scan_work(uv_work_t *req) {
     return;
   r->gen++;
   while ((de = readdir(d))) {
-    struct pst_proc_image im;
+    struct pst__proc_image im;
     struct pst__seen *s;
     char *end, cmd[4096];
     long pid = strtol(de->d_name, &end, 10);
     if (*end || pid <= 0 || pid == self)
       continue;
-    if (pst_proc_image((pid_t)pid, &im) || im.state == 'Z' || im.state == 'X')
+    if (pst__proc_image((pid_t)pid, &im) || im.state == 'Z' || im.state == 'X')
       continue;
     s = seen_slot(r, (pid_t)pid);
     if (!s)
@@ -71,9 +71,9 @@ static void scan_work(uv_work_t *req) {
     if (!im.addr[0] && im.vsize)
       s->gen = 0;
     j->checked++;
-    if (!pst_probe_looks_python((pid_t)pid))
+    if (!pst__probe_looks_python((pid_t)pid))
       continue;
-    pst_probe_cmdline((pid_t)pid, cmd, sizeof(cmd));
+    pst__probe_cmdline((pid_t)pid, cmd, sizeof(cmd));
     if ((r->o->match && regexec(r->o->match, cmd, 0, NULL, 0)) ||
         (r->o->exclude && !regexec(r->o->exclude, cmd, 0, NULL, 0)))
       continue;
@@ -86,7 +86,7 @@ static void scan_work(uv_work_t *req) {
     if (r->seen[i].gen == r->gen)
       r->seen[k++] = r->seen[i];
   r->nseen = k;
-  j->ns = pst_now_ns() - t0;
+  j->ns = pst__now_ns() - t0;
 }
 
 /* Back on the loop thread: the candidates become entries, attached now. */
@@ -106,9 +106,9 @@ static void scan_done(uv_work_t *req, int status) {
   for (size_t i = 0; i < j->n; i++) {
     struct pst__entry *e = pst__add_entry(r, j->pids[i]);
     if (!e) {
-      pst_warn_once("--all: more than %d processes; the others are not "
-                    "recorded",
-                    PST__TARGETS_MAX);
+      pst__warn_once("--all: more than %d processes; the others are not "
+                     "recorded",
+                     PST__TARGETS_MAX);
       break;
     }
     if (e->t)
@@ -118,7 +118,7 @@ static void scan_done(uv_work_t *req, int status) {
       e->pid = j->pids[i];
     }
     r->st->scan_found++;
-    pst_debug("process %d: a Python candidate", (int)e->pid);
+    pst__debug("process %d: a Python candidate", (int)e->pid);
   }
   pst__try_attach_pending(r);
   if (!uv_is_active((uv_handle_t *)&r->attach))

@@ -35,7 +35,7 @@ static const int sanitizer_build = 0;
 
 /* ---- capabilities ---- */
 
-static int drop_caps(const struct pst_sandbox_opts *o) {
+static int drop_caps(const struct pst__sandbox_opts *o) {
   cap_value_t keep[5];
   int nkeep = 0, err = 0;
   cap_t c;
@@ -86,7 +86,7 @@ static int drop_caps(const struct pst_sandbox_opts *o) {
   return err;
 }
 
-unsigned long long pst_sandbox_effective(void) {
+unsigned long long pst__sandbox_effective(void) {
   char buf[4096];
   unsigned long long v = 0;
   const char *p;
@@ -106,7 +106,7 @@ unsigned long long pst_sandbox_effective(void) {
   return v;
 }
 
-int pst_sandbox_dir_needs_override(const char *dir) {
+int pst__sandbox_dir_needs_override(const char *dir) {
   struct stat st;
 
   if (geteuid() != 0)
@@ -237,33 +237,33 @@ out:
   return err;
 }
 
-int pst_sandbox_enter(const struct pst_sandbox_opts *o) {
+int pst__sandbox_enter(const struct pst__sandbox_opts *o) {
   int err = 0, e;
 
-  if (geteuid() == 0 || pst_sandbox_effective()) {
+  if (geteuid() == 0 || pst__sandbox_effective()) {
     e = drop_caps(o);
     if (e) {
-      pst_warn("sandbox: capabilities not reduced: %s", strerror(-e));
+      pst__warn("sandbox: capabilities not reduced: %s", strerror(-e));
       err = e;
     }
   }
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
     e = -errno;
-    pst_warn("sandbox: no_new_privs not set: %s", strerror(-e));
+    pst__warn("sandbox: no_new_privs not set: %s", strerror(-e));
     err = err ? err : e;
   }
   if (o->filter && sanitizer_build) {
-    pst_info("sandbox: no system-call filter in a sanitizer build");
+    pst__info("sandbox: no system-call filter in a sanitizer build");
   } else if (o->filter) {
     e = load_filter();
     if (e) {
-      pst_warn("sandbox: no system-call filter: %s", strerror(-e));
+      pst__warn("sandbox: no system-call filter: %s", strerror(-e));
       err = err ? err : e;
     }
   }
-  pst_debug("sandbox: capabilities %llx, no_new_privs, %s",
-            pst_sandbox_effective(), o->filter ? "filter" : "no filter");
+  pst__debug("sandbox: capabilities %llx, no_new_privs, %s",
+             pst__sandbox_effective(), o->filter ? "filter" : "no filter");
   return err;
 }
 
-unsigned long pst_sandbox_violations(void) { return atomic_load(&violations); }
+unsigned long pst__sandbox_violations(void) { return atomic_load(&violations); }

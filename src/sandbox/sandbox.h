@@ -17,14 +17,14 @@
  *     requests), no mount, namespace, module or key calls. A call outside
  *     it fails with EPERM, is logged once with its number, and stops the
  *     recording the way SIGTERM does (the profile is written); the exit
- *     code then says so (pst_sandbox_violations()).
+ *     code then says so (pst__sandbox_violations()).
  *
  * Process-wide, called once from the main thread; nothing to free.
  */
 #ifndef PST_SANDBOX_H
 #define PST_SANDBOX_H
 
-struct pst_sandbox_opts {
+struct pst__sandbox_opts {
   int keep_dac_override; /* the output directory is not writable without */
   int keep_kill;         /* a command runs as another user */
   int filter;            /* install the seccomp filter */
@@ -33,18 +33,18 @@ struct pst_sandbox_opts {
 /* Enters the sandbox. Returns 0, or -errno when a step failed (what was
  * done stays done; the caller decides whether to go on). A process without
  * capabilities (not root) only gets no_new_privs and the filter. */
-int pst_sandbox_enter(const struct pst_sandbox_opts *o);
+int pst__sandbox_enter(const struct pst__sandbox_opts *o);
 
 /* Whether the output directory dir needs CAP_DAC_OVERRIDE to be written by
  * this process's effective user and group (owner, group and other write
  * bits, as the kernel checks them). 1, 0, or 0 when dir cannot be read. */
-int pst_sandbox_dir_needs_override(const char *dir);
+int pst__sandbox_dir_needs_override(const char *dir);
 
 /* How many system calls the filter refused. */
-unsigned long pst_sandbox_violations(void);
+unsigned long pst__sandbox_violations(void);
 
 /* Capabilities of this process, as /proc/self/status shows them (CapEff),
  * for messages and tests. */
-unsigned long long pst_sandbox_effective(void);
+unsigned long long pst__sandbox_effective(void);
 
 #endif

@@ -28,13 +28,13 @@
 
 #define PST_TARGET_FRAMES_MAX 1024 /* per thread; deeper is truncated */
 
-struct pst_native_sampler;
-struct pst_modcache;
-struct pst_resolver;
-struct pst_strtab;
+struct pst__native_sampler;
+struct pst__modcache;
+struct pst__resolver;
+struct pst__strtab;
 
 /* One OS thread as the target tracks it between refreshes. */
-struct pst_tthread {
+struct pst__tthread {
   struct pst_thread th; /* fsbase, tstate, method, name: kept; the rest is
                             per sample */
   uint64_t starttime;   /* with the tid, identifies the thread */
@@ -52,20 +52,20 @@ struct pst_tthread {
   char comm[64];        /* its /proc comm as first seen */
   int origin_done;      /* its start routine was looked at */
   uint64_t thread_obj;  /* the Thread object it was read from, 0: none */
-  struct pst_py_name_ref name_ref; /* where that name lives (renames) */
-  struct pst_py_hint hint;         /* what the last walk read, and whose thread
+  struct pst__py_name_ref name_ref; /* where that name lives (renames) */
+  struct pst__py_hint hint;         /* what the last walk read, and whose thread
                               state it must still be (frame.c) */
 };
 
 struct pst_target {
   pid_t pid;
-  enum pst_arch arch;
-  struct pst_mem mem;
-  struct pst_maps maps;
-  struct pst_tsd tsd;
-  struct pst_py py;
+  enum pst__arch arch;
+  struct pst__mem mem;
+  struct pst__maps maps;
+  struct pst__tsd tsd;
+  struct pst__py py;
   struct pst_target_info info;
-  struct pst_tthread *threads;
+  struct pst__tthread *threads;
   size_t nthreads;
   struct pst_thread *view; /* what the last sample returned */
   struct pst_frame *pool;  /* frames of all threads of the last sample */
@@ -74,46 +74,46 @@ struct pst_target {
   uint64_t missed_listing; /* live threads /proc/PID/task left out, kept */
   uint64_t exact_rereads;  /* PST_SAMPLE_EXACT: threads read again stopped */
   uint64_t task_rereads;   /* tasks read again with their loops stopped */
-  struct pst_native_sampler *native; /* --native, made at the first use */
-  struct pst_modcache *modcache;     /* modules, for both of them: */
-  struct pst_resolver *resolver;     /* native-only threads' start routines */
+  struct pst__native_sampler *native; /* --native, made at the first use */
+  struct pst__modcache *modcache;     /* modules, for both of them: */
+  struct pst__resolver *resolver;     /* native-only threads' start routines */
   /* One tick's running reads: batched into one syscall (sample.c). */
-  struct pst_py_batch batch;
-  struct pst_py_prefetch *pf; /* per thread: its part of the batch */
+  struct pst__py_batch batch;
+  struct pst__py_prefetch *pf; /* per thread: its part of the batch */
   size_t pf_cap;
   unsigned char *acts; /* per thread: what the tick does with it */
   size_t acts_cap;
-  uint64_t batch_checks;         /* walks checked from the batch alone */
-  char role[64];                 /* multiprocessing's name of the process */
-  struct pst_frame *probe;       /* frames of the role's probe walk */
-  uint64_t role_obj;             /* the Process object it was read from */
-  struct pst_py_thread_ent *reg; /* the thread registry, as last read */
-  struct pst_py_name_ref *refs;  /* per thread, for the rename check */
+  uint64_t batch_checks;          /* walks checked from the batch alone */
+  char role[64];                  /* multiprocessing's name of the process */
+  struct pst_frame *probe;        /* frames of the role's probe walk */
+  uint64_t role_obj;              /* the Process object it was read from */
+  struct pst__py_thread_ent *reg; /* the thread registry, as last read */
+  struct pst__py_name_ref *refs;  /* per thread, for the rename check */
   uint8_t *changed;
   size_t reg_cap, refs_cap, changed_cap;
   /* pst_target_tasks() (tasks.c): its last answer, allocated at first
    * use. */
   struct pst_task *tasks;
-  struct pst_py_task *py_tasks;
+  struct pst__py_task *py_tasks;
   struct pst_frame *task_frames;
   uint64_t *task_tstates;
-  struct pst_frame *task_stack;  /* pst_target_task_stack()'s frames */
-  struct pst_strtab *task_names; /* its "task NAME" markers */
-  uint64_t open_ticks; /* when it was opened, in /proc's start-time
+  struct pst_frame *task_stack;   /* pst_target_task_stack()'s frames */
+  struct pst__strtab *task_names; /* its "task NAME" markers */
+  uint64_t open_ticks;            /* when it was opened, in /proc's start-time
                           ticks: a thread started since has all its CPU
                           time seen */
-  uint64_t period_ns; /* PST_SAMPLE_ON_CPU: the CPU time a sample stands
+  uint64_t period_ns;     /* PST_SAMPLE_ON_CPU: the CPU time a sample stands
                          for (pst_target_set_period()), 0: any */
-  uint64_t aio_looked_ns;        /* when the maps were last searched for it */
-  uint64_t aio_wait_ns;          /* and how long until the next search */
-  int aio_err;                   /* and what that search said */
+  uint64_t aio_looked_ns; /* when the maps were last searched for it */
+  uint64_t aio_wait_ns;   /* and how long until the next search */
+  int aio_err;            /* and what that search said */
 };
 
 /* ---- policy.c ---- */
 
 /* flags as this target can take them: the kernel state read where the
  * flags need it, --gil on a free-threaded build made "active threads". */
-int pst_target_flags(const struct pst_target *t, int flags);
+int pst__target_flags(const struct pst_target *t, int flags);
 
 /* ---- threads.c ---- */
 
@@ -121,28 +121,28 @@ int pst_target_flags(const struct pst_target *t, int flags);
  * in uninterruptible sleep (D: ptrace would wait for it to wake), nor in
  * a group-stop or another tracer's stop (T, t: our stop would take it out
  * of it for a moment, visible as R). */
-int pst_tthread_may_stop(char state);
+int pst__tthread_may_stop(char state);
 
 /* sample.c: the thread's kernel state letter now (R, S, D, T, ...), '?'
  * once it is gone; cheap for a thread that keeps sleeping. With cpu_ns:
  * the CPU time it used since the last such read, too. */
-char pst_tthread_state(struct pst_tthread *x, uint64_t *cpu_ns);
+char pst__tthread_state(struct pst__tthread *x, uint64_t *cpu_ns);
 
 /* Starts tracking thread tid: start time, /proc name, stat fd, and its
  * thread pointer (one ptrace stop; not for a thread that may not be
  * stopped: then tp_err is -EAGAIN and the next refresh retries). */
-void pst_tthread_init(struct pst_target *t, struct pst_tthread *x, pid_t tid,
-                      char state, uint64_t starttime);
+void pst__tthread_init(struct pst_target *t, struct pst__tthread *x, pid_t tid,
+                       char state, uint64_t starttime);
 /* Closes x's stat fd. */
-void pst_tthread_exit(struct pst_tthread *x);
+void pst__tthread_exit(struct pst__tthread *x);
 
 /* The role from the Process object a walk found (sample.c). */
-void pst_target_update_role(struct pst_target *t);
+void pst__target_update_role(struct pst_target *t);
 
 /* threading's name of x once known from its Thread object thread_obj
  * (read once; 0: not known yet), else "MainThread" for the main thread,
  * else the /proc comm stays. */
-void pst_tthread_set_name(struct pst_target *t, struct pst_tthread *x,
-                          uint64_t thread_obj);
+void pst__tthread_set_name(struct pst_target *t, struct pst__tthread *x,
+                           uint64_t thread_obj);
 
 #endif

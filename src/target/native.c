@@ -25,12 +25,12 @@ struct symcache {
   unsigned flags;            /* PST_NF_* */
 };
 
-struct pst_native_sampler {
-  struct pst_unwinder *unw;
-  struct pst_strtab *strings; /* native names and module names */
-  struct pst_dmcache cache;   /* struct symcache, by ip */
-  uint64_t reloads;           /* unwinder maps reloads seen */
-  const char *interp_path;    /* libpython, or the python executable */
+struct pst__native_sampler {
+  struct pst__unwinder *unw;
+  struct pst__strtab *strings; /* native names and module names */
+  struct pst__dmcache cache;   /* struct symcache, by ip */
+  uint64_t reloads;            /* unwinder maps reloads seen */
+  const char *interp_path;     /* libpython, or the python executable */
   uint64_t ips[NATIVE_MAX], sps[NATIVE_MAX];
   struct pst_frame nat[NATIVE_MAX];
   unsigned flags[NATIVE_MAX];
@@ -38,40 +38,41 @@ struct pst_native_sampler {
   struct pst_native_stats stats;
 };
 
-int pst_native_sampler_new(pid_t pid, struct pst_mem *mem,
-                           const char *interp_path, struct pst_modcache *cache,
-                           struct pst_native_sampler **out) {
-  struct pst_native_sampler *ns = calloc(1, sizeof(*ns));
+int pst__native_sampler_new(pid_t pid, struct pst__mem *mem,
+                            const char *interp_path,
+                            struct pst__modcache *cache,
+                            struct pst__native_sampler **out) {
+  struct pst__native_sampler *ns = calloc(1, sizeof(*ns));
   int err = -ENOMEM;
 
   if (!ns)
     return -ENOMEM;
-  ns->strings = pst_strtab_new();
+  ns->strings = pst__strtab_new();
   if (!ns->strings ||
-      pst_dmcache_init(&ns->cache, SYMCACHE_BITS, sizeof(struct symcache)))
+      pst__dmcache_init(&ns->cache, SYMCACHE_BITS, sizeof(struct symcache)))
     goto err;
-  err = pst_unwinder_new(pid, mem, cache, &ns->unw);
+  err = pst__unwinder_new(pid, mem, cache, &ns->unw);
   if (err)
     goto err;
   ns->interp_path = interp_path;
   *out = ns;
   return 0;
 err:
-  pst_native_sampler_free(ns);
+  pst__native_sampler_free(ns);
   return err;
 }
 
-void pst_native_sampler_free(struct pst_native_sampler *ns) {
+void pst__native_sampler_free(struct pst__native_sampler *ns) {
   if (!ns)
     return;
-  pst_unwinder_free(ns->unw);
-  pst_strtab_free(ns->strings);
-  pst_dmcache_exit(&ns->cache);
+  pst__unwinder_free(ns->unw);
+  pst__strtab_free(ns->strings);
+  pst__dmcache_exit(&ns->cache);
   free(ns);
 }
 
-void pst_native_sampler_stats(const struct pst_native_sampler *ns,
-                              struct pst_native_stats *out) {
+void pst__native_sampler_stats(const struct pst__native_sampler *ns,
+                               struct pst_native_stats *out) {
   *out = ns->stats;
 }
 
@@ -82,27 +83,27 @@ static const char *base_name(const char *path) {
 
 /* Name, module and PST_NF_* flags of one native frame, through the
  * cache. ip is the address to look up (return addresses minus 1). */
-static const struct symcache *symbolise(struct pst_native_sampler *ns,
+static const struct symcache *symbolise(struct pst__native_sampler *ns,
                                         int version_hex, uint64_t ip) {
-  struct symcache *c = pst_dmcache_slot(&ns->cache, ip);
+  struct symcache *c = pst__dmcache_slot(&ns->cache, ip);
   const char *func, *path;
   uint64_t off;
   char buf[512];
 
   if (c->ip == ip && c->name)
     return c;
-  pst_unwinder_symbol(ns->unw, ip, &func, &off, &path);
+  pst__unwinder_symbol(ns->unw, ip, &func, &off, &path);
   c->ip = ip;
   c->flags = 0;
-  c->module = pst_strtab_intern(ns->strings, path ? base_name(path) : "");
+  c->module = pst__strtab_intern(ns->strings, path ? base_name(path) : "");
   if (path && !strcmp(path, ns->interp_path))
-    c->flags = PST_NF_INTERP | pst_native_classify(func, version_hex);
+    c->flags = PST_NF_INTERP | pst__native_classify(func, version_hex);
   if (func) {
-    c->name = pst_strtab_intern(ns->strings, func);
+    c->name = pst__strtab_intern(ns->strings, func);
   } else {
     snprintf(buf, sizeof(buf), "%s+0x%llx", path ? base_name(path) : "?",
              (unsigned long long)off);
-    c->name = pst_strtab_intern(ns->strings, buf);
+    c->name = pst__strtab_intern(ns->strings, buf);
   }
   if (!c->name || !c->module) {
     c->ip = 0;
@@ -117,8 +118,8 @@ static const struct symcache *symbolise(struct pst_native_sampler *ns,
  * that call, named or not (a stripped interpreter, a loop split into a
  * local function). When every shim is found this replaces the
  * name-based marking. */
-static void eval_by_shims(struct pst_native_sampler *ns,
-                          const struct pst_py *py, int nn) {
+static void eval_by_shims(struct pst__native_sampler *ns,
+                          const struct pst__py *py, int nn) {
   unsigned char mark[NATIVE_MAX];
   int found = 0;
 
@@ -139,10 +140,10 @@ static void eval_by_shims(struct pst_native_sampler *ns,
         (ns->flags[i] & ~(unsigned)PST_NF_EVAL) | (mark[i] ? PST_NF_EVAL : 0);
 }
 
-int pst_native_sample(struct pst_native_sampler *ns, struct pst_py *py,
-                      struct pst_mem *mem, const struct pst_native_req *r,
-                      struct pst_frame *out, int max, int *truncated) {
-  struct pst_unwind_stats us;
+int pst__native_sample(struct pst__native_sampler *ns, struct pst__py *py,
+                       struct pst__mem *mem, const struct pst__native_req *r,
+                       struct pst_frame *out, int max, int *truncated) {
+  struct pst__unwind_stats us;
   int nn, np = 0, mismatch = 0, err;
   uint64_t top[2];
   size_t k;
@@ -153,31 +154,31 @@ int pst_native_sample(struct pst_native_sampler *ns, struct pst_py *py,
    * moment): such samples are counted as errors. */
   if (r->state == 'D' || r->state == 'T' || r->state == 't')
     return -EAGAIN;
-  err = pst_ptrace_stop(r->tid);
+  err = pst__ptrace_stop(r->tid);
   if (err)
     return err;
-  nn = pst_unwind_thread(ns->unw, r->tid, ns->ips, ns->sps, NATIVE_MAX);
+  nn = pst__unwind_thread(ns->unw, r->tid, ns->ips, ns->sps, NATIVE_MAX);
   if (r->tstate)
-    np = pst_py_walk(py, mem, r->tstate, r->hint, NULL, ns->py, PY_MAX,
-                     truncated, r->thread_obj, top);
-  pst_ptrace_resume(r->tid);
+    np = pst__py_walk(py, mem, r->tstate, r->hint, NULL, ns->py, PY_MAX,
+                      truncated, r->thread_obj, top);
+  pst__ptrace_resume(r->tid);
   if (nn < 0 && np <= 0)
     return nn;
   if (np < 0) {
-    pst_debug("thread %d: Python walk failed under --native: %s", (int)r->tid,
-              pst_strerror(np));
+    pst__debug("thread %d: Python walk failed under --native: %s", (int)r->tid,
+               pst_strerror(np));
     ns->stats.python_errors++;
     np = 0;
   }
   if (nn < 0) {
-    pst_debug("thread %d: native stack lost: %s", (int)r->tid,
-              pst_strerror(nn));
+    pst__debug("thread %d: native stack lost: %s", (int)r->tid,
+               pst_strerror(nn));
     ns->stats.native_errors++;
     nn = 0;
   }
-  pst_unwinder_stats(ns->unw, &us);
+  pst__unwinder_stats(ns->unw, &us);
   if (us.maps_reloads != ns->reloads) { /* a module may have gone */
-    pst_dmcache_clear(&ns->cache);
+    pst__dmcache_clear(&ns->cache);
     ns->reloads = us.maps_reloads;
   }
   for (int i = 0; i < nn; i++) {
@@ -191,14 +192,14 @@ int pst_native_sample(struct pst_native_sampler *ns, struct pst_py *py,
   }
   if (np > 0)
     eval_by_shims(ns, py, nn);
-  k = pst_merge(ns->nat, ns->flags, (size_t)nn, ns->py, (size_t)np,
-                r->keep_machinery, "[python/native stacks not merged]", out,
-                (size_t)max, &mismatch);
+  k = pst__merge(ns->nat, ns->flags, (size_t)nn, ns->py, (size_t)np,
+                 r->keep_machinery, "[python/native stacks not merged]", out,
+                 (size_t)max, &mismatch);
   if (mismatch)
-    pst_debug("thread %d: %d native frames, %d Python frames (%zu calls): "
-              "not merged (tstate 0x%llx, state %c)",
-              (int)r->tid, nn, np, pst_merge_py_groups(ns->py, (size_t)np),
-              (unsigned long long)r->tstate, r->state);
+    pst__debug("thread %d: %d native frames, %d Python frames (%zu calls): "
+               "not merged (tstate 0x%llx, state %c)",
+               (int)r->tid, nn, np, pst__merge_py_groups(ns->py, (size_t)np),
+               (unsigned long long)r->tstate, r->state);
   ns->stats.samples++;
   ns->stats.mismatches += (uint64_t)mismatch;
   return (int)k;

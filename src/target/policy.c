@@ -29,7 +29,7 @@ void pst_target_set_period(struct pst_target *t, uint64_t period_ns) {
   t->period_ns = period_ns;
 }
 
-int pst_target_flags(const struct pst_target *t, int flags) {
+int pst__target_flags(const struct pst_target *t, int flags) {
   /* --native must skip threads in D (ptrace would wait for them) and
    * --blocking must see T and D: both need the kernel state. */
   if (flags & (PST_SAMPLE_NATIVE | PST_SAMPLE_BLOCKING))

@@ -6,7 +6,7 @@
  * current frame (and its code) as the walk began and as read after it
  * must agree, else the walk is retried; after TORN_RETRIES the sample is
  * PST_ETORN. The check after thread i's walk is read in the same syscall
- * as thread i+1's first read (pst_py_check), so a stable stack costs one
+ * as thread i+1's first read (pst__py_check), so a stable stack costs one
  * syscall; the check of the last thread is read on its own.
  */
 #include <errno.h>
@@ -42,7 +42,7 @@
  * the letter read before that stop: the stop interrupted what it waited
  * in, and the kernel restarts it, so the letter now would be R for a
  * thread that sleeps; the CPU time of that restart is not counted. */
-char pst_tthread_state(struct pst_tthread *x, uint64_t *cpu_ns) {
+char pst__tthread_state(struct pst__tthread *x, uint64_t *cpu_ns) {
   uint64_t run = 0, wait = 0;
   char state = '?', held = x->held;
   int have;
@@ -51,7 +51,7 @@ char pst_tthread_state(struct pst_tthread *x, uint64_t *cpu_ns) {
   if (cpu_ns)
     *cpu_ns = 0;
   have = (cpu_ns || x->quiet >= QUIET || held) &&
-         pst_proc_schedstat_fd(x->schedfd, &run, &wait) == 0;
+         pst__proc_schedstat_fd(x->schedfd, &run, &wait) == 0;
   if (have) {
     if (cpu_ns && run > x->run_ns && (!held || held == 'R'))
       *cpu_ns = run - x->run_ns;
@@ -69,13 +69,13 @@ char pst_tthread_state(struct pst_tthread *x, uint64_t *cpu_ns) {
     x->last_state = held;
     return held;
   }
-  if (pst_proc_stat_fd(x->statfd, &state, NULL))
+  if (pst__proc_stat_fd(x->statfd, &state, NULL))
     return '?';
   x->last_state = state;
   if (state == 'R') {
     x->quiet = 0;
   } else if (++x->quiet == QUIET && !have &&
-             pst_proc_schedstat_fd(x->schedfd, &run, &wait) != 0) {
+             pst__proc_schedstat_fd(x->schedfd, &run, &wait) != 0) {
     x->quiet = -1000000; /* no schedstat here: stat every time */
   } else if (x->quiet == QUIET && !have) {
     x->ran_ns = run + wait;
@@ -86,12 +86,12 @@ char pst_tthread_state(struct pst_tthread *x, uint64_t *cpu_ns) {
 /* Is a tracked thread still there? (Its schedstat, else its stat, still
  * reads.) For versions without native_thread_id, whose thread states
  * cannot tell that their thread ended. */
-static int alive(const struct pst_tthread *x) {
+static int alive(const struct pst__tthread *x) {
   uint64_t run, wait;
 
   if (x->schedfd >= 0)
-    return pst_proc_schedstat_fd(x->schedfd, &run, &wait) == 0;
-  return pst_proc_stat_fd(x->statfd, NULL, NULL) == 0;
+    return pst__proc_schedstat_fd(x->schedfd, &run, &wait) == 0;
+  return pst__proc_stat_fd(x->statfd, NULL, NULL) == 0;
 }
 
 /* Errors a stack that moves while it is read can give: a frame that
@@ -103,7 +103,7 @@ static int moving(int n) {
 
 /* Walks thread x up to attempts times, checking each walk on its own (the
  * retry path), or once with the thread stopped (PST_SAMPLE_BLOCKING). */
-static int walk_thread(struct pst_target *t, struct pst_tthread *x, int flags,
+static int walk_thread(struct pst_target *t, struct pst__tthread *x, int flags,
                        int attempts, uint64_t *thread_obj) {
   struct pst_thread *th = &x->th;
   int n = PST_ETORN, stopped = 0;
@@ -112,32 +112,32 @@ static int walk_thread(struct pst_target *t, struct pst_tthread *x, int flags,
    * uninterruptible sleep (D) runs no Python code: its stack holds still
    * without our stop. Stopping it anyway would make it leave its group-stop
    * for a moment (seen as R) and, for D, wait as long as the sleep lasts. */
-  if ((flags & PST_SAMPLE_BLOCKING) && pst_tthread_may_stop(th->state)) {
-    n = pst_ptrace_stop(th->tid);
+  if ((flags & PST_SAMPLE_BLOCKING) && pst__tthread_may_stop(th->state)) {
+    n = pst__ptrace_stop(th->tid);
     if (n)
       return n;
     stopped = 1;
   }
   for (int attempt = 0; attempt < attempts; attempt++) {
-    struct pst_py_check c;
+    struct pst__py_check c;
     uint64_t before[2];
-    n = pst_py_walk(&t->py, &t->mem, th->tstate, &x->hint, NULL, th->frames,
-                    PST_TARGET_FRAMES_MAX, &th->truncated,
-                    x->pyname[0] ? NULL : thread_obj, before);
+    n = pst__py_walk(&t->py, &t->mem, th->tstate, &x->hint, NULL, th->frames,
+                     PST_TARGET_FRAMES_MAX, &th->truncated,
+                     x->pyname[0] ? NULL : thread_obj, before);
     if (stopped || (n < 0 && !moving(n)))
       break;     /* nothing moves, or nothing to check */
     if (n < 0) { /* read while it moved: again */
       t->torn_retries++;
       continue;
     }
-    pst_py_check_prepare(&t->py, th->tstate, &x->hint, before, &c);
-    if (pst_py_check_done(&t->py, &t->mem, &c) == 1)
+    pst__py_check_prepare(&t->py, th->tstate, &x->hint, before, &c);
+    if (pst__py_check_done(&t->py, &t->mem, &c) == 1)
       break;
     t->torn_retries++;
     n = PST_ETORN;
   }
   if (stopped)
-    pst_ptrace_resume(th->tid);
+    pst__ptrace_resume(th->tid);
   return n;
 }
 
@@ -145,28 +145,28 @@ static int walk_thread(struct pst_target *t, struct pst_tthread *x, int flags,
  * stopped (the --blocking path for this one thread). Not for a thread that
  * ended (-ESRCH) or may not be stopped (D, T: its stack holds still, so
  * its error is not a moving stack), and not after an -ENOMEM. */
-static int read_stopped_again(struct pst_target *t, struct pst_tthread *x,
+static int read_stopped_again(struct pst_target *t, struct pst__tthread *x,
                               int flags, int n, uint64_t *thread_obj) {
   if (!(flags & PST_SAMPLE_EXACT) || n >= 0 || n == -ESRCH || n == -ENOMEM)
     return n;
   if (x->th.state == '?') /* not read this tick (--idle) */
-    x->th.state = pst_tthread_state(x, NULL);
-  if (!pst_tthread_may_stop(x->th.state))
+    x->th.state = pst__tthread_state(x, NULL);
+  if (!pst__tthread_may_stop(x->th.state))
     return n;
-  pst_debug("thread %d: %s while running: read again stopped", (int)x->th.tid,
-            pst_strerror(n));
+  pst__debug("thread %d: %s while running: read again stopped", (int)x->th.tid,
+             pst_strerror(n));
   t->exact_rereads++;
   *thread_obj = 0;
   return walk_thread(t, x, PST_SAMPLE_BLOCKING, 1, thread_obj);
 }
 
 /* A walk whose check is still to be read. */
-struct pst_tpending {
-  struct pst_tthread *x;
+struct pst__tpending {
+  struct pst__tthread *x;
   size_t i;
   int n, flags;
   uint64_t thread_obj;
-  struct pst_py_check c;
+  struct pst__py_check c;
 };
 
 /* A truncated stack's outermost frame: the marker saying so, so that the
@@ -189,7 +189,7 @@ static int truncated_marker(struct pst_thread *th, int n) {
 
 /* Ends thread i's sample with walk result n (frames or error). */
 static void settle(struct pst_target *t, size_t i, int n, uint64_t thread_obj) {
-  struct pst_tthread *x = &t->threads[i];
+  struct pst__tthread *x = &t->threads[i];
 
   if (n >= 0 && x->th.truncated)
     n = truncated_marker(&x->th, n);
@@ -198,17 +198,17 @@ static void settle(struct pst_target *t, size_t i, int n, uint64_t thread_obj) {
     x->th.error_addr = t->py.err_addr;
   } else {
     x->th.nframes = (size_t)n;
-    pst_tthread_set_name(t, x, thread_obj);
+    pst__tthread_set_name(t, x, thread_obj);
   }
   t->view[i] = x->th;
 }
 
 /* The pending walk's check (read already, or now): a moved stack is
  * walked again on the retry path. */
-static void settle_pending(struct pst_target *t, struct pst_tpending *p) {
+static void settle_pending(struct pst_target *t, struct pst__tpending *p) {
   int n = p->n;
 
-  if (pst_py_check_done(&t->py, &t->mem, &p->c) != 1) {
+  if (pst__py_check_done(&t->py, &t->mem, &p->c) != 1) {
     t->torn_retries++;
     p->thread_obj = 0;
     n = walk_thread(t, p->x, 0, TORN_RETRIES, &p->thread_obj);
@@ -221,9 +221,9 @@ static void settle_pending(struct pst_target *t, struct pst_tpending *p) {
 static int native_init(struct pst_target *t) {
   if (t->native)
     return 0;
-  if (!t->modcache && pst_modcache_new(&t->modcache))
+  if (!t->modcache && pst__modcache_new(&t->modcache))
     return -ENOMEM;
-  return pst_native_sampler_new(
+  return pst__native_sampler_new(
       t->pid, &t->mem, t->info.libpython[0] ? t->info.libpython : t->info.exe,
       t->modcache, &t->native);
 }
@@ -232,7 +232,7 @@ int pst_target_native_stats(const struct pst_target *t,
                             struct pst_native_stats *out) {
   if (!t->native)
     return -ENOENT;
-  pst_native_sampler_stats(t->native, out);
+  pst__native_sampler_stats(t->native, out);
   return 0;
 }
 
@@ -251,7 +251,7 @@ enum action {
 
 /* The one place that decides which threads are read, from the flags and
  * what the thread's stat file and the GIL said. */
-static enum action decide(const struct pst_tthread *x, int flags,
+static enum action decide(const struct pst__tthread *x, int flags,
                           int state_read) {
   const struct pst_thread *th = &x->th;
 
@@ -271,7 +271,7 @@ static enum action decide(const struct pst_tthread *x, int flags,
                      th->state == 'X'))
     return GONE;
   if (flags & PST_SAMPLE_NATIVE)
-    return pst_tthread_may_stop(th->state) ? READ_NATIVE : READ_HELD;
+    return pst__tthread_may_stop(th->state) ? READ_NATIVE : READ_HELD;
   if (!th->tstate)
     return NO_STATE;
   return flags & PST_SAMPLE_BLOCKING ? READ_BLOCKING : READ_PYTHON;
@@ -309,13 +309,14 @@ static void settle_walk(struct pst_target *t, size_t i, int n,
 /* Resets thread i's per-sample fields and reads its kernel state. */
 static void begin_thread(struct pst_target *t, size_t i, int flags,
                          int state_read, int gil_err, uint64_t gil) {
-  struct pst_tthread *x = &t->threads[i];
+  struct pst__tthread *x = &t->threads[i];
   struct pst_thread *th = &x->th;
   uint64_t cpu = 0;
 
-  th->state = state_read ? pst_tthread_state(
-                               x, flags & PST_SAMPLE_ON_CPU ? &cpu : NULL)
-                         : '?';
+  th->state =
+      state_read
+          ? pst__tthread_state(x, flags & PST_SAMPLE_ON_CPU ? &cpu : NULL)
+          : '?';
   th->idle = state_read && th->state != 'R';
   th->cpu_ns = 0;
   if (flags & PST_SAMPLE_ON_CPU) {
@@ -347,26 +348,26 @@ static int tick_arrays(struct pst_target *t) {
   if (!view)
     return -ENOMEM;
   t->view = view;
-  if (pst_array_reserve((void **)&t->pool, &t->pool_cap,
-                        t->nthreads * PST_TARGET_FRAMES_MAX,
-                        sizeof(*t->pool)) ||
-      pst_array_reserve((void **)&t->pf, &t->pf_cap, t->nthreads + 1,
-                        sizeof(*t->pf)) ||
-      pst_array_reserve((void **)&t->acts, &t->acts_cap, t->nthreads + 1,
-                        sizeof(*t->acts)))
+  if (pst__array_reserve((void **)&t->pool, &t->pool_cap,
+                         t->nthreads * PST_TARGET_FRAMES_MAX,
+                         sizeof(*t->pool)) ||
+      pst__array_reserve((void **)&t->pf, &t->pf_cap, t->nthreads + 1,
+                         sizeof(*t->pf)) ||
+      pst__array_reserve((void **)&t->acts, &t->acts_cap, t->nthreads + 1,
+                         sizeof(*t->acts)))
     return -ENOMEM;
   return 0;
 }
 
 /* The role, from the Process object a walk found (read once per object).
  * Declared in internal.h. */
-void pst_target_update_role(struct pst_target *t) {
+void pst__target_update_role(struct pst_target *t) {
   char *name = NULL;
 
   if (!t->py.process_obj || t->py.process_obj == t->role_obj)
     return;
   t->role_obj = t->py.process_obj;
-  if (pst_py_thread_name(&t->py, &t->mem, t->role_obj, &name) == 0) {
+  if (pst__py_thread_name(&t->py, &t->mem, t->role_obj, &name) == 0) {
     snprintf(t->role, sizeof(t->role), "%s", name);
     free(name);
   } else {
@@ -389,23 +390,23 @@ int pst_target_sample(struct pst_target *t, int flags,
     if (err)
       return err;
   }
-  flags = pst_target_flags(t, flags);
+  flags = pst__target_flags(t, flags);
   state_read = !(flags & PST_SAMPLE_NO_ACTIVITY);
   /* Without native_thread_id (before 3.11) only the thread's own /proc
    * files tell that it ended (its state may then be a new thread's). */
   check_alive = !state_read && t->py.lay.ts_native_thread_id == PST_NOFF;
   gil_err = state_read || (flags & PST_SAMPLE_GIL_ONLY)
-                ? pst_py_gil_holder(&t->py, &t->mem, &gil)
+                ? pst__py_gil_holder(&t->py, &t->mem, &gil)
                 : -ENOSYS;
   /* First pass: what each thread gets; threads read stopped (--native,
    * --blocking) are read now, the running reads are planned into one
    * batch. */
-  pst_py_batch_reset(&t->batch);
+  pst__py_batch_reset(&t->batch);
   for (size_t i = 0; i < t->nthreads; i++) {
-    struct pst_tthread *x = &t->threads[i];
+    struct pst__tthread *x = &t->threads[i];
     struct pst_thread *th = &x->th;
     uint64_t thread_obj = 0;
-    struct pst_native_req req;
+    struct pst__native_req req;
     int n;
 
     begin_thread(t, i, flags, state_read, gil_err, gil);
@@ -431,14 +432,14 @@ int pst_target_sample(struct pst_target *t, int flags,
       settle(t, i, x->tp_err ? x->tp_err : PST_ENOTHREADSTATE, 0);
       continue;
     case READ_NATIVE:
-      req = (struct pst_native_req){th->tid,
-                                    th->state,
-                                    th->tstate,
-                                    &x->hint,
-                                    (flags & PST_SAMPLE_NATIVE_ALL) != 0,
-                                    x->pyname[0] ? NULL : &thread_obj};
-      n = pst_native_sample(t->native, &t->py, &t->mem, &req, th->frames,
-                            PST_TARGET_FRAMES_MAX, &th->truncated);
+      req = (struct pst__native_req){th->tid,
+                                     th->state,
+                                     th->tstate,
+                                     &x->hint,
+                                     (flags & PST_SAMPLE_NATIVE_ALL) != 0,
+                                     x->pyname[0] ? NULL : &thread_obj};
+      n = pst__native_sample(t->native, &t->py, &t->mem, &req, th->frames,
+                             PST_TARGET_FRAMES_MAX, &th->truncated);
       settle(t, i, n, thread_obj);
       continue;
     case READ_BLOCKING:
@@ -454,8 +455,8 @@ int pst_target_sample(struct pst_target *t, int flags,
       /* read as it holds still, like a running one */
       __attribute__((fallthrough));
     case READ_PYTHON:
-      if (pst_py_prefetch_add(&t->py, &t->batch, th->tstate, &x->hint,
-                              &t->pf[i])) {
+      if (pst__py_prefetch_add(&t->py, &t->batch, th->tstate, &x->hint,
+                               &t->pf[i])) {
         t->acts[i] = SKIP;
         settle(t, i, -ENOMEM, 0);
         continue;
@@ -467,11 +468,11 @@ int pst_target_sample(struct pst_target *t, int flags,
   /* One syscall for the first read and the check of every running
    * thread. */
   if (nbatch)
-    got = pst_py_batch_read(&t->mem, &t->batch);
+    got = pst__py_batch_read(&t->mem, &t->batch);
   /* Second pass: walk each from its copies; its check was in the batch,
    * or is read for all such threads in one more syscall. */
   for (size_t i = 0; nbatch && i < t->nthreads; i++) {
-    struct pst_tthread *x = &t->threads[i];
+    struct pst__tthread *x = &t->threads[i];
     uint64_t thread_obj = 0, top[2];
     int n, c;
 
@@ -482,10 +483,10 @@ int pst_target_sample(struct pst_target *t, int flags,
       continue;
     }
     t->py.err_addr = 0;
-    n = pst_py_walk_prefetched(&t->py, &t->mem, &t->batch, &t->pf[i],
-                               x->th.frames, PST_TARGET_FRAMES_MAX,
-                               &x->th.truncated,
-                               x->pyname[0] ? NULL : &thread_obj, top);
+    n = pst__py_walk_prefetched(&t->py, &t->mem, &t->batch, &t->pf[i],
+                                x->th.frames, PST_TARGET_FRAMES_MAX,
+                                &x->th.truncated,
+                                x->pyname[0] ? NULL : &thread_obj, top);
     if (moving(n)) { /* the retry path checks its own walks */
       t->torn_retries++;
       n = walk_thread(t, x, 0, TORN_RETRIES, &thread_obj);
@@ -498,7 +499,7 @@ int pst_target_sample(struct pst_target *t, int flags,
       settle_walk(t, i, n, thread_obj);
       continue;
     }
-    c = pst_py_check_batched(&t->py, &t->mem, &t->batch, &t->pf[i], top);
+    c = pst__py_check_batched(&t->py, &t->mem, &t->batch, &t->pf[i], top);
     if (c == 1) {
       t->batch_checks++;
       settle_walk(t, i, n, thread_obj);
@@ -510,11 +511,11 @@ int pst_target_sample(struct pst_target *t, int flags,
      * return and call down to the same top frame in between, and pass a
      * stack torn below it. */
     if (c < 0) {
-      struct pst_tpending p;
+      struct pst__tpending p;
       memset(&p, 0, sizeof(p));
-      p = (struct pst_tpending){
+      p = (struct pst__tpending){
           .x = x, .i = i, .n = n, .flags = flags, .thread_obj = thread_obj};
-      pst_py_check_prepare(&t->py, x->th.tstate, &x->hint, top, &p.c);
+      pst__py_check_prepare(&t->py, x->th.tstate, &x->hint, top, &p.c);
       settle_pending(t, &p);
       continue;
     }
@@ -523,7 +524,7 @@ int pst_target_sample(struct pst_target *t, int flags,
     n = read_stopped_again(t, x, flags, n, &thread_obj);
     settle_walk(t, i, n, thread_obj);
   }
-  pst_target_update_role(t);
+  pst__target_update_role(t);
   *threads = t->view;
   return (int)t->nthreads;
 }
@@ -542,5 +543,5 @@ uint64_t pst_target_torn_retries(const struct pst_target *t) {
 }
 
 uint64_t pst_target_line_tables_cut(const struct pst_target *t) {
-  return pst_py_code_tables_cut(&t->py);
+  return pst__py_code_tables_cut(&t->py);
 }

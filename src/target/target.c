@@ -18,7 +18,7 @@
 #include "util/log.h"
 #include "util/strtab.h"
 
-static enum pst_arch host_arch(void) {
+static enum pst__arch host_arch(void) {
 #if defined(__aarch64__)
   return PST_ARCH_AARCH64;
 #else
@@ -27,28 +27,28 @@ static enum pst_arch host_arch(void) {
 }
 
 static int check_process(pid_t pid, struct pst_target_info *info) {
-  struct pst_proc_status st;
+  struct pst__proc_status st;
   int err;
 
   if (pid <= 0)
     return -ESRCH;
   if (pid == getpid())
     return PST_ESELF;
-  err = pst_proc_status(pid, &st);
+  err = pst__proc_status(pid, &st);
   if (err)
     return err;
   if (st.state == 'Z' || st.state == 'X')
     return PST_EZOMBIE;
   info->pid = pid;
   info->nspid = st.nspid;
-  err = pst_proc_exe(pid, info->exe, sizeof(info->exe));
+  err = pst__proc_exe(pid, info->exe, sizeof(info->exe));
   return err == -EACCES ? -EPERM : err;
 }
 
 /* The Python half of the report, from the analysis (analyse.c): target.c
  * alone fills pst_target_info. */
-static void python_info(struct pst_target_info *info, const struct pst_py *py,
-                        const struct pst_py_found *f) {
+static void python_info(struct pst_target_info *info, const struct pst__py *py,
+                        const struct pst__py_found *f) {
   snprintf(info->libpython, sizeof(info->libpython), "%s", f->libpython);
   snprintf(info->version, sizeof(info->version), "%s", f->version);
   info->version_hex = py->version_hex;
@@ -66,19 +66,19 @@ static void python_info(struct pst_target_info *info, const struct pst_py *py,
  * it, PST_ETRACED when a debugger already does; other failures are left
  * for the samples to report per thread. */
 static int first_thread_pointer(struct pst_target *t) {
-  struct pst_proc_status st;
+  struct pst__proc_status st;
   uint64_t starttime;
   char state;
 
-  if (pst_proc_task_stat(t->pid, t->pid, &state, &starttime))
+  if (pst__proc_task_stat(t->pid, t->pid, &state, &starttime))
     return 0;
   t->threads = calloc(1, sizeof(*t->threads));
   if (!t->threads)
     return -ENOMEM;
-  pst_tthread_init(t, &t->threads[0], t->pid, state, starttime);
+  pst__tthread_init(t, &t->threads[0], t->pid, state, starttime);
   t->nthreads = 1;
   if (t->threads[0].tp_err == -EPERM || t->threads[0].tp_err == -EACCES) {
-    if (pst_proc_status(t->pid, &st) == 0 && st.tracer != 0)
+    if (pst__proc_status(t->pid, &st) == 0 && st.tracer != 0)
       return PST_ETRACED;
     return -EPERM;
   }
@@ -97,9 +97,9 @@ static uint64_t boot_ticks(void) {
 }
 
 int pst_target_open(pid_t pid, struct pst_target **out) {
-  struct pst_py_found found;
+  struct pst__py_found found;
   struct pst_target *t;
-  double t0 = pst_now_ms();
+  double t0 = pst__now_ms();
   int err;
 
   t = calloc(1, sizeof(*t));
@@ -108,25 +108,25 @@ int pst_target_open(pid_t pid, struct pst_target **out) {
   t->pid = pid;
   t->arch = host_arch();
   t->open_ticks = boot_ticks();
-  pst_mem_init(&t->mem, pid);
-  pst_py_batch_init(&t->batch);
-  pst_py_init(&t->py);
+  pst__mem_init(&t->mem, pid);
+  pst__py_batch_init(&t->batch);
+  pst__py_init(&t->py);
   err = check_process(pid, &t->info);
   if (err)
     goto err;
-  err = pst_maps_load(pid, &t->maps);
+  err = pst__maps_load(pid, &t->maps);
   if (err)
     goto err_perm;
-  if (pst_tsd_loading(&t->maps)) {
+  if (pst__tsd_loading(&t->maps)) {
     err = PST_ENOTREADY;
     goto err;
   }
-  err = pst_py_analyse(&t->py, pid, &t->maps, &t->mem, t->arch, t->info.exe,
-                       &found);
+  err = pst__py_analyse(&t->py, pid, &t->maps, &t->mem, t->arch, t->info.exe,
+                        &found);
   if (err)
     goto err_perm;
   python_info(&t->info, &t->py, &found);
-  err = pst_tsd_analyse(pid, &t->maps, t->arch, &t->tsd);
+  err = pst__tsd_analyse(pid, &t->maps, t->arch, &t->tsd);
   if (err)
     goto err;
   snprintf(t->info.libc, sizeof(t->info.libc), "%s", t->tsd.libc_path);
@@ -141,7 +141,7 @@ int pst_target_open(pid_t pid, struct pst_target **out) {
   err = first_thread_pointer(t);
   if (err)
     goto err;
-  t->info.analysis_ms = pst_now_ms() - t0;
+  t->info.analysis_ms = pst__now_ms() - t0;
   *out = t;
   return 0;
 err_perm:
@@ -156,23 +156,23 @@ void pst_target_close(struct pst_target *t) {
   if (!t)
     return;
   if (t->batch.pieces_read)
-    pst_debug("process %d: %llu pieces read as %llu ranges, %llu walks "
-              "checked by their batch",
-              (int)t->pid, (unsigned long long)t->batch.pieces_read,
-              (unsigned long long)t->batch.ranges_read,
-              (unsigned long long)t->batch_checks);
-  pst_native_sampler_free(t->native); /* borrows t->mem */
-  pst_resolver_free(t->resolver);
-  pst_modcache_put(t->modcache);
-  pst_py_exit(&t->py);
-  pst_maps_exit(&t->maps);
-  pst_mem_exit(&t->mem);
+    pst__debug("process %d: %llu pieces read as %llu ranges, %llu walks "
+               "checked by their batch",
+               (int)t->pid, (unsigned long long)t->batch.pieces_read,
+               (unsigned long long)t->batch.ranges_read,
+               (unsigned long long)t->batch_checks);
+  pst__native_sampler_free(t->native); /* borrows t->mem */
+  pst__resolver_free(t->resolver);
+  pst__modcache_put(t->modcache);
+  pst__py_exit(&t->py);
+  pst__maps_exit(&t->maps);
+  pst__mem_exit(&t->mem);
   for (size_t i = 0; i < t->nthreads; i++)
-    pst_tthread_exit(&t->threads[i]);
+    pst__tthread_exit(&t->threads[i]);
   free(t->threads);
   free(t->view);
   free(t->pool);
-  pst_py_batch_exit(&t->batch);
+  pst__py_batch_exit(&t->batch);
   free(t->pf);
   free(t->acts);
   free(t->probe);
@@ -181,7 +181,7 @@ void pst_target_close(struct pst_target *t) {
   free(t->task_frames);
   free(t->task_tstates);
   free(t->task_stack);
-  pst_strtab_free(t->task_names);
+  pst__strtab_free(t->task_names);
   free(t->reg);
   free(t->refs);
   free(t->changed);

@@ -35,7 +35,7 @@ static int alloc_once(struct pst_target *t) {
 /* The offsets: from the maps of attach time, else from fresh ones (the
  * _asyncio module of 3.14 is mapped when asyncio is first imported). */
 static int find_offsets(struct pst_target *t) {
-  struct pst_maps fresh;
+  struct pst__maps fresh;
   uint64_t now;
   int err;
 
@@ -46,23 +46,23 @@ static int find_offsets(struct pst_target *t) {
    * second, the last answer given in between: a short program launched
    * with --async has its tasks read from its first moments, and one that
    * never imports asyncio costs a look a second. */
-  now = pst_now_ns();
+  now = pst__now_ns();
   if (t->aio_looked_ns && now - t->aio_looked_ns < t->aio_wait_ns)
     return t->aio_err;
   t->aio_looked_ns = now;
   t->aio_wait_ns = t->aio_wait_ns ? t->aio_wait_ns * 2 : 10000000ULL;
   if (t->aio_wait_ns > 1000000000ULL)
     t->aio_wait_ns = 1000000000ULL;
-  err = pst_py_aio_find(&t->py, t->pid, &t->maps, &t->mem);
+  err = pst__py_aio_find(&t->py, t->pid, &t->maps, &t->mem);
   if (err != PST_ENOSYM || t->py.aio.legacy || t->py.version_hex < 0x030e) {
     t->aio_err = err;
     return err;
   }
-  err = pst_maps_load(t->pid, &fresh);
+  err = pst__maps_load(t->pid, &fresh);
   if (err)
     return err;
-  err = pst_py_aio_find(&t->py, t->pid, &fresh, &t->mem);
-  pst_maps_exit(&fresh);
+  err = pst__py_aio_find(&t->py, t->pid, &fresh, &t->mem);
+  pst__maps_exit(&fresh);
   t->aio_err = err;
   return err;
 }
@@ -146,7 +146,7 @@ static void running_chain(struct pst_target *t, struct pst_task *k) {
 }
 
 static int read_tasks(struct pst_target *t, const struct pst_task **out) {
-  struct pst_py_task *pt;
+  struct pst__py_task *pt;
   struct by_addr *sorted;
   uint64_t *ts;
   int n, err;
@@ -164,8 +164,8 @@ static int read_tasks(struct pst_target *t, const struct pst_task **out) {
   for (size_t i = 0; i < t->nthreads; i++)
     ts[i] = t->threads[i].th.tstate;
   pt = t->py_tasks;
-  n = pst_py_aio_tasks(&t->py, &t->mem, ts, (int)t->nthreads, pt, TASKS_MAX,
-                       t->task_frames, FRAMES_MAX);
+  n = pst__py_aio_tasks(&t->py, &t->mem, ts, (int)t->nthreads, pt, TASKS_MAX,
+                        t->task_frames, FRAMES_MAX);
   if (n < 0)
     return n;
   sorted = malloc((size_t)(n + 1) * sizeof(*sorted));
@@ -224,7 +224,7 @@ static int torn_threads(struct pst_target *t, const struct pst_task *tk, int n,
       seen |= tids[j] == tk[i].tid;
     for (size_t j = 0; j < t->nthreads && !seen; j++)
       if (t->threads[j].th.tid == tk[i].tid &&
-          pst_tthread_may_stop(pst_tthread_state(&t->threads[j], NULL))) {
+          pst__tthread_may_stop(pst__tthread_state(&t->threads[j], NULL))) {
         tids[k++] = tk[i].tid;
         break;
       }
@@ -245,14 +245,14 @@ int pst_target_tasks(struct pst_target *t, int flags,
   /* Read again with those loops' threads stopped: their tasks hold still
    * (the rest of the process runs). Each is resumed whatever happens. */
   for (int j = 0; j < k; j++)
-    if (pst_ptrace_stop(tids[j]) == 0)
+    if (pst__ptrace_stop(tids[j]) == 0)
       tids[stopped++] = tids[j];
   if (stopped) {
     t->task_rereads++;
     n = read_tasks(t, out);
   }
   for (int j = 0; j < stopped; j++)
-    pst_ptrace_resume(tids[j]);
+    pst__ptrace_resume(tids[j]);
   return n;
 }
 
@@ -297,7 +297,7 @@ static int auto_named(const char *name) {
 static const char *task_marker(struct pst_target *t, const struct pst_task *k) {
   char root[192];
 
-  if (!t->task_names && !(t->task_names = pst_strtab_new()))
+  if (!t->task_names && !(t->task_names = pst__strtab_new()))
     return NULL;
   if (auto_named(k->name))
     snprintf(root, sizeof(root), "task Task-* (%s)",
@@ -306,7 +306,7 @@ static const char *task_marker(struct pst_target *t, const struct pst_task *k) {
                  : "?");
   else
     snprintf(root, sizeof(root), "task %s", k->name[0] ? k->name : "?");
-  return pst_strtab_intern(t->task_names, root);
+  return pst__strtab_intern(t->task_names, root);
 }
 
 int pst_target_task_stack(struct pst_target *t, int i, struct pst_thread *th) {

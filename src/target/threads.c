@@ -21,35 +21,35 @@
 #include "util/array.h"
 #include "util/log.h"
 
-int pst_tthread_may_stop(char state) {
+int pst__tthread_may_stop(char state) {
   return state != 'D' && state != 'T' && state != 't';
 }
 
-void pst_tthread_init(struct pst_target *t, struct pst_tthread *x, pid_t tid,
-                      char state, uint64_t starttime) {
+void pst__tthread_init(struct pst_target *t, struct pst__tthread *x, pid_t tid,
+                       char state, uint64_t starttime) {
   uint64_t run, wait;
 
   memset(x, 0, sizeof(*x));
   x->th.tid = tid;
   x->th.holds_gil = -1;
   x->starttime = starttime;
-  pst_proc_task_comm(t->pid, tid, x->th.name, sizeof(x->th.name));
+  pst__proc_task_comm(t->pid, tid, x->th.name, sizeof(x->th.name));
   snprintf(x->comm, sizeof(x->comm), "%s", x->th.name);
-  x->statfd = pst_proc_task_stat_open(t->pid, tid);
-  x->schedfd = pst_proc_task_schedstat_open(t->pid, tid);
-  x->tp_err = !pst_tthread_may_stop(state)
+  x->statfd = pst__proc_task_stat_open(t->pid, tid);
+  x->schedfd = pst__proc_task_schedstat_open(t->pid, tid);
+  x->tp_err = !pst__tthread_may_stop(state)
                   ? -EAGAIN
-                  : pst_ptrace_thread_pointer(tid, &x->th.fsbase);
+                  : pst__ptrace_thread_pointer(tid, &x->th.fsbase);
   x->held = x->tp_err ? 0 : state; /* stopped: the letter from before */
   /* Its CPU time counts from here (PST_SAMPLE_ON_CPU), or from its start
    * when that was since we opened the process: a short-lived thread
    * found by a refresh is not cut to what it runs after. */
-  if (pst_proc_schedstat_fd(x->schedfd, &run, &wait) == 0 &&
+  if (pst__proc_schedstat_fd(x->schedfd, &run, &wait) == 0 &&
       (!t->open_ticks || starttime < t->open_ticks))
     x->run_ns = run;
 }
 
-void pst_tthread_exit(struct pst_tthread *x) {
+void pst__tthread_exit(struct pst__tthread *x) {
   if (x->statfd >= 0)
     close(x->statfd);
   if (x->schedfd >= 0)
@@ -97,20 +97,20 @@ static uint64_t map_by_tp(struct pst_target *t, uint64_t tp, pid_t tid) {
   if (!tp)
     return 0;
   if (t->py.tls) { /* 3.15+: the thread-local, at tp + its offset */
-    if (pst_mem_read(&t->mem, tp + (uint64_t)t->py.tls_offset, &cand,
-                     sizeof(cand)) ||
+    if (pst__mem_read(&t->mem, tp + (uint64_t)t->py.tls_offset, &cand,
+                      sizeof(cand)) ||
         !cand)
       return 0;
   } else if (t->py.key < 0 ||
-             pst_tsd_get(&t->tsd, &t->mem, tp, (unsigned)t->py.key, &cand) ||
+             pst__tsd_get(&t->tsd, &t->mem, tp, (unsigned)t->py.key, &cand) ||
              !cand)
     return 0;
-  if (pst_py_tstate_ids(&t->py, &t->mem, cand, &thread_id, &native, &interp))
+  if (pst__py_tstate_ids(&t->py, &t->mem, cand, &thread_id, &native, &interp))
     return 0;
   if (interp != t->py.interp || thread_id != tp ||
       !native_may_be(t, native, tid)) {
-    pst_debug("TSD slot of tp 0x%llx holds 0x%llx, not its thread state",
-              (unsigned long long)tp, (unsigned long long)cand);
+    pst__debug("TSD slot of tp 0x%llx holds 0x%llx, not its thread state",
+               (unsigned long long)tp, (unsigned long long)cand);
     return 0;
   }
   return cand;
@@ -131,28 +131,29 @@ static struct tstate_list *read_tstate_list(struct pst_target *t) {
 
   if (!l)
     return NULL;
-  l->n = pst_py_tstates(&t->py, &t->mem, l->ts, TSTATE_LIST_MAX);
+  l->n = pst__py_tstates(&t->py, &t->mem, l->ts, TSTATE_LIST_MAX);
   for (int k = 0; k < l->n; k++)
-    if (pst_py_tstate_ids(&t->py, &t->mem, l->ts[k], &l->tid_of[k],
-                          &l->native[k], &interp))
+    if (pst__py_tstate_ids(&t->py, &t->mem, l->ts[k], &l->tid_of[k],
+                           &l->native[k], &interp))
       l->tid_of[k] = l->native[k] = 0;
   return l;
 }
 
 /* ---- names ---- */
 
-void pst_tthread_set_name(struct pst_target *t, struct pst_tthread *x,
-                          uint64_t thread_obj) {
+void pst__tthread_set_name(struct pst_target *t, struct pst__tthread *x,
+                           uint64_t thread_obj) {
   char *name = NULL;
 
   if (!x->pyname[0] && thread_obj) {
-    int err = pst_py_thread_name(&t->py, &t->mem, thread_obj, &name);
+    int err = pst__py_thread_name(&t->py, &t->mem, thread_obj, &name);
     if (err == 0) {
       snprintf(x->pyname, sizeof(x->pyname), "%s", name);
       free(name);
     } else {
-      pst_debug("thread %d: Thread object 0x%llx: no name (%s)", (int)x->th.tid,
-                (unsigned long long)thread_obj, pst_strerror(err));
+      pst__debug("thread %d: Thread object 0x%llx: no name (%s)",
+                 (int)x->th.tid, (unsigned long long)thread_obj,
+                 pst_strerror(err));
     }
   }
   if (!x->pyname[0] && x->th.tid == t->pid)
@@ -167,40 +168,40 @@ void pst_tthread_set_name(struct pst_target *t, struct pst_tthread *x,
  * -> Thread), so that a name never depends on a stack read: read for the
  * threads whose name is not known yet, whose Thread object changed, or
  * whose name may have been renamed (one read for all). The Thread object
- * of _bootstrap_inner's frame (pst_tthread_set_name()) is the second
+ * of _bootstrap_inner's frame (pst__tthread_set_name()) is the second
  * source, for when the registry cannot be read. */
 #define REGISTRY_MAX 4096
 static void refresh_names(struct pst_target *t) {
   size_t nrefs = 0;
   int need = 0, n;
 
-  if (pst_array_reserve((void **)&t->refs, &t->refs_cap, t->nthreads + 1,
-                        sizeof(*t->refs)) ||
-      pst_array_reserve((void **)&t->changed, &t->changed_cap, t->nthreads + 1,
-                        1))
+  if (pst__array_reserve((void **)&t->refs, &t->refs_cap, t->nthreads + 1,
+                         sizeof(*t->refs)) ||
+      pst__array_reserve((void **)&t->changed, &t->changed_cap, t->nthreads + 1,
+                         1))
     return;
   for (size_t i = 0; i < t->nthreads; i++) {
-    struct pst_tthread *x = &t->threads[i];
+    struct pst__tthread *x = &t->threads[i];
     if (x->name_ref.str)
       t->refs[nrefs++] = x->name_ref;
     need |= x->th.tstate && !x->pyname[0] && !x->tp_err;
   }
   memset(t->changed, 0, t->nthreads + 1);
-  if (nrefs && pst_py_thread_names_changed(&t->py, &t->mem, t->refs, (int)nrefs,
-                                           t->changed) == 0)
+  if (nrefs && pst__py_thread_names_changed(&t->py, &t->mem, t->refs,
+                                            (int)nrefs, t->changed) == 0)
     for (size_t k = 0; k < nrefs; k++)
       need |= t->changed[k];
-  if (!need || pst_array_reserve((void **)&t->reg, &t->reg_cap, REGISTRY_MAX,
-                                 sizeof(*t->reg)))
+  if (!need || pst__array_reserve((void **)&t->reg, &t->reg_cap, REGISTRY_MAX,
+                                  sizeof(*t->reg)))
     return;
-  n = pst_py_thread_registry(&t->py, &t->mem, t->reg, REGISTRY_MAX);
+  n = pst__py_thread_registry(&t->py, &t->mem, t->reg, REGISTRY_MAX);
   if (n < 0) {
-    pst_debug("process %d: thread registry: %s", (int)t->pid, pst_strerror(n));
+    pst__debug("process %d: thread registry: %s", (int)t->pid, pst_strerror(n));
     return;
   }
   nrefs = 0;
   for (size_t i = 0; i < t->nthreads; i++) {
-    struct pst_tthread *x = &t->threads[i];
+    struct pst__tthread *x = &t->threads[i];
     int renamed = x->name_ref.str && t->changed[nrefs++];
     uint64_t obj = 0;
     char *name = NULL;
@@ -212,7 +213,7 @@ static void refresh_names(struct pst_target *t) {
         obj = t->reg[k].thread_obj;
     if (!obj || (obj == x->thread_obj && x->pyname[0] && !renamed))
       continue;
-    if (pst_py_thread_name_ref(&t->py, &t->mem, obj, &name, &x->name_ref)) {
+    if (pst__py_thread_name_ref(&t->py, &t->mem, obj, &name, &x->name_ref)) {
       x->name_ref.str = 0;
       continue;
     }
@@ -236,8 +237,8 @@ static void name_native(struct pst_target *t) {
     if (t->threads[i].th.tid == t->pid)
       main_comm = t->threads[i].comm;
   for (size_t i = 0; i < t->nthreads; i++) {
-    struct pst_tthread *x = &t->threads[i];
-    struct pst_origin o;
+    struct pst__tthread *x = &t->threads[i];
+    struct pst__origin o;
     uint64_t fn = 0, arg = 0;
     int err;
 
@@ -245,19 +246,19 @@ static void name_native(struct pst_target *t) {
         x->th.tid == t->pid)
       continue;
     x->origin_done = 1;
-    if (!t->modcache && pst_modcache_new(&t->modcache))
+    if (!t->modcache && pst__modcache_new(&t->modcache))
       return;
-    if (!t->resolver && pst_resolver_new(t->pid, t->modcache, &t->resolver))
+    if (!t->resolver && pst__resolver_new(t->pid, t->modcache, &t->resolver))
       return;
-    err = pst_tsd_start_routine(&t->tsd, &t->mem, x->th.fsbase, &fn, &arg);
+    err = pst__tsd_start_routine(&t->tsd, &t->mem, x->th.fsbase, &fn, &arg);
     if (err == 0)
-      pst_origin_describe(t->resolver, &t->mem, fn, arg, &o);
+      pst__origin_describe(t->resolver, &t->mem, fn, arg, &o);
     else
-      pst_origin_unknown(
+      pst__origin_unknown(
           err == -ENOSYS ? t->tsd.start_method : pst_strerror(err), &o);
     snprintf(x->th.origin, sizeof(x->th.origin), "%s", o.detail);
-    pst_origin_thread_name(x->comm, main_comm, &o, x->th.tid, x->th.name,
-                           sizeof(x->th.name));
+    pst__origin_thread_name(x->comm, main_comm, &o, x->th.tid, x->th.name,
+                            sizeof(x->th.name));
   }
 }
 
@@ -275,12 +276,12 @@ static void probe_role(struct pst_target *t) {
       !(t->probe = calloc(PST_TARGET_FRAMES_MAX, sizeof(*t->probe))))
     return;
   for (size_t i = 0; i < t->nthreads; i++) {
-    struct pst_tthread *x = &t->threads[i];
+    struct pst__tthread *x = &t->threads[i];
     if (x->th.tid != t->pid || !x->th.tstate)
       continue;
-    if (pst_py_walk(&t->py, &t->mem, x->th.tstate, NULL, NULL, t->probe,
-                    PST_TARGET_FRAMES_MAX, &truncated, NULL, top) >= 0)
-      pst_target_update_role(t);
+    if (pst__py_walk(&t->py, &t->mem, x->th.tstate, NULL, NULL, t->probe,
+                     PST_TARGET_FRAMES_MAX, &truncated, NULL, top) >= 0)
+      pst__target_update_role(t);
   }
 }
 
@@ -295,7 +296,7 @@ static int add_missed(struct pst_target *t, pid_t **tids, int n) {
   int m = n;
 
   for (size_t k = 0; k < t->nthreads; k++) {
-    const struct pst_tthread *x = &t->threads[k];
+    const struct pst__tthread *x = &t->threads[k];
     char state = '?';
     uint64_t start = 0;
     pid_t *nv;
@@ -303,8 +304,9 @@ static int add_missed(struct pst_target *t, pid_t **tids, int n) {
 
     for (i = 0; i < n && (*tids)[i] != x->th.tid; i++)
       ;
-    if (i < n || x->statfd < 0 || pst_proc_stat_fd(x->statfd, &state, &start) ||
-        state == 'Z' || state == 'X' || start != x->starttime)
+    if (i < n || x->statfd < 0 ||
+        pst__proc_stat_fd(x->statfd, &state, &start) || state == 'Z' ||
+        state == 'X' || start != x->starttime)
       continue;
     nv = realloc(*tids, ((size_t)m + 1) * sizeof(**tids));
     if (!nv)
@@ -318,11 +320,11 @@ static int add_missed(struct pst_target *t, pid_t **tids, int n) {
 
 int pst_target_refresh(struct pst_target *t) {
   struct tstate_list *list = NULL;
-  struct pst_tthread *threads;
+  struct pst__tthread *threads;
   pid_t *tids = NULL;
   int n, err = 0, alive = 0;
 
-  n = pst_proc_tasks(t->pid, &tids);
+  n = pst__proc_tasks(t->pid, &tids);
   if (n < 0)
     return n;
   if ((n = add_missed(t, &tids, n)) < 0) {
@@ -335,7 +337,7 @@ int pst_target_refresh(struct pst_target *t) {
     return -ENOMEM;
   }
   for (int i = 0; i < n; i++) {
-    struct pst_tthread *x = &threads[i];
+    struct pst__tthread *x = &threads[i];
     uint64_t starttime = 0;
     char state = '?';
     size_t k;
@@ -347,22 +349,22 @@ int pst_target_refresh(struct pst_target *t) {
      * as it lives (it fails once the thread is gone, even if the tid is
      * reused): no open/close per thread and refresh. */
     if (k == t->nthreads ||
-        pst_proc_stat_fd(t->threads[k].statfd, &state, &starttime))
-      pst_proc_task_stat(t->pid, tids[i], &state, &starttime);
+        pst__proc_stat_fd(t->threads[k].statfd, &state, &starttime))
+      pst__proc_task_stat(t->pid, tids[i], &state, &starttime);
     alive += state != 'Z' && state != 'X' && state != '?';
     if (k < t->nthreads && t->threads[k].starttime != starttime)
       k = t->nthreads;
     if (k < t->nthreads) { /* known: move it over */
       *x = t->threads[k];
       t->threads[k].statfd = t->threads[k].schedfd = -1;
-      if (x->tp_err && pst_tthread_may_stop(state)) { /* retry a failed read */
-        x->tp_err = pst_ptrace_thread_pointer(x->th.tid, &x->th.fsbase);
+      if (x->tp_err && pst__tthread_may_stop(state)) { /* retry a failed read */
+        x->tp_err = pst__ptrace_thread_pointer(x->th.tid, &x->th.fsbase);
         x->held = x->tp_err ? 0 : state;
       }
     } else {
-      pst_tthread_init(t, x, tids[i], state, starttime);
+      pst__tthread_init(t, x, tids[i], state, starttime);
     }
-    /* Whose thread state a walk must find (pst_py_hint.owner_*). */
+    /* Whose thread state a walk must find (pst__py_hint.owner_*). */
     x->hint.owner_interp = t->py.interp;
     x->hint.owner_thread_id = x->tp_err ? 0 : x->th.fsbase;
     if (t->info.nspid == t->pid) /* else learnt at the first walk */
@@ -386,7 +388,7 @@ int pst_target_refresh(struct pst_target *t) {
                     x->tp_err ? 0 : x->th.fsbase, &x->th.method);
   }
   for (size_t k = 0; k < t->nthreads; k++)
-    pst_tthread_exit(&t->threads[k]);
+    pst__tthread_exit(&t->threads[k]);
   free(t->threads);
   t->threads = threads;
   t->nthreads = (size_t)n;

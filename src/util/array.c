@@ -5,7 +5,7 @@
 
 #include "util/array.h"
 
-int pst_array_reserve(void **v, size_t *cap, size_t need, size_t elt) {
+int pst__array_reserve(void **v, size_t *cap, size_t need, size_t elt) {
   size_t c = *cap ? *cap : 16;
   void *nv;
 

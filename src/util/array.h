@@ -7,6 +7,6 @@
 /* Makes *v (an array of *cap elements of elt bytes) hold at least need
  * elements, doubling from 16; *v and *cap are updated. 0, or -ENOMEM with
  * *v and *cap unchanged. */
-int pst_array_reserve(void **v, size_t *cap, size_t need, size_t elt);
+int pst__array_reserve(void **v, size_t *cap, size_t need, size_t elt);
 
 #endif

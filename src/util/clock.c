@@ -11,8 +11,8 @@ static uint64_t read_ns(clockid_t id) {
   return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-uint64_t pst_now_ns(void) { return read_ns(CLOCK_MONOTONIC); }
+uint64_t pst__now_ns(void) { return read_ns(CLOCK_MONOTONIC); }
 
-double pst_now_ms(void) { return (double)pst_now_ns() / 1e6; }
+double pst__now_ms(void) { return (double)pst__now_ns() / 1e6; }
 
-uint64_t pst_wall_ns(void) { return read_ns(CLOCK_REALTIME); }
+uint64_t pst__wall_ns(void) { return read_ns(CLOCK_REALTIME); }

@@ -12,12 +12,12 @@
 #include <stdint.h>
 
 /* Nanoseconds since an unspecified start (boot). */
-uint64_t pst_now_ns(void);
+uint64_t pst__now_ns(void);
 
 /* The same in milliseconds, with fractions, for reports. */
-double pst_now_ms(void);
+double pst__now_ms(void);
 
 /* Nanoseconds since the Unix epoch (the wall clock). */
-uint64_t pst_wall_ns(void);
+uint64_t pst__wall_ns(void);
 
 #endif

@@ -5,7 +5,7 @@
 
 #include "util/dmcache.h"
 
-int pst_dmcache_init(struct pst_dmcache *c, unsigned bits, size_t slot_size) {
+int pst__dmcache_init(struct pst__dmcache *c, unsigned bits, size_t slot_size) {
   c->slots = NULL;
   c->slot_size = slot_size;
   c->bits = bits;
@@ -15,12 +15,12 @@ int pst_dmcache_init(struct pst_dmcache *c, unsigned bits, size_t slot_size) {
   return c->slots ? 0 : -ENOMEM;
 }
 
-void pst_dmcache_exit(struct pst_dmcache *c) {
+void pst__dmcache_exit(struct pst__dmcache *c) {
   free(c->slots);
   c->slots = NULL;
 }
 
-void pst_dmcache_clear(struct pst_dmcache *c) {
+void pst__dmcache_clear(struct pst__dmcache *c) {
   if (c->slots)
-    memset(c->slots, 0, pst_dmcache_nslots(c) * c->slot_size);
+    memset(c->slots, 0, pst__dmcache_nslots(c) * c->slot_size);
 }

@@ -4,7 +4,7 @@
 
 #include "util/esc.h"
 
-size_t pst_utf8_len(const char *str) {
+size_t pst__utf8_len(const char *str) {
   const unsigned char *s = (const unsigned char *)str;
   unsigned char lo = 0x80, hi = 0xbf;
   size_t n;
@@ -62,7 +62,7 @@ static int hidden(uint32_t cp) {
 static size_t piece(const char *s, char p[8], size_t *plen) {
   static const char hex[] = "0123456789abcdef";
   const unsigned char c = (unsigned char)*s;
-  size_t n = pst_utf8_len(s);
+  size_t n = pst__utf8_len(s);
   uint32_t cp;
 
   if (n == 1 && c >= 0x20 && c < 0x7f && c != '\\') {
@@ -98,7 +98,7 @@ static size_t piece(const char *s, char p[8], size_t *plen) {
   return n;
 }
 
-const char *pst_esc(char *out, size_t size, const char *s) {
+const char *pst__esc(char *out, size_t size, const char *s) {
   size_t len = 0, mark = 0; /* mark: the last cut with room for "..." */
   char p[8];
 
@@ -124,7 +124,7 @@ const char *pst_esc(char *out, size_t size, const char *s) {
   return out;
 }
 
-void pst_esc_put(FILE *f, const char *s) {
+void pst__esc_put(FILE *f, const char *s) {
   const char *run; /* start of the bytes written as they are */
   char p[8];
 

@@ -18,14 +18,14 @@
 #include <stddef.h>
 #include <stdio.h>
 
-/* A buffer size for pst_esc() that holds most names whole: a name read from
+/* A buffer size for pst__esc() that holds most names whole: a name read from
  * the target is at most 4096 bytes, and only its escaped bytes grow. */
 #define PST_ESC_SIZE 4096
 
 /* Length in bytes (1 to 4) of the well-formed UTF-8 sequence at s, or 0 when
  * the bytes at s are not one (overlong, surrogate, truncated, > U+10FFFF).
  * s must not point at its terminating NUL. */
-size_t pst_utf8_len(const char *s);
+size_t pst__utf8_len(const char *s);
 
 /* Writes s (NULL is taken as "") escaped into out, which has size bytes
  * (size >= 1), always NUL-terminated. What does not fit is cut at a whole
@@ -33,12 +33,12 @@ size_t pst_utf8_len(const char *s);
  * Returns out, for use as a printf argument:
  *
  *   char name[PST_ESC_SIZE];
- *   printf("Thread \"%s\"\n", pst_esc(name, sizeof(name), th->name));
+ *   printf("Thread \"%s\"\n", pst__esc(name, sizeof(name), th->name));
  */
-const char *pst_esc(char *out, size_t size, const char *s);
+const char *pst__esc(char *out, size_t size, const char *s);
 
 /* Writes s (NULL is taken as "") escaped to f, whole: at most 4 bytes per
  * byte of s. */
-void pst_esc_put(FILE *f, const char *s);
+void pst__esc_put(FILE *f, const char *s);
 
 #endif

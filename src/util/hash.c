@@ -10,7 +10,7 @@
 #ifndef NDEBUG
 /* n ids in as many occupied slots, each reachable from its hash's home
  * slot without crossing an empty one, and at least half the slots empty. */
-static void check_invariants(const struct pst_hash *t) {
+static void check_invariants(const struct pst__hash *t) {
   size_t used = 0, mask = t->cap - 1;
 
   assert(2 * t->n <= t->cap && (t->cap & mask) == 0);
@@ -24,22 +24,22 @@ static void check_invariants(const struct pst_hash *t) {
   assert(used == t->n);
 }
 #else
-static void check_invariants(const struct pst_hash *t) { (void)t; }
+static void check_invariants(const struct pst__hash *t) { (void)t; }
 #endif
 
 /* Puts (id1, hash) in the first empty slot from hash's home slot. */
-static void place(struct pst_hash_slot *slot, size_t mask, uint32_t id1,
+static void place(struct pst__hash_slot *slot, size_t mask, uint32_t id1,
                   uint32_t hash) {
   size_t i = hash & mask;
 
   while (slot[i].id1)
     i = (i + 1) & mask;
-  slot[i] = (struct pst_hash_slot){id1, hash};
+  slot[i] = (struct pst__hash_slot){id1, hash};
 }
 
 /* Moves every id into a new array of cap slots. 0 or -ENOMEM. */
-static int resize(struct pst_hash *t, size_t cap) {
-  struct pst_hash_slot *slot = calloc(cap, sizeof(*slot));
+static int resize(struct pst__hash *t, size_t cap) {
+  struct pst__hash_slot *slot = calloc(cap, sizeof(*slot));
 
   if (!slot)
     return -ENOMEM;
@@ -55,7 +55,7 @@ static int resize(struct pst_hash *t, size_t cap) {
   return 0;
 }
 
-int pst_hash_init(struct pst_hash *t, size_t cap) {
+int pst__hash_init(struct pst__hash *t, size_t cap) {
   size_t c = MIN_CAP;
 
   t->slot = NULL;
@@ -65,13 +65,13 @@ int pst_hash_init(struct pst_hash *t, size_t cap) {
   return resize(t, c);
 }
 
-void pst_hash_exit(struct pst_hash *t) {
+void pst__hash_exit(struct pst__hash *t) {
   free(t->slot);
   t->slot = NULL;
   t->cap = t->n = 0;
 }
 
-int pst_hash_insert(struct pst_hash *t, uint64_t h, uint32_t id) {
+int pst__hash_insert(struct pst__hash *t, uint64_t h, uint32_t id) {
   if (id == UINT32_MAX)
     return -EINVAL;
   if (2 * (t->n + 1) > t->cap) {

@@ -8,18 +8,18 @@
  * frames, stacks and (parent, child) pairs alike, and the entries stay in
  * the caller's array, in insertion order. A typical find-or-add:
  *
- *   uint64_t h = pst_hash_str(s);
- *   int64_t id = pst_hash_find(&t->ids, h, str_eq, t, s);
+ *   uint64_t h = pst__hash_str(s);
+ *   int64_t id = pst__hash_find(&t->ids, h, str_eq, t, s);
  *   if (id >= 0)
  *     return id;
- *   if (pst_array_reserve((void **)&t->v, &t->cap, t->n + 1, sizeof(*t->v)))
+ *   if (pst__array_reserve((void **)&t->v, &t->cap, t->n + 1, sizeof(*t->v)))
  *     return -ENOMEM;
  *   t->v[t->n] = strdup(s);                // (check it)
- *   if (pst_hash_insert(&t->ids, h, (uint32_t)t->n))
+ *   if (pst__hash_insert(&t->ids, h, (uint32_t)t->n))
  *     return -ENOMEM;                      // (free t->v[t->n])
  *   return (int64_t)t->n++;
  *
- * pst_hash_find() is inline: with a static callback the compiler inlines
+ * pst__hash_find() is inline: with a static callback the compiler inlines
  * the comparison too, so there is no indirect call per probe. Each slot
  * keeps the low 32 bits of its entry's hash beside the id, so most probes
  * that miss are told apart without calling the callback (and without
@@ -27,8 +27,8 @@
  *
  * Table: linear probing, power-of-two capacity, at most half full (it
  * doubles on insert). Slots are indexed by the hash's low bits, so a hash
- * must be good in its low bits: pst_hash_str() and pst_hash_mix() are.
- * Ownership: caller-allocated struct, pst_hash_init()/pst_hash_exit(); a
+ * must be good in its low bits: pst__hash_str() and pst__hash_mix() are.
+ * Ownership: caller-allocated struct, pst__hash_init()/pst__hash_exit(); a
  * zeroed struct is an empty table too. Not thread-safe.
  */
 #ifndef PST_HASH_H
@@ -51,7 +51,7 @@
 #define PST_FNV32_PRIME 16777619u
 
 /* 64-bit FNV-1a of n bytes at p. */
-static inline uint64_t pst_hash_bytes(const void *p, size_t n) {
+static inline uint64_t pst__hash_bytes(const void *p, size_t n) {
   const unsigned char *b = p;
   uint64_t h = PST_FNV64_BASIS;
 
@@ -61,8 +61,8 @@ static inline uint64_t pst_hash_bytes(const void *p, size_t n) {
 }
 
 /* 64-bit FNV-1a of the bytes of the string s (without its NUL): the same
- * as pst_hash_bytes(s, strlen(s)), in one pass. */
-static inline uint64_t pst_hash_str(const char *s) {
+ * as pst__hash_bytes(s, strlen(s)), in one pass. */
+static inline uint64_t pst__hash_str(const char *s) {
   uint64_t h = PST_FNV64_BASIS;
 
   for (; *s; s++)
@@ -72,8 +72,8 @@ static inline uint64_t pst_hash_str(const char *s) {
 
 /* 32-bit FNV-1a of the string s. For values that must stay the same
  * across versions (the flame graph's colours are derived from it); tables
- * use pst_hash_str(). */
-static inline uint32_t pst_hash_str32(const char *s) {
+ * use pst__hash_str(). */
+static inline uint32_t pst__hash_str32(const char *s) {
   uint32_t h = PST_FNV32_BASIS;
 
   for (; *s; s++)
@@ -85,52 +85,52 @@ static inline uint32_t pst_hash_str32(const char *s) {
  * whose high bits depend on every bit of h ^ v, folded down so that the
  * low bits do too. Chain it over several words:
  *
- *   h = pst_hash_mix(pst_hash_mix(0, (uintptr_t)name), (uint64_t)line);
+ *   h = pst__hash_mix(pst__hash_mix(0, (uintptr_t)name), (uint64_t)line);
  */
-static inline uint64_t pst_hash_mix(uint64_t h, uint64_t v) {
+static inline uint64_t pst__hash_mix(uint64_t h, uint64_t v) {
   h = (h ^ v) * PST_HASH_PHI;
   return h ^ (h >> 32);
 }
 
 /* The hash of one integer or pointer. */
-static inline uint64_t pst_hash_u64(uint64_t v) { return pst_hash_mix(0, v); }
+static inline uint64_t pst__hash_u64(uint64_t v) { return pst__hash_mix(0, v); }
 
 /* ---- the table ---- */
 
-struct pst_hash_slot {
+struct pst__hash_slot {
   uint32_t id1;  /* entry id + 1; 0 = empty */
   uint32_t hash; /* low 32 bits of the entry's hash */
 };
 
-struct pst_hash {
-  struct pst_hash_slot *slot; /* cap slots; NULL while cap is 0 */
-  size_t cap;                 /* 0 or a power of two */
-  size_t n;                   /* ids held, at most cap / 2 */
+struct pst__hash {
+  struct pst__hash_slot *slot; /* cap slots; NULL while cap is 0 */
+  size_t cap;                  /* 0 or a power of two */
+  size_t n;                    /* ids held, at most cap / 2 */
 };
 
 /* Whether entry id of the caller's (ctx) is key: nonzero if so. */
-typedef int (*pst_hash_eq_cb)(const void *ctx, uint32_t id, const void *key);
+typedef int (*pst__hash_eq_cb)(const void *ctx, uint32_t id, const void *key);
 
 /* Makes *t an empty table with room for cap / 2 ids before it first grows
  * (cap is rounded up to a power of two, at least 16). 0, or -ENOMEM with
  * *t empty (still usable: it allocates on the first insert). */
-int pst_hash_init(struct pst_hash *t, size_t cap);
+int pst__hash_init(struct pst__hash *t, size_t cap);
 
 /* Frees the slots; *t is left an empty table. */
-void pst_hash_exit(struct pst_hash *t);
+void pst__hash_exit(struct pst__hash *t);
 
 /* The id whose entry eq(ctx, id, key) says is key, among the ids inserted
  * with hash h; -1 when there is none. Does not change the table. */
-static inline int64_t pst_hash_find(const struct pst_hash *t, uint64_t h,
-                                    pst_hash_eq_cb eq, const void *ctx,
-                                    const void *key) {
+static inline int64_t pst__hash_find(const struct pst__hash *t, uint64_t h,
+                                     pst__hash_eq_cb eq, const void *ctx,
+                                     const void *key) {
   size_t mask = t->cap - 1;
 
   if (!t->cap)
     return -1;
   /* At most half full: the probe ends at an empty slot. */
   for (size_t i = h & mask;; i = (i + 1) & mask) {
-    const struct pst_hash_slot *s = &t->slot[i];
+    const struct pst__hash_slot *s = &t->slot[i];
 
     if (!s->id1)
       return -1;
@@ -141,11 +141,11 @@ static inline int64_t pst_hash_find(const struct pst_hash *t, uint64_t h,
 
 /* Adds id (< UINT32_MAX) under hash h, doubling the table first when it
  * would be more than half full. The caller has made sure, with
- * pst_hash_find(), that its key is not there yet. 0, or -ENOMEM (-EINVAL
+ * pst__hash_find(), that its key is not there yet. 0, or -ENOMEM (-EINVAL
  * for UINT32_MAX) with the table unchanged. */
-int pst_hash_insert(struct pst_hash *t, uint64_t h, uint32_t id);
+int pst__hash_insert(struct pst__hash *t, uint64_t h, uint32_t id);
 
 /* Number of ids held. */
-static inline size_t pst_hash_count(const struct pst_hash *t) { return t->n; }
+static inline size_t pst__hash_count(const struct pst__hash *t) { return t->n; }
 
 #endif

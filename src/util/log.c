@@ -1,4 +1,4 @@
-/* log.c: the stderr sink behind pst_err/pst_warn/pst_info/pst_debug. */
+/* log.c: the stderr sink behind pst__err/pst__warn/pst__info/pst__debug. */
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -6,16 +6,16 @@
 #include "util/esc.h"
 #include "util/log.h"
 
-int pst_log_level = PST_LOG_WARN;
+int pst__log_level = PST_LOG_WARN;
 
-void pst_log_set_level(int level) { pst_log_level = level; }
+void pst_log_set_level(int level) { pst__log_level = level; }
 
-void pst_log(int level, const char *fmt, ...) {
+void pst__log(int level, const char *fmt, ...) {
   static const char *const prefix[] = {"error", "warning", "info", "debug"};
   char msg[2 * PST_ESC_SIZE];
   va_list ap;
 
-  if (level > pst_log_level)
+  if (level > pst__log_level)
     return;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof(msg), fmt, ap);
@@ -23,6 +23,6 @@ void pst_log(int level, const char *fmt, ...) {
   /* Messages name threads, files and modules of the target: one line on
    * stderr, its control characters escaped (a longer one is cut). */
   fprintf(stderr, "pystitch: %s: ", prefix[level + 1]);
-  pst_esc_put(stderr, msg);
+  pst__esc_put(stderr, msg);
   fputc('\n', stderr);
 }

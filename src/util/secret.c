@@ -19,7 +19,7 @@ struct head {
   size_t size; /* of the whole mapping */
 };
 
-char *pst_secret_alloc(size_t len) {
+char *pst__secret_alloc(size_t len) {
   long page = sysconf(_SC_PAGESIZE);
   size_t size;
   struct head *h;
@@ -46,16 +46,16 @@ char *pst_secret_alloc(size_t len) {
   return (char *)(h + 1);
 }
 
-char *pst_secret_dup(const char *s) {
+char *pst__secret_dup(const char *s) {
   size_t len = strlen(s);
-  char *copy = pst_secret_alloc(len);
+  char *copy = pst__secret_alloc(len);
 
   if (copy)
     memcpy(copy, s, len + 1);
   return copy;
 }
 
-void pst_secret_free(char *s) {
+void pst__secret_free(char *s) {
   struct head *h;
   int saved = errno;
 
@@ -67,7 +67,7 @@ void pst_secret_free(char *s) {
   errno = saved;
 }
 
-int pst_secret_take_env(const char *name, char **out) {
+int pst__secret_take_env(const char *name, char **out) {
   size_t n = strlen(name);
   char **ep = environ;
   int err = 0, first = 1;
@@ -81,7 +81,7 @@ int pst_secret_take_env(const char *name, char **out) {
       continue;
     }
     if (first && out && entry[n + 1]) {
-      *out = pst_secret_dup(entry + n + 1);
+      *out = pst__secret_dup(entry + n + 1);
       if (!*out)
         err = -ENOMEM;
     }

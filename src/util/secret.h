@@ -11,9 +11,9 @@
  * out of our reach. Non-dumpable also makes pystitch's own /proc/PID
  * files root's; pystitch reads none of its own through /proc.
  *
- * Ownership: pst_secret_alloc(), pst_secret_dup() and
- * pst_secret_take_env() give the caller a secret, freed (wiped) with
- * pst_secret_free(). Thread-safe, but pst_secret_take_env() edits environ:
+ * Ownership: pst__secret_alloc(), pst__secret_dup() and
+ * pst__secret_take_env() give the caller a secret, freed (wiped) with
+ * pst__secret_free(). Thread-safe, but pst__secret_take_env() edits environ:
  * call it before any other thread starts.
  */
 #ifndef PST_SECRET_H
@@ -22,13 +22,13 @@
 #include <stddef.h>
 
 /* A zeroed secret of len bytes plus its NUL, or NULL (errno ENOMEM). */
-char *pst_secret_alloc(size_t len);
+char *pst__secret_alloc(size_t len);
 
 /* A secret copy of s, or NULL (errno ENOMEM). */
-char *pst_secret_dup(const char *s);
+char *pst__secret_dup(const char *s);
 
 /* Wipes and frees s (NULL is fine). */
-void pst_secret_free(char *s);
+void pst__secret_free(char *s);
 
 /* Removes every NAME=... from the environment and overwrites those
  * strings in place (the initial ones are what /proc/PID/environ shows,
@@ -36,6 +36,6 @@ void pst_secret_free(char *s);
  * first value when it is not empty, else NULL. Returns 0, or -ENOMEM
  * (the variable removed all the same). With out NULL the value is only
  * wiped. */
-int pst_secret_take_env(const char *name, char **out);
+int pst__secret_take_env(const char *name, char **out);
 
 #endif

@@ -3,7 +3,7 @@
  * also has an id, 0, 1, 2, ... in the order strings were first interned
  * (pprof's string table is such a list).
  *
- * pst_strtab_new()/pst_strtab_free(); pst_strtab_intern() returns a pointer
+ * pst__strtab_new()/pst__strtab_free(); pst__strtab_intern() returns a pointer
  * owned by the table (never freed before the table). Not thread-safe.
  */
 #ifndef PST_STRTAB_H
@@ -12,23 +12,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct pst_strtab;
+struct pst__strtab;
 
-struct pst_strtab *pst_strtab_new(void);
-void pst_strtab_free(struct pst_strtab *t);
+struct pst__strtab *pst__strtab_new(void);
+void pst__strtab_free(struct pst__strtab *t);
 
 /* The interned copy of s, or NULL on allocation failure. */
-const char *pst_strtab_intern(struct pst_strtab *t, const char *s);
+const char *pst__strtab_intern(struct pst__strtab *t, const char *s);
 
 /* The id of s's interned copy, or -ENOMEM. */
-int64_t pst_strtab_id(struct pst_strtab *t, const char *s);
+int64_t pst__strtab_id(struct pst__strtab *t, const char *s);
 
-/* The interned strings by id, pst_strtab_count() of them: an array owned
+/* The interned strings by id, pst__strtab_count() of them: an array owned
  * by the table, valid until the next intern (the strings themselves live
  * as long as the table). */
-const char *const *pst_strtab_strings(const struct pst_strtab *t);
+const char *const *pst__strtab_strings(const struct pst__strtab *t);
 
 /* Number of distinct strings held. */
-size_t pst_strtab_count(const struct pst_strtab *t);
+size_t pst__strtab_count(const struct pst__strtab *t);
 
 #endif

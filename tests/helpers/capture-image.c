@@ -8,10 +8,10 @@
  * so that what it holds does not change while it is read. Steps:
  * 1. pst_target_open() and one snapshot, through the public API: the main
  *    thread's PyThreadState and the frames pystitch reports for it.
- * 2. The interpreter analysed again (pst_py_analyse, as the target does)
- *    into our own struct pst_py over a reader with a recorder
- *    (pst_mem_set_recorder), then, recorded: (3.13+) _Py_DebugOffsets, the
- *    interpreter pointer, the thread-state list, and one pst_py_walk()
+ * 2. The interpreter analysed again (pst__py_analyse, as the target does)
+ *    into our own struct pst__py over a reader with a recorder
+ *    (pst__mem_set_recorder), then, recorded: (3.13+) _Py_DebugOffsets, the
+ *    interpreter pointer, the thread-state list, and one pst__py_walk()
  *    without a hint (the path that reads everything).
  * 3. The recorded pieces merged into disjoint regions (a piece read twice
  *    must read the same: else the target moved, and nothing is written).
@@ -77,17 +77,17 @@ static int snapshot_main(struct pst_target *t, pid_t pid,
 static int replay_check(const struct pst_fixture *fx,
                         const struct pst_frame *live, int nlive) {
   struct pst_frame frames[WALK_MAX];
-  struct pst_mem mem;
-  struct pst_py py;
+  struct pst__mem mem;
+  struct pst__py py;
   uint64_t top[2];
   int truncated, n, err;
 
-  pst_mem_init_image(&mem, fx->regions, fx->nregions);
-  pst_py_init(&py);
+  pst__mem_init_image(&mem, fx->regions, fx->nregions);
+  pst__py_init(&py);
   err = pst_fixture_py(fx, &mem, &py);
   if (err == 0) {
-    n = pst_py_walk(&py, &mem, fx->tstate, NULL, NULL, frames, WALK_MAX,
-                    &truncated, NULL, top);
+    n = pst__py_walk(&py, &mem, fx->tstate, NULL, NULL, frames, WALK_MAX,
+                     &truncated, NULL, top);
     if (n < 0)
       err = n;
     else if (!same_frames("replay", frames, n, live, nlive))
@@ -95,8 +95,8 @@ static int replay_check(const struct pst_fixture *fx,
   }
   if (err)
     fprintf(stderr, "capture-image: replay: %s\n", pst_strerror(err));
-  pst_py_exit(&py);
-  pst_mem_exit(&mem);
+  pst__py_exit(&py);
+  pst__mem_exit(&mem);
   return err;
 }
 
@@ -106,12 +106,12 @@ static int capture(pid_t pid, const struct pst_target_info *opened,
                    const char *note) {
   struct pst_frame frames[WALK_MAX];
   struct pst_target_info info;
-  struct pst_py_found found;
+  struct pst__py_found found;
   struct pst_fixture_rec rec = {0};
   struct pst_fixture fx;
-  struct pst_maps maps;
-  struct pst_mem mem;
-  struct pst_py py;
+  struct pst__maps maps;
+  struct pst__mem mem;
+  struct pst__py py;
   uint64_t top[2], tstates[16], interp, thread_obj;
   int truncated, n = 0, err;
   char comment[1024];
@@ -120,41 +120,41 @@ static int capture(pid_t pid, const struct pst_target_info *opened,
   info = *opened;
   memset(&fx, 0, sizeof(fx));
   memset(&maps, 0, sizeof(maps));
-  pst_mem_init(&mem, pid);
-  pst_py_init(&py);
-  err = pst_maps_load(pid, &maps);
+  pst__mem_init(&mem, pid);
+  pst__py_init(&py);
+  err = pst__maps_load(pid, &maps);
   if (err == 0)
-    err = pst_py_analyse(&py, pid, &maps, &mem, test_host_arch(), info.exe,
-                         &found);
+    err = pst__py_analyse(&py, pid, &maps, &mem, test_host_arch(), info.exe,
+                          &found);
   if (err)
     goto out;
 
-  pst_mem_set_recorder(&mem, pst_fixture_record, &rec);
+  pst__mem_set_recorder(&mem, pst_fixture_record, &rec);
   if (py.version_hex >= 0x030d) {
-    struct pst_py_layout lay;
+    struct pst__py_layout lay;
     uint64_t size;
     int hex;
-    err = pst_py_debug_offsets(&mem, py.runtime, &lay, &size, &hex);
+    err = pst__py_debug_offsets(&mem, py.runtime, &lay, &size, &hex);
   }
   if (err == 0)
-    err = pst_mem_read_u64(&mem,
-                           py.runtime
-                               ? py.runtime + (uint64_t)py.lay.rt_interp_head
-                               : py.interp_head_addr,
-                           &interp);
+    err = pst__mem_read_u64(&mem,
+                            py.runtime
+                                ? py.runtime + (uint64_t)py.lay.rt_interp_head
+                                : py.interp_head_addr,
+                            &interp);
   if (err == 0 && interp != py.interp)
     err = PST_EBADDATA;
-  if (err == 0 && (n = pst_py_tstates(&py, &mem, tstates, 16)) < 0)
+  if (err == 0 && (n = pst__py_tstates(&py, &mem, tstates, 16)) < 0)
     err = n;
   if (err == 0) {
-    n = pst_py_walk(&py, &mem, main_th->tstate, NULL, NULL, frames, WALK_MAX,
-                    &truncated, &thread_obj, top);
+    n = pst__py_walk(&py, &mem, main_th->tstate, NULL, NULL, frames, WALK_MAX,
+                     &truncated, &thread_obj, top);
     if (n < 0)
       err = n;
     else if (truncated)
       err = -E2BIG;
   }
-  pst_mem_set_recorder(&mem, NULL, NULL);
+  pst__mem_set_recorder(&mem, NULL, NULL);
   if (err == 0)
     err = rec.err;
   if (err)
@@ -198,9 +198,9 @@ out:
     fprintf(stderr, "capture-image: pid %d: %s\n", (int)pid, pst_strerror(err));
   pst_fixture_exit(&fx);
   pst_fixture_rec_free(&rec);
-  pst_py_exit(&py);
-  pst_maps_exit(&maps);
-  pst_mem_exit(&mem);
+  pst__py_exit(&py);
+  pst__maps_exit(&maps);
+  pst__mem_exit(&mem);
   return err;
 }
 

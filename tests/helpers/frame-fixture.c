@@ -84,7 +84,7 @@ static int read_bytes(FILE *f, uint8_t *out, size_t len) {
 
 static int add_region(struct pst_fixture *fx, FILE *f, uint64_t addr,
                       size_t len) {
-  struct pst_mem_region *r;
+  struct pst__mem_region *r;
   uint8_t *bytes;
   int err;
 
@@ -104,7 +104,7 @@ static int add_region(struct pst_fixture *fx, FILE *f, uint64_t addr,
     free(bytes);
     return err;
   }
-  fx->regions[fx->nregions++] = (struct pst_mem_region){addr, bytes, len};
+  fx->regions[fx->nregions++] = (struct pst__mem_region){addr, bytes, len};
   return 0;
 }
 
@@ -290,8 +290,8 @@ int pst_fixture_save(const char *path, const struct pst_fixture *fx,
   return err;
 }
 
-int pst_fixture_py(const struct pst_fixture *fx, struct pst_mem *mem,
-                   struct pst_py *py) {
+int pst_fixture_py(const struct pst_fixture *fx, struct pst__mem *mem,
+                   struct pst__py *py) {
   char why[128];
   int err;
 
@@ -312,32 +312,32 @@ int pst_fixture_py(const struct pst_fixture *fx, struct pst_mem *mem,
     int hex;
     if (!fx->runtime)
       return PST_EPYVERSION;
-    err = pst_py_debug_offsets(mem, fx->runtime, &py->lay, &py->runtime_size,
-                               &hex);
+    err = pst__py_debug_offsets(mem, fx->runtime, &py->lay, &py->runtime_size,
+                                &hex);
     if (err)
       return err;
   } else {
-    err = pst_py_layout_builtin_copy(fx->version_hex, &py->lay);
+    err = pst__py_layout_builtin_copy(fx->version_hex, &py->lay);
     if (err)
       return err;
   }
-  err = pst_py_layout_check(&py->lay, why, sizeof(why));
+  err = pst__py_layout_check(&py->lay, why, sizeof(why));
   if (err)
     return err;
-  /* Shim owners and 3.14's tagged f_executable: as pst_py_analyse(). */
+  /* Shim owners and 3.14's tagged f_executable: as pst__py_analyse(). */
   py->owner_shim = 3;
   py->tag_mask = fx->version_hex >= 0x030e ? 7 : 0;
-  /* The main interpreter, as pst_py_analyse() reads it. */
+  /* The main interpreter, as pst__py_analyse() reads it. */
   if (fx->runtime)
-    err = pst_mem_read_u64(mem, fx->runtime + (uint64_t)py->lay.rt_interp_head,
-                           &py->interp);
+    err = pst__mem_read_u64(mem, fx->runtime + (uint64_t)py->lay.rt_interp_head,
+                            &py->interp);
   else
-    err = pst_mem_read_u64(mem, fx->interp_head, &py->interp);
+    err = pst__mem_read_u64(mem, fx->interp_head, &py->interp);
   if (err)
     return err;
   if (py->interp != fx->interp)
     return PST_EBADDATA;
-  py->codes = pst_code_cache_new();
+  py->codes = pst__code_cache_new();
   return py->codes ? 0 : -ENOMEM;
 }
 
@@ -403,7 +403,7 @@ int pst_fixture_merge(struct pst_fixture_rec *r, struct pst_fixture *fx) {
     if (!bytes)
       return -ENOMEM;
     fx->regions[fx->nregions++] =
-        (struct pst_mem_region){start, bytes, end - start};
+        (struct pst__mem_region){start, bytes, end - start};
     for (size_t k = i; k < j; k++) {
       uint8_t *at = bytes + (r->v[k].addr - start);
       /* Earlier pieces of the region were copied in: compare overlaps. */

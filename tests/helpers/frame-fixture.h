@@ -1,18 +1,18 @@
 /* frame-fixture.h: frame-walker replay fixtures (tests/fixtures/frames-*.txt).
  *
  * A fixture is what one walk of a live target's thread read (a memory
- * image: byte regions at target addresses), what struct pst_py needs to
+ * image: byte regions at target addresses), what struct pst__py needs to
  * walk it again (the version and the addresses analysis found), and the
  * frames the live walk returned. capture-image.c writes them from a live
  * process; tests/unit/test-frame-replay.c replays them through
- * pst_mem_init_image(). Shared by both.
+ * pst__mem_init_image(). Shared by both.
  *
  * The file is text, so that a fixture diffs and reviews like source:
  *
  *   # comment lines
  *   pystitch-frame-image 1
  *   python 3.12.1                        (the target's version string)
- *   version 0x30c                        (struct pst_py.version_hex)
+ *   version 0x30c                        (struct pst__py.version_hex)
  *   runtime 0x...                        (and interp_head, interp,
  *   ...                                   tstate_current, code_type, none,
  *                                         tstate: 0 when none)
@@ -55,7 +55,7 @@ struct pst_fixture_frame {
 
 struct pst_fixture {
   char python[32];         /* "3.12.1" */
-  int version_hex;         /* 0xMMmm, as pst_py.version_hex */
+  int version_hex;         /* 0xMMmm, as pst__py.version_hex */
   uint64_t runtime;        /* &_PyRuntime (3.7+), else 0 */
   uint64_t interp_head;    /* &interp_head (2.7, 3.6), else 0 */
   uint64_t interp;         /* the main interpreter */
@@ -64,19 +64,19 @@ struct pst_fixture {
   uint64_t none;           /* &_Py_NoneStruct */
   uint64_t tstate;         /* the thread state walked (0 in a registry
                               fixture) */
-  /* Registry fixtures: what struct pst_py holds for the dict reader. */
+  /* Registry fixtures: what struct pst__py holds for the dict reader. */
   uint64_t dict_type, long_type, int_type, str_type, module_type;
   uint64_t long_shift;
   struct pst_fixture_frame frames[PST_FIXTURE_FRAMES_MAX];
   int nframes;
   struct pst_fixture_thread threads[PST_FIXTURE_THREADS_MAX];
   int nthreads;
-  struct pst_mem_region *regions; /* sorted, disjoint; bytes owned */
+  struct pst__mem_region *regions; /* sorted, disjoint; bytes owned */
   size_t nregions;
 };
 
 /* What a live reader read, piece by piece, for pst_fixture_merge(): pass
- * pst_fixture_record as the pst_mem recorder with a zeroed struct. */
+ * pst_fixture_record as the pst__mem recorder with a zeroed struct. */
 struct pst_fixture_rec {
   struct pst_fixture_piece {
     uint64_t addr;
@@ -110,15 +110,15 @@ void pst_fixture_exit(struct pst_fixture *fx);
 /* Total bytes of fx's image. */
 size_t pst_fixture_image_size(const struct pst_fixture *fx);
 
-/* Sets up py (fresh from pst_py_init()) to walk fx's image through mem (a
- * replay reader of fx->regions) as pst_py_analyse() does for a target of
+/* Sets up py (fresh from pst__py_init()) to walk fx's image through mem (a
+ * replay reader of fx->regions) as pst__py_analyse() does for a target of
  * fx's version: the layout from the built-in table, or (3.13+) parsed out
  * of the image's _Py_DebugOffsets at _PyRuntime, checked; the interpreter
  * read from the image (_PyRuntime's list head, or interp_head before 3.7)
  * and compared with fx->interp; the owner and tag rules of analyse.c; a
  * new code cache (py owns it). 0, PST_EPYVERSION (layout unknown or
  * rejected), PST_EBADDATA (another interpreter), -ENOMEM, -EFAULT. */
-int pst_fixture_py(const struct pst_fixture *fx, struct pst_mem *mem,
-                   struct pst_py *py);
+int pst_fixture_py(const struct pst_fixture *fx, struct pst__mem *mem,
+                   struct pst__py *py);
 
 #endif

@@ -25,7 +25,7 @@ int test_sh(const char *cmd) {
   return rc;
 }
 
-enum pst_arch test_host_arch(void) {
+enum pst__arch test_host_arch(void) {
 #if defined(__aarch64__)
   return PST_ARCH_AARCH64;
 #else

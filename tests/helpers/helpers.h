@@ -19,7 +19,7 @@ const char *test_builddir(void);
 int test_sh(const char *cmd);
 
 /* The architecture this program runs on (that of a local target). */
-enum pst_arch test_host_arch(void);
+enum pst__arch test_host_arch(void);
 
 /* Makes a new directory /tmp/pst-TAG-XXXXXX, its path into dir (len bytes);
  * 0 or -errno. test_rmrf() removes it. */

@@ -1,4 +1,4 @@
-/* symtab-bench.c: build time, size and lookup speed of pst_symtab on ELF
+/* symtab-bench.c: build time, size and lookup speed of pst__symtab on ELF
  * files given as arguments (figures for docs/performance.md).
  * usage: symtab-bench FILE...   (prints one line per file)
  * Times are CPU times: build is the median of 5 builds, lookup the mean of
@@ -49,12 +49,12 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 static int bench(const char *path) {
-  struct pst_symtab *t = NULL;
+  struct pst__symtab *t = NULL;
   struct stat st;
   double ms[BUILDS], t0;
   volatile unsigned sink = 0;
   long hwm0, hwm1;
-  struct pst_elf *e;
+  struct pst__elf *e;
   uint64_t lo, hi, x = 88172645463325252ull, off, found = 0;
   const unsigned char *img;
   int fd = open(path, O_RDONLY | O_CLOEXEC), err;
@@ -76,9 +76,9 @@ static int bench(const char *path) {
   hwm0 = status_kib("VmHWM:");
   for (int i = 0; i < BUILDS; i++) {
     if (t)
-      pst_symtab_free(t);
+      pst__symtab_free(t);
     t0 = now_ms();
-    err = pst_symtab_build(img, (size_t)st.st_size, &t);
+    err = pst__symtab_build(img, (size_t)st.st_size, &t);
     ms[i] = now_ms() - t0;
     if (err) {
       fprintf(stderr, "%s: build failed: %d\n", path, err);
@@ -90,25 +90,26 @@ static int bench(const char *path) {
   qsort(ms, BUILDS, sizeof(ms[0]), cmp_double);
   /* Lookups at pseudo-random addresses of .text. */
   fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0 || pst_elf_open(fd, &e) || pst_elf_section(e, ".text", &lo, &hi)) {
+  if (fd < 0 || pst__elf_open(fd, &e) ||
+      pst__elf_section(e, ".text", &lo, &hi)) {
     fprintf(stderr, "%s: no .text\n", path);
     return 1;
   }
-  pst_elf_close(e);
+  pst__elf_close(e);
   t0 = now_ms();
   for (int i = 0; i < LOOKUPS; i++) {
     x ^= x << 13;
     x ^= x >> 7;
     x ^= x << 17;
-    if (pst_symtab_lookup(t, lo + x % hi, &off))
+    if (pst__symtab_lookup(t, lo + x % hi, &off))
       found++;
   }
   printf("%-60s entries %8zu table %9zu B build %8.2f ms (median of %d) "
          "heap peak %6ld KiB lookup %6.1f ns (%.0f%% hit)\n",
-         path, pst_symtab_count(t), pst_symtab_memory(t), ms[BUILDS / 2],
+         path, pst__symtab_count(t), pst__symtab_memory(t), ms[BUILDS / 2],
          BUILDS, hwm1 - hwm0, (now_ms() - t0) * 1e6 / LOOKUPS,
          100.0 * (double)found / LOOKUPS);
-  pst_symtab_free(t);
+  pst__symtab_free(t);
   munmap((void *)img, (size_t)st.st_size);
   return 0;
 }

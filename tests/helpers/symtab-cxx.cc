@@ -1,4 +1,4 @@
-// symtab-cxx.cc: C++ names for the demangling test of pst_symtab (built by
+// symtab-cxx.cc: C++ names for the demangling test of pst__symtab (built by
 // tests/unit/test-symtab.c with g++): a namespace, a class template and an
 // overloaded function, kept out of line.
 namespace ns {

@@ -3,7 +3,7 @@
  * tests/helpers/make-minidebuginfo.sh), plus a function without an ELF size. */
 #include <stdio.h>
 
-/* A symbol of size 0 (no .size directive): pst_symtab gives it the room up
+/* A symbol of size 0 (no .size directive): pst__symtab gives it the room up
  * to the next symbol. */
 __asm__(".text\n"
         ".globl symtab_zero_size\n"

@@ -20,12 +20,12 @@ static int is_libpython313(const char *base) {
 }
 
 TEST_IMPL(debug_offsets_313) {
-  const struct pst_py_layout *ref = pst_py_layout_reference_313();
-  struct pst_py_layout lay;
-  const struct pst_map *mp;
-  struct pst_maps maps;
-  struct pst_mem mem;
-  struct pst_elf *e;
+  const struct pst__py_layout *ref = pst__py_layout_reference_313();
+  struct pst__py_layout lay;
+  const struct pst__map *mp;
+  struct pst__maps maps;
+  struct pst__mem mem;
+  struct pst__elf *e;
   uint64_t sym, bias, size;
   char py[512];
   char *argv[] = {py, "-c", "import time; time.sleep(60)", NULL};
@@ -37,18 +37,18 @@ TEST_IMPL(debug_offsets_313) {
   pid = test_spawn(argv, NULL, NULL);
   ASSERT_GT(pid, 0);
   usleep(300000);
-  ASSERT_EQ(pst_maps_load(pid, &maps), 0);
-  mp = pst_maps_find_file(&maps, is_libpython313);
+  ASSERT_EQ(pst__maps_load(pid, &maps), 0);
+  mp = pst__maps_find_file(&maps, is_libpython313);
   if (!mp)
     SKIP("%s is not linked against libpython3.13", py);
-  mp = pst_maps_file_base(&maps, mp);
-  fd = pst_maps_open(pid, mp);
+  mp = pst__maps_file_base(&maps, mp);
+  fd = pst__maps_open(pid, mp);
   ASSERT(fd >= 0);
-  ASSERT_EQ(pst_elf_open(fd, &e), 0);
-  ASSERT_EQ(pst_elf_symbol(e, "_PyRuntime", &sym, NULL), 0);
-  ASSERT_EQ(pst_elf_bias(e, mp->start, mp->offset, &bias), 0);
-  pst_mem_init(&mem, pid);
-  ASSERT_EQ(pst_py_debug_offsets(&mem, sym + bias, &lay, &size, &hex), 0);
+  ASSERT_EQ(pst__elf_open(fd, &e), 0);
+  ASSERT_EQ(pst__elf_symbol(e, "_PyRuntime", &sym, NULL), 0);
+  ASSERT_EQ(pst__elf_bias(e, mp->start, mp->offset, &bias), 0);
+  pst__mem_init(&mem, pid);
+  ASSERT_EQ(pst__py_debug_offsets(&mem, sym + bias, &lay, &size, &hex), 0);
   ASSERT_EQ(hex, 0x030d);
   ASSERT_GT(size, 0);
   /* The GIL fields differ in frame of reference: checked below. */
@@ -67,8 +67,8 @@ TEST_IMPL(debug_offsets_313) {
   ASSERT_EQ(lay.gil_locked, ref->is_gil_inline + ref->gil_locked);
   ASSERT_EQ(lay.gil_last_holder, ref->is_gil_inline + ref->gil_last_holder);
   ASSERT_GE(compared, 25);
-  pst_elf_close(e);
-  pst_maps_exit(&maps);
+  pst__elf_close(e);
+  pst__maps_exit(&maps);
   kill(pid, SIGKILL);
   waitpid(pid, NULL, 0);
   return 0;
@@ -77,43 +77,43 @@ TEST_IMPL(debug_offsets_313) {
 /* Every built-in layout passes the bounds check; offsets that would read
  * past a local buffer (as a corrupt _Py_DebugOffsets could give) fail it. */
 TEST_IMPL(layout_check_bounds) {
-  struct pst_py_layout bad;
+  struct pst__py_layout bad;
   char why[128];
   int checked = 0;
 
   for (int v = 0x0200; v <= 0x030f; v++) {
-    const struct pst_py_layout *l = pst_py_layout_builtin(v);
+    const struct pst__py_layout *l = pst__py_layout_builtin(v);
     if (!l)
       continue;
-    if (pst_py_layout_check(l, why, sizeof(why)))
+    if (pst__py_layout_check(l, why, sizeof(why)))
       TEST_FAIL("built-in %x rejected: %s", v, why);
     checked++;
   }
   ASSERT_GE(checked, 8);
-  bad = *pst_py_layout_builtin(0x030c);
+  bad = *pst__py_layout_builtin(0x030c);
   bad.if_size = 0x1000;
   bad.if_previous = 0x108;
-  ASSERT_EQ(pst_py_layout_check(&bad, why, sizeof(why)), PST_EPYVERSION);
+  ASSERT_EQ(pst__py_layout_check(&bad, why, sizeof(why)), PST_EPYVERSION);
   ASSERT(strstr(why, "if_previous") != NULL);
-  bad = *pst_py_layout_builtin(0x030c);
+  bad = *pst__py_layout_builtin(0x030c);
   bad.co_name = bad.co_size - 4;
-  ASSERT_EQ(pst_py_layout_check(&bad, why, sizeof(why)), PST_EPYVERSION);
-  bad = *pst_py_layout_builtin(0x030c);
+  ASSERT_EQ(pst__py_layout_check(&bad, why, sizeof(why)), PST_EPYVERSION);
+  bad = *pst__py_layout_builtin(0x030c);
   bad.str_length = -8;
-  ASSERT_EQ(pst_py_layout_check(&bad, why, sizeof(why)), PST_EPYVERSION);
+  ASSERT_EQ(pst__py_layout_check(&bad, why, sizeof(why)), PST_EPYVERSION);
   /* The registry's local buffers: a dict head, an int, a type span. */
-  bad = *pst_py_layout_builtin(0x030c);
+  bad = *pst__py_layout_builtin(0x030c);
   bad.dict_ma_values = 48;
-  ASSERT_EQ(pst_py_layout_check(&bad, why, sizeof(why)), PST_EPYVERSION);
+  ASSERT_EQ(pst__py_layout_check(&bad, why, sizeof(why)), PST_EPYVERSION);
   ASSERT(strstr(why, "dict_ma_values") != NULL);
-  bad = *pst_py_layout_builtin(0x030c);
+  bad = *pst__py_layout_builtin(0x030c);
   bad.long_digit = 30;
-  ASSERT_EQ(pst_py_layout_check(&bad, why, sizeof(why)), PST_EPYVERSION);
-  bad = *pst_py_layout_builtin(0x030c);
+  ASSERT_EQ(pst__py_layout_check(&bad, why, sizeof(why)), PST_EPYVERSION);
+  bad = *pst__py_layout_builtin(0x030c);
   bad.ht_cached_keys = 4096;
-  ASSERT_EQ(pst_py_layout_check(&bad, why, sizeof(why)), PST_EPYVERSION);
-  bad = *pst_py_layout_builtin(0x0207);
+  ASSERT_EQ(pst__py_layout_check(&bad, why, sizeof(why)), PST_EPYVERSION);
+  bad = *pst__py_layout_builtin(0x0207);
   bad.int_ival = 20;
-  ASSERT_EQ(pst_py_layout_check(&bad, why, sizeof(why)), PST_EPYVERSION);
+  ASSERT_EQ(pst__py_layout_check(&bad, why, sizeof(why)), PST_EPYVERSION);
   return 0;
 }

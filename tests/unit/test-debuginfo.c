@@ -53,35 +53,35 @@ static int make_lib(void) {
   return test_sh(cmd) ? -1 : 0;
 }
 
-static struct pst_elf *open_elf(const char *path) {
-  struct pst_elf *e = NULL;
+static struct pst__elf *open_elf(const char *path) {
+  struct pst__elf *e = NULL;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
 
   ASSERT(fd >= 0);
-  ASSERT_EQ(pst_elf_open(fd, &e), 0);
+  ASSERT_EQ(pst__elf_open(fd, &e), 0);
   return e;
 }
 
 static uint64_t symbol(const char *path, const char *name) {
-  struct pst_elf *e = open_elf(path);
+  struct pst__elf *e = open_elf(path);
   uint64_t v = 0;
 
-  ASSERT_EQ(pst_elf_symbol(e, name, &v, NULL), 0);
-  pst_elf_close(e);
+  ASSERT_EQ(pst__elf_symbol(e, name, &v, NULL), 0);
+  pst__elf_close(e);
   return v;
 }
 
 /* The table of image e merged with its debug file d (NULL: alone). */
-static struct pst_symtab *table(const struct pst_elf *e,
-                                const struct pst_elf *d) {
-  struct pst_symtab *t = NULL;
+static struct pst__symtab *table(const struct pst__elf *e,
+                                 const struct pst__elf *d) {
+  struct pst__symtab *t = NULL;
   const void *img, *dimg = NULL;
   size_t len, dlen = 0;
 
-  img = pst_elf_image(e, &len);
+  img = pst__elf_image(e, &len);
   if (d)
-    dimg = pst_elf_image(d, &dlen);
-  ASSERT_EQ(pst_symtab_build_debug(img, len, dimg, dlen, &t), 0);
+    dimg = pst__elf_image(d, &dlen);
+  ASSERT_EQ(pst__symtab_build_debug(img, len, dimg, dlen, &t), 0);
   return t;
 }
 
@@ -92,65 +92,65 @@ static int name_is(const char *got, const char *want) {
 /* Finds the debug file of the image at path with w and checks that the
  * merged table names the static functions at their link-time addresses;
  * found must end with want_suffix. */
-static void check_found(const char *path, struct pst_debuginfo_where *w,
-                        enum pst_debuginfo_how want_how,
+static void check_found(const char *path, struct pst__debuginfo_where *w,
+                        enum pst__debuginfo_how want_how,
                         const char *want_suffix) {
   uint64_t fn = symbol(at("full.so"), "pst_dbg_static_fn"),
            th = symbol(at("full.so"), "pst_dbg_thread_main"), off = 9;
-  struct pst_elf *e = open_elf(path), *d = NULL;
-  enum pst_debuginfo_how how = 0;
-  struct pst_symtab *t;
+  struct pst__elf *e = open_elf(path), *d = NULL;
+  enum pst__debuginfo_how how = 0;
+  struct pst__symtab *t;
   char found[4096] = "";
   size_t fl, sl = strlen(want_suffix);
 
   w->path = path;
-  ASSERT_EQ(pst_debuginfo_open(e, w, &d, found, sizeof(found), &how), 0);
+  ASSERT_EQ(pst__debuginfo_open(e, w, &d, found, sizeof(found), &how), 0);
   printf("# %s: %s\n", path, found);
   ASSERT_EQ(how, want_how);
   fl = strlen(found);
   ASSERT(fl >= sl && !strcmp(found + fl - sl, want_suffix));
   t = table(e, d);
-  ASSERT_STR_EQ(pst_symtab_lookup(t, fn, &off), "pst_dbg_static_fn");
+  ASSERT_STR_EQ(pst__symtab_lookup(t, fn, &off), "pst_dbg_static_fn");
   ASSERT_EQ(off, 0);
-  ASSERT_STR_EQ(pst_symtab_lookup(t, th + 2, &off), "pst_dbg_thread_main");
+  ASSERT_STR_EQ(pst__symtab_lookup(t, th + 2, &off), "pst_dbg_thread_main");
   ASSERT_EQ(off, 2);
   /* The image's own dynamic symbols are still there, once. */
   ASSERT_STR_EQ(
-      pst_symtab_lookup(t, symbol(at("full.so"), "pst_dbg_start"), &off),
+      pst__symtab_lookup(t, symbol(at("full.so"), "pst_dbg_start"), &off),
       "pst_dbg_start");
-  pst_symtab_free(t);
-  pst_elf_close(d);
-  pst_elf_close(e);
+  pst__symtab_free(t);
+  pst__elf_close(d);
+  pst__elf_close(e);
 }
 
-static int not_found(const char *path, struct pst_debuginfo_where *w) {
-  struct pst_elf *e = open_elf(path), *d = NULL;
+static int not_found(const char *path, struct pst__debuginfo_where *w) {
+  struct pst__elf *e = open_elf(path), *d = NULL;
   int err;
 
   w->path = path;
-  err = pst_debuginfo_open(e, w, &d, NULL, 0, NULL);
-  pst_elf_close(d);
-  pst_elf_close(e);
+  err = pst__debuginfo_open(e, w, &d, NULL, 0, NULL);
+  pst__elf_close(d);
+  pst__elf_close(e);
   return err == -ENOENT;
 }
 
 TEST_IMPL(debuginfo_split_library) {
-  struct pst_debuginfo_where w = {0};
-  struct pst_elf *e;
+  struct pst__debuginfo_where w = {0};
+  struct pst__elf *e;
   const uint8_t *id, *id2;
   const char *link;
   size_t id_len, id2_len, len;
   uint32_t crc;
   uint64_t a, s;
   char hex[129] = "", want[129] = "", cmd[1024];
-  struct pst_symtab *t;
+  struct pst__symtab *t;
   FILE *f;
 
   if (make_lib())
     SKIP("could not build and split the library");
   /* Build-ids: the stripped image keeps the note, the debug file too. */
   e = open_elf(at("bid/libpstdbg.so"));
-  ASSERT_EQ(pst_debuginfo_build_id(e, &id, &id_len), 0);
+  ASSERT_EQ(pst__debuginfo_build_id(e, &id, &id_len), 0);
   ASSERT_EQ(id_len, 20);
   for (size_t i = 0; i < id_len; i++)
     snprintf(hex + 2 * i, 3, "%02x", id[i]);
@@ -158,26 +158,26 @@ TEST_IMPL(debuginfo_split_library) {
   ASSERT(f && fscanf(f, "%128s", want) == 1);
   fclose(f);
   ASSERT_STR_EQ(hex, want);
-  ASSERT_EQ(pst_elf_section(e, ".symtab", &a, &s), PST_ENOSYM);
-  ASSERT_EQ(pst_debuginfo_debuglink(e, &link, &crc), PST_ENOSYM);
+  ASSERT_EQ(pst__elf_section(e, ".symtab", &a, &s), PST_ENOSYM);
+  ASSERT_EQ(pst__debuginfo_debuglink(e, &link, &crc), PST_ENOSYM);
   /* Stripped, the static function has no name. */
   t = table(e, NULL);
   ASSERT(!name_is(
-      pst_symtab_lookup(t, symbol(at("full.so"), "pst_dbg_static_fn"), NULL),
+      pst__symtab_lookup(t, symbol(at("full.so"), "pst_dbg_static_fn"), NULL),
       "pst_dbg_static_fn"));
-  pst_symtab_free(t);
-  pst_elf_close(e);
+  pst__symtab_free(t);
+  pst__elf_close(e);
   {
-    struct pst_elf *d = open_elf(at("link/.debug/libpstdbg.so.debug"));
-    const void *img = pst_elf_image(d, &len);
-    ASSERT_EQ(pst_debuginfo_build_id(d, &id2, &id2_len), 0);
+    struct pst__elf *d = open_elf(at("link/.debug/libpstdbg.so.debug"));
+    const void *img = pst__elf_image(d, &len);
+    ASSERT_EQ(pst__debuginfo_build_id(d, &id2, &id2_len), 0);
     ASSERT_EQ(id2_len, 20);
     e = open_elf(at("link/libpstdbg.so"));
-    ASSERT_EQ(pst_debuginfo_debuglink(e, &link, &crc), 0);
+    ASSERT_EQ(pst__debuginfo_debuglink(e, &link, &crc), 0);
     ASSERT_STR_EQ(link, "libpstdbg.so.debug");
-    ASSERT_EQ(crc, pst_debuginfo_crc32(img, len));
-    pst_elf_close(e);
-    pst_elf_close(d);
+    ASSERT_EQ(crc, pst__debuginfo_crc32(img, len));
+    pst__elf_close(e);
+    pst__elf_close(d);
   }
 
   /* 1. By build-id, in a debug directory given as a parameter... */
@@ -264,8 +264,8 @@ static pid_t chrooted_child(void) {
 }
 
 TEST_IMPL(debuginfo_target_root) {
-  struct pst_debuginfo_where w = {0};
-  struct pst_elf *e, *d = NULL;
+  struct pst__debuginfo_where w = {0};
+  struct pst__elf *e, *d = NULL;
   char found[4096], prefix[64];
   pid_t pid;
 
@@ -283,23 +283,23 @@ TEST_IMPL(debuginfo_target_root) {
   w.dirs = "/debugroot/usr/lib/debug";
   w.path = "/bid/libpstdbg.so";
   e = open_elf(at("bid/libpstdbg.so"));
-  ASSERT_EQ(pst_debuginfo_open(e, &w, &d, found, sizeof(found), NULL), 0);
+  ASSERT_EQ(pst__debuginfo_open(e, &w, &d, found, sizeof(found), NULL), 0);
   printf("# %s\n", found);
   ASSERT(!strncmp(found, prefix, strlen(prefix)));
   ASSERT(strstr(found, "/debugroot/usr/lib/debug/.build-id/"));
-  pst_elf_close(d);
-  pst_elf_close(e);
+  pst__elf_close(d);
+  pst__elf_close(e);
   /* Its .gnu_debuglink, in the module's .debug/ as the target sees it. */
   w.dirs = "";
   w.path = "/link/libpstdbg.so";
   e = open_elf(at("link/libpstdbg.so"));
   d = NULL;
-  ASSERT_EQ(pst_debuginfo_open(e, &w, &d, found, sizeof(found), NULL), 0);
+  ASSERT_EQ(pst__debuginfo_open(e, &w, &d, found, sizeof(found), NULL), 0);
   printf("# %s\n", found);
   ASSERT(!strncmp(found, prefix, strlen(prefix)));
   ASSERT(strstr(found, "/link/.debug/libpstdbg.so.debug"));
-  pst_elf_close(d);
-  pst_elf_close(e);
+  pst__elf_close(d);
+  pst__elf_close(e);
   /* Without the target, neither is found in our root. */
   w.pid = 0;
   w.dirs = "/debugroot/usr/lib/debug";
@@ -315,11 +315,11 @@ TEST_IMPL(debuginfo_target_root) {
  * this process, its module's table built with the debug file found by
  * build-id through PST_DEBUG_DIRS. */
 TEST_IMPL(debuginfo_module_symtab) {
-  struct pst_modcache *c;
-  struct pst_module *m;
-  const struct pst_map *mp = NULL;
-  const struct pst_symtab *t;
-  struct pst_maps maps;
+  struct pst__modcache *c;
+  struct pst__module *m;
+  const struct pst__map *mp = NULL;
+  const struct pst__symtab *t;
+  struct pst__maps maps;
   uint64_t bias, off = 9, touch;
   void *h, *rt_touch;
   const char *path;
@@ -332,29 +332,29 @@ TEST_IMPL(debuginfo_module_symtab) {
   ASSERT(h != NULL);
   rt_touch = dlsym(h, "pst_dbg_touch");
   ASSERT(rt_touch != NULL);
-  ASSERT_EQ(pst_maps_load(getpid(), &maps), 0);
+  ASSERT_EQ(pst__maps_load(getpid(), &maps), 0);
   for (size_t i = 0; i < maps.n && !mp; i++)
     if (!strcmp(maps.v[i].path, path))
       mp = &maps.v[i];
   ASSERT(mp != NULL);
-  ASSERT_EQ(pst_modcache_new(&c), 0);
-  ASSERT_EQ(pst_module_get(c, getpid(), mp, &m), 0);
-  ASSERT_STR_EQ(pst_module_path(m), path);
-  ASSERT(pst_module_debug_file(m) == NULL); /* not looked for yet */
-  ASSERT_EQ(pst_module_bias(m, mp, &bias), 0);
+  ASSERT_EQ(pst__modcache_new(&c), 0);
+  ASSERT_EQ(pst__module_get(c, getpid(), mp, &m), 0);
+  ASSERT_STR_EQ(pst__module_path(m), path);
+  ASSERT(pst__module_debug_file(m) == NULL); /* not looked for yet */
+  ASSERT_EQ(pst__module_bias(m, mp, &bias), 0);
   touch = symbol(at("full.so"), "pst_dbg_touch");
   ASSERT_EQ((uint64_t)(uintptr_t)rt_touch - bias, touch);
-  t = pst_module_symtab(m);
+  t = pst__module_symtab(m);
   ASSERT(t != NULL);
-  ASSERT(pst_module_debug_file(m) != NULL);
-  ASSERT(strstr(pst_module_debug_file(m), "/.build-id/"));
-  ASSERT_STR_EQ(pst_symtab_lookup(
+  ASSERT(pst__module_debug_file(m) != NULL);
+  ASSERT(strstr(pst__module_debug_file(m), "/.build-id/"));
+  ASSERT_STR_EQ(pst__symtab_lookup(
                     t, symbol(at("full.so"), "pst_dbg_static_fn") + 1, &off),
                 "pst_dbg_static_fn");
   ASSERT_EQ(off, 1);
-  pst_module_put(m);
-  pst_modcache_put(c);
-  pst_maps_exit(&maps);
+  pst__module_put(m);
+  pst__modcache_put(c);
+  pst__maps_exit(&maps);
   dlclose(h);
   cleanup();
   return 0;
@@ -365,9 +365,9 @@ TEST_IMPL(debuginfo_module_symtab) {
  * file gives. skip_why names the package when it is not installed. */
 static int check_real(const char *image, const char *static_fn,
                       const char *package) {
-  struct pst_debuginfo_where w = {.path = image, .dirs = "/usr/lib/debug"};
-  struct pst_elf *e, *d = NULL;
-  struct pst_symtab *t;
+  struct pst__debuginfo_where w = {.path = image, .dirs = "/usr/lib/debug"};
+  struct pst__elf *e, *d = NULL;
+  struct pst__symtab *t;
   const uint8_t *id;
   size_t id_len;
   uint64_t a, s, off = 9;
@@ -377,29 +377,29 @@ static int check_real(const char *image, const char *static_fn,
   if (access(image, R_OK))
     SKIP("no %s", image);
   e = open_elf(image);
-  ASSERT_EQ(pst_debuginfo_build_id(e, &id, &id_len), 0);
+  ASSERT_EQ(pst__debuginfo_build_id(e, &id, &id_len), 0);
   for (size_t i = 0; i < id_len; i++)
     snprintf(hex + 2 * i, 3, "%02x", id[i]);
-  ASSERT_EQ(pst_elf_section(e, ".symtab", &a, &s), PST_ENOSYM);
-  err = pst_debuginfo_open(e, &w, &d, found, sizeof(found), NULL);
+  ASSERT_EQ(pst__elf_section(e, ".symtab", &a, &s), PST_ENOSYM);
+  err = pst__debuginfo_open(e, &w, &d, found, sizeof(found), NULL);
   if (err) {
-    pst_elf_close(e);
+    pst__elf_close(e);
     SKIP("no debug file for %s (build-id %s): %s not installed, or of "
          "another version",
          image, hex, package);
   }
   printf("# %s (build-id %s): %s\n", image, hex, found);
-  ASSERT_EQ(pst_elf_symbol(d, static_fn, &a, NULL), 0);
+  ASSERT_EQ(pst__elf_symbol(d, static_fn, &a, NULL), 0);
   t = table(e, NULL);
-  ASSERT(!name_is(pst_symtab_lookup(t, a, NULL), static_fn));
-  pst_symtab_free(t);
+  ASSERT(!name_is(pst__symtab_lookup(t, a, NULL), static_fn));
+  pst__symtab_free(t);
   t = table(e, d);
-  ASSERT_STR_EQ(pst_symtab_lookup(t, a, &off), static_fn);
+  ASSERT_STR_EQ(pst__symtab_lookup(t, a, &off), static_fn);
   ASSERT_EQ(off, 0);
-  printf("# %zu symbols with the debug file\n", pst_symtab_count(t));
-  pst_symtab_free(t);
-  pst_elf_close(d);
-  pst_elf_close(e);
+  printf("# %zu symbols with the debug file\n", pst__symtab_count(t));
+  pst__symtab_free(t);
+  pst__elf_close(d);
+  pst__elf_close(e);
   return 0;
 }
 

@@ -123,7 +123,7 @@ static size_t unhex(const char *s, uint8_t *buf, size_t cap) {
 
 /* Decodes a PyGILState_GetThisThreadState vector and checks the answer.
  * got, when non-zero, is the GOT slot the code must read. */
-static void expect_tss(enum pst_arch arch, const char *hex, uint64_t rip,
+static void expect_tss(enum pst__arch arch, const char *hex, uint64_t rip,
                        uint64_t mem_base, uint64_t want, int want_load,
                        uint64_t got) {
   struct fake_mem mem = {.base = mem_base};
@@ -133,10 +133,10 @@ static void expect_tss(enum pst_arch arch, const char *hex, uint64_t rip,
   int is_load = -1, err;
   size_t n = unhex(hex, code, sizeof(code));
 
-  err = pst_disasm_tss_key(arch, code, n, rip, fake_read64, &mem, &out,
-                           &is_load, shape, sizeof(shape), why, sizeof(why));
+  err = pst__disasm_tss_key(arch, code, n, rip, fake_read64, &mem, &out,
+                            &is_load, shape, sizeof(shape), why, sizeof(why));
   if (err != 0)
-    TEST_FAIL("pst_disasm_tss_key: %d (%s)", err, why);
+    TEST_FAIL("pst__disasm_tss_key: %d (%s)", err, why);
   ASSERT_EQ(out, want);
   ASSERT_EQ(is_load, want_load);
   ASSERT(shape[0] != '\0');
@@ -148,7 +148,7 @@ static void expect_tss(enum pst_arch arch, const char *hex, uint64_t rip,
 
 /* Decodes a vector that must fail with -EINVAL and a message containing
  * `says`. */
-static void expect_tss_error(enum pst_arch arch, const char *hex, uint64_t rip,
+static void expect_tss_error(enum pst__arch arch, const char *hex, uint64_t rip,
                              const char *says) {
   struct fake_mem mem = {0};
   char why[256] = "";
@@ -157,14 +157,14 @@ static void expect_tss_error(enum pst_arch arch, const char *hex, uint64_t rip,
   int is_load = -1, err;
   size_t n = unhex(hex, code, sizeof(code));
 
-  err = pst_disasm_tss_key(arch, code, n, rip, fake_read64, &mem, &out,
-                           &is_load, NULL, 0, why, sizeof(why));
+  err = pst__disasm_tss_key(arch, code, n, rip, fake_read64, &mem, &out,
+                            &is_load, NULL, 0, why, sizeof(why));
   ASSERT_EQ(err, -EINVAL);
   if (strstr(why, says) == NULL)
     TEST_FAIL("why \"%s\" does not say \"%s\"", why, says);
 }
 
-static void expect_getter(enum pst_arch arch, const char *hex, uint64_t rip,
+static void expect_getter(enum pst__arch arch, const char *hex, uint64_t rip,
                           uint64_t mem_base, uint64_t want) {
   struct fake_mem mem = {.base = mem_base};
   char why[256] = "";
@@ -173,28 +173,28 @@ static void expect_getter(enum pst_arch arch, const char *hex, uint64_t rip,
   size_t n = unhex(hex, code, sizeof(code));
   int err;
 
-  err = pst_disasm_global_getter(arch, code, n, rip, fake_read64, &mem, &out,
-                                 why, sizeof(why));
+  err = pst__disasm_global_getter(arch, code, n, rip, fake_read64, &mem, &out,
+                                  why, sizeof(why));
   if (err != 0)
-    TEST_FAIL("pst_disasm_global_getter: %d (%s)", err, why);
+    TEST_FAIL("pst__disasm_global_getter: %d (%s)", err, why);
   ASSERT_EQ(out, want);
 }
 
 /* Decodes a pthread_getspecific vector: {offset, multiplier, indirect} and,
  * when has_l2, the second level. */
-static void expect_tsd(enum pst_arch arch, const char *hex, int64_t offset,
+static void expect_tsd(enum pst__arch arch, const char *hex, int64_t offset,
                        int64_t multiplier, int indirect, int has_l2,
                        int64_t l2_offset, int64_t l2_data) {
-  struct pst_tsd_layout l;
+  struct pst__tsd_layout l;
   char why[256] = "";
   uint8_t code[256];
   size_t n = unhex(hex, code, sizeof(code));
   int err;
 
   memset(&l, 0xa5, sizeof(l));
-  err = pst_disasm_tsd_layout(arch, code, n, 0x10000, &l, why, sizeof(why));
+  err = pst__disasm_tsd_layout(arch, code, n, 0x10000, &l, why, sizeof(why));
   if (err != 0)
-    TEST_FAIL("pst_disasm_tsd_layout: %d (%s)", err, why);
+    TEST_FAIL("pst__disasm_tsd_layout: %d (%s)", err, why);
   ASSERT_EQ(l.offset, offset);
   ASSERT_EQ(l.multiplier, multiplier);
   ASSERT_EQ(l.indirect, indirect);
@@ -203,15 +203,15 @@ static void expect_tsd(enum pst_arch arch, const char *hex, int64_t offset,
   ASSERT_EQ(l.l2_data, has_l2 ? l2_data : 0);
 }
 
-static void expect_tsd_error(enum pst_arch arch, const char *hex,
+static void expect_tsd_error(enum pst__arch arch, const char *hex,
                              const char *says) {
-  struct pst_tsd_layout l;
+  struct pst__tsd_layout l;
   char why[256] = "";
   uint8_t code[256];
   size_t n = unhex(hex, code, sizeof(code));
   int err;
 
-  err = pst_disasm_tsd_layout(arch, code, n, 0, &l, why, sizeof(why));
+  err = pst__disasm_tsd_layout(arch, code, n, 0, &l, why, sizeof(why));
   ASSERT_EQ(err, -EINVAL);
   if (strstr(why, says) == NULL)
     TEST_FAIL("why \"%s\" does not say \"%s\"", why, says);
@@ -425,8 +425,8 @@ TEST_IMPL(disasm_tss_read64_fails) {
                    "4c 02 00 00 e9 24 55 f9 ff",
                    code, sizeof(code));
 
-  err = pst_disasm_tss_key(X86, code, n, 0xcac50, fake_read64, &mem, &out,
-                           &is_load, NULL, 0, why, sizeof(why));
+  err = pst__disasm_tss_key(X86, code, n, 0xcac50, fake_read64, &mem, &out,
+                            &is_load, NULL, 0, why, sizeof(why));
   ASSERT_EQ(err, -EINVAL);
   ASSERT(strstr(why, "GOT") != NULL);
   ASSERT_GE(mem.calls, 1);
@@ -438,8 +438,8 @@ TEST_IMPL(disasm_tss_bad_arch) {
   uint64_t out;
   int is_load;
 
-  ASSERT_EQ(pst_disasm_tss_key((enum pst_arch)0, code, sizeof(code), 0, NULL,
-                               NULL, &out, &is_load, NULL, 0, NULL, 0),
+  ASSERT_EQ(pst__disasm_tss_key((enum pst__arch)0, code, sizeof(code), 0, NULL,
+                                NULL, &out, &is_load, NULL, 0, NULL, 0),
             -ENOTSUP);
   return 0;
 }
@@ -559,8 +559,8 @@ TEST_IMPL(disasm_getter_not_a_load) {
   char why[256] = "";
   uint64_t out;
 
-  ASSERT_EQ(pst_disasm_global_getter(X86, code, sizeof(code), 0, NULL, NULL,
-                                     &out, why, sizeof(why)),
+  ASSERT_EQ(pst__disasm_global_getter(X86, code, sizeof(code), 0, NULL, NULL,
+                                      &out, why, sizeof(why)),
             -EINVAL);
   ASSERT(strstr(why, "rax") != NULL);
   return 0;
@@ -767,11 +767,11 @@ TEST_IMPL(disasm_tsd_err_not_tsd) {
 }
 
 TEST_IMPL(disasm_tsd_bad_arch) {
-  struct pst_tsd_layout l;
+  struct pst__tsd_layout l;
   uint8_t code[] = {0xc3};
 
-  ASSERT_EQ(pst_disasm_tsd_layout((enum pst_arch)3, code, sizeof(code), 0, &l,
-                                  NULL, 0),
+  ASSERT_EQ(pst__disasm_tsd_layout((enum pst__arch)3, code, sizeof(code), 0, &l,
+                                   NULL, 0),
             -ENOTSUP);
   return 0;
 }
@@ -878,7 +878,7 @@ TEST_IMPL(disasm_tsd_model_glibc_gcc_os) {
 }
 
 /* CPython 3.15: PyGILState_GetThisThreadState reads a C11 thread-local. */
-static void expect_tls(enum pst_arch arch, const char *hex, uint64_t rip,
+static void expect_tls(enum pst__arch arch, const char *hex, uint64_t rip,
                        uint64_t got_value, int64_t want, uint64_t got) {
   struct fake_mem mem = {.base = got_value};
   char shape[128] = "", why[256] = "";
@@ -887,10 +887,10 @@ static void expect_tls(enum pst_arch arch, const char *hex, uint64_t rip,
   size_t n = unhex(hex, code, sizeof(code));
   int err;
 
-  err = pst_disasm_tls_getter(arch, code, n, rip, fake_read64, &mem, &off,
-                              shape, sizeof(shape), why, sizeof(why));
+  err = pst__disasm_tls_getter(arch, code, n, rip, fake_read64, &mem, &off,
+                               shape, sizeof(shape), why, sizeof(why));
   if (err != 0)
-    TEST_FAIL("pst_disasm_tls_getter: %d (%s)", err, why);
+    TEST_FAIL("pst__disasm_tls_getter: %d (%s)", err, why);
   ASSERT_EQ(off, want);
   ASSERT(shape[0] != '\0');
   if (got != 0) {
@@ -935,8 +935,8 @@ TEST_IMPL(disasm_tls_rejects_tss_getter) {
                    "48 89 df e8 95 78 e2 ff",
                    code, sizeof(code));
 
-  ASSERT_EQ(pst_disasm_tls_getter(X86, code, n, 0x2e25d0, fake_read64, &mem,
-                                  &off, NULL, 0, why, sizeof(why)),
+  ASSERT_EQ(pst__disasm_tls_getter(X86, code, n, 0x2e25d0, fake_read64, &mem,
+                                   &off, NULL, 0, why, sizeof(why)),
             -EINVAL);
   ASSERT(why[0] != '\0');
   return 0;

@@ -15,7 +15,7 @@ static char *esc_stream(const char *s) {
 
   if (!f)
     return NULL;
-  pst_esc_put(f, s);
+  pst__esc_put(f, s);
   fclose(f);
   return buf;
 }
@@ -60,12 +60,12 @@ TEST_IMPL(esc_controls) {
 
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     char *s = esc_stream(cases[i].in);
-    ASSERT_STR_EQ(pst_esc(out, sizeof(out), cases[i].in), cases[i].out);
+    ASSERT_STR_EQ(pst__esc(out, sizeof(out), cases[i].in), cases[i].out);
     ASSERT(s != NULL);
     ASSERT_STR_EQ(s, cases[i].out);
     free(s);
   }
-  ASSERT_STR_EQ(pst_esc(out, sizeof(out), NULL), "");
+  ASSERT_STR_EQ(pst__esc(out, sizeof(out), NULL), "");
   return 0;
 }
 
@@ -75,28 +75,28 @@ TEST_IMPL(esc_bounds) {
 
   ASSERT(in != NULL);
   /* Fits exactly: no "...". */
-  ASSERT_STR_EQ(pst_esc(out, sizeof(out), "0123456789abcde"),
+  ASSERT_STR_EQ(pst__esc(out, sizeof(out), "0123456789abcde"),
                 "0123456789abcde");
   /* One more: cut, with "..." inside the bound. */
-  ASSERT_STR_EQ(pst_esc(out, sizeof(out), "0123456789abcdef"),
+  ASSERT_STR_EQ(pst__esc(out, sizeof(out), "0123456789abcdef"),
                 "0123456789ab...");
   /* An escape or a character is never split. */
-  ASSERT_STR_EQ(pst_esc(out, sizeof(out), "0123456789\x1b\x1b"),
+  ASSERT_STR_EQ(pst__esc(out, sizeof(out), "0123456789\x1b\x1b"),
                 "0123456789...");
-  ASSERT_STR_EQ(pst_esc(out, sizeof(out), "012345678\xc3\xbc\xc3\xbc\xc3\xbc"),
+  ASSERT_STR_EQ(pst__esc(out, sizeof(out), "012345678\xc3\xbc\xc3\xbc\xc3\xbc"),
                 "012345678\xc3\xbc\xc3\xbc\xc3\xbc");
   ASSERT_STR_EQ(
-      pst_esc(out, sizeof(out), "012345678\xc3\xbc\xc3\xbc\xc3\xbc\xc3\xbc"),
+      pst__esc(out, sizeof(out), "012345678\xc3\xbc\xc3\xbc\xc3\xbc\xc3\xbc"),
       "012345678\xc3\xbc...");
   /* Tiny buffers stay terminated. */
-  ASSERT_STR_EQ(pst_esc(out, 1, "abc"), "");
-  ASSERT_STR_EQ(pst_esc(out, 3, "abc"), "ab");
-  ASSERT_STR_EQ(pst_esc(out, 4, "abcd"), "...");
+  ASSERT_STR_EQ(pst__esc(out, 1, "abc"), "");
+  ASSERT_STR_EQ(pst__esc(out, 3, "abc"), "ab");
+  ASSERT_STR_EQ(pst__esc(out, 4, "abcd"), "...");
   /* The longest name the target gives, all escapes: bounded; to a stream,
    * whole (4 bytes a byte). */
   memset(in, 0x1b, 4096);
   in[4096] = '\0';
-  ASSERT_EQ(strlen(pst_esc(big, sizeof(big), in)), sizeof(big) - 1);
+  ASSERT_EQ(strlen(pst__esc(big, sizeof(big), in)), sizeof(big) - 1);
   ASSERT_STR_EQ(big + sizeof(big) - 4, "...");
   s = esc_stream(in);
   ASSERT(s != NULL);
@@ -116,7 +116,7 @@ TEST_IMPL(esc_no_raw_controls) {
       in[0] = (char)a;
       in[1] = (char)b;
       in[2] = '\0';
-      pst_esc(out, sizeof(out), in);
+      pst__esc(out, sizeof(out), in);
       for (const unsigned char *p = (const unsigned char *)out; *p; p++) {
         ASSERT(*p >= 0x20 && *p != 0x7f);
         /* A raw C1 byte only as a UTF-8 continuation of a kept letter. */

@@ -1,4 +1,4 @@
-/* test-layout.c: the generated pst_py_layout tables (src/python/offsets/).
+/* test-layout.c: the generated pst__py_layout tables (src/python/offsets/).
  *
  * The known values were checked against the DWARF of the pyenv builds the
  * tables were generated from (gdb ptype/o), and the 3.13 ones against the
@@ -36,8 +36,8 @@ static const int builtin_versions[] = {0x0207, 0x0306, 0x0307, 0x0308,
                 (l)->version, #f, (unsigned)(l)->f, (unsigned)(size));         \
   } while (0)
 
-static const struct pst_py_layout *get(int version) {
-  const struct pst_py_layout *l = pst_py_layout_builtin(version);
+static const struct pst__py_layout *get(int version) {
+  const struct pst__py_layout *l = pst__py_layout_builtin(version);
 
   if (l == NULL)
     TEST_FAIL("no built-in table for 0x%04x", version);
@@ -46,22 +46,22 @@ static const struct pst_py_layout *get(int version) {
 
 TEST_IMPL(layout_builtin_versions) {
   for (int i = 0; i < N_BUILTIN; i++) {
-    const struct pst_py_layout *l = get(builtin_versions[i]);
+    const struct pst__py_layout *l = get(builtin_versions[i]);
     ASSERT_EQ(l->version, builtin_versions[i]);
-    ASSERT(l == pst_py_layout_builtin(builtin_versions[i]));
+    ASSERT(l == pst__py_layout_builtin(builtin_versions[i]));
   }
   /* 3.13+ come from _Py_DebugOffsets; no table for unknown versions. */
-  ASSERT(pst_py_layout_builtin(0x030d) == NULL);
-  ASSERT(pst_py_layout_builtin(0x030e) == NULL);
-  ASSERT(pst_py_layout_builtin(0x0305) == NULL);
-  ASSERT(pst_py_layout_builtin(0x0300) == NULL);
-  ASSERT(pst_py_layout_builtin(0x0206) == NULL);
-  ASSERT(pst_py_layout_builtin(0) == NULL);
-  ASSERT(pst_py_layout_builtin(-1) == NULL);
+  ASSERT(pst__py_layout_builtin(0x030d) == NULL);
+  ASSERT(pst__py_layout_builtin(0x030e) == NULL);
+  ASSERT(pst__py_layout_builtin(0x0305) == NULL);
+  ASSERT(pst__py_layout_builtin(0x0300) == NULL);
+  ASSERT(pst__py_layout_builtin(0x0206) == NULL);
+  ASSERT(pst__py_layout_builtin(0) == NULL);
+  ASSERT(pst__py_layout_builtin(-1) == NULL);
   return 0;
 }
 
-static void check_required(const struct pst_py_layout *l) {
+static void check_required(const struct pst__py_layout *l) {
   int v = l->version;
 
   /* No value below PST_NOFF anywhere. */
@@ -210,7 +210,7 @@ TEST_IMPL(layout_required_fields) {
   return 0;
 }
 
-static void check_bounds(const struct pst_py_layout *l) {
+static void check_bounds(const struct pst__py_layout *l) {
   /* Pointers are 8 bytes and 8-aligned (x86_64 / aarch64). */
   INSIDE(l, ts_next, 8, l->ts_size, 8);
   INSIDE(l, ts_interp, 8, l->ts_size, 8);
@@ -273,7 +273,7 @@ static void check_bounds(const struct pst_py_layout *l) {
 }
 
 TEST_IMPL(layout_field_bounds) {
-  const struct pst_py_layout *ref = pst_py_layout_reference_313();
+  const struct pst__py_layout *ref = pst__py_layout_reference_313();
 
   for (int i = 0; i < N_BUILTIN; i++)
     check_bounds(get(builtin_versions[i]));
@@ -283,7 +283,7 @@ TEST_IMPL(layout_field_bounds) {
 }
 
 TEST_IMPL(layout_known_values) {
-  const struct pst_py_layout *l;
+  const struct pst__py_layout *l;
 
   /* Py_tss_t autoTSSkey in _PyRuntime (facts.md section 2). */
   ASSERT_EQ(get(0x030a)->rt_tss, 0x248);
@@ -400,12 +400,12 @@ TEST_IMPL(layout_known_values) {
 }
 
 TEST_IMPL(layout_reference_313) {
-  const struct pst_py_layout *l = pst_py_layout_reference_313();
+  const struct pst__py_layout *l = pst__py_layout_reference_313();
 
   if (l == NULL)
     SKIP("no 3.13 table generated");
   ASSERT_EQ(l->version, 0x030d);
-  ASSERT(pst_py_layout_builtin(0x030d) == NULL);
+  ASSERT(pst__py_layout_builtin(0x030d) == NULL);
 
   /* Values of _PyRuntime.debug_offsets in libpython3.13.so (3.13.0). */
   ASSERT_EQ(l->rt_interp_head, 0x278);

@@ -87,9 +87,9 @@ static int check_one(int major, int minor, const char *script,
   }
   while (fscanf(f, "%d %d", &off, &want) == 2) {
     int got = fam == LNOTAB
-                  ? pst_py_line_lnotab(tab, tlen, first, off, major >= 3)
-              : fam == T310 ? pst_py_line_310(tab, tlen, first, off * 2)
-                            : pst_py_line_311(tab, tlen, first, off);
+                  ? pst__py_line_lnotab(tab, tlen, first, off, major >= 3)
+              : fam == T310 ? pst__py_line_310(tab, tlen, first, off * 2)
+                            : pst__py_line_311(tab, tlen, first, off);
     if (got != want)
       TEST_FAIL("python%d.%d offset %d: line %d, interpreter says %d", major,
                 minor, off, got, want);

@@ -37,7 +37,7 @@ static const struct pst_frame py[] = {
 
 static void classify(const struct pst_frame *f, size_t n, unsigned *flags) {
   for (size_t i = 0; i < n; i++)
-    flags[i] = pst_native_classify(f[i].name, 0x030c);
+    flags[i] = pst__native_classify(f[i].name, 0x030c);
 }
 
 TEST_IMPL(merge_order) {
@@ -50,26 +50,27 @@ TEST_IMPL(merge_order) {
   classify(nat, 6, flags);
   ASSERT_EQ(flags[1], PST_NF_EVAL);
   ASSERT_EQ(flags[2], PST_NF_PLUMBING);
-  ASSERT_EQ(pst_merge_py_groups(py, 3), 2);
-  k = pst_merge(nat, flags, 6, py, 3, 0, "[m]", out, 32, &mismatch);
+  ASSERT_EQ(pst__merge_py_groups(py, 3), 2);
+  k = pst__merge(nat, flags, 6, py, 3, 0, "[m]", out, 32, &mismatch);
   ASSERT_EQ(mismatch, 0);
   ASSERT_STR_EQ(names(out, k, buf, sizeof(buf)),
                 "work_in_c,callback,qsort_r,sorter,run,thread_run");
   ASSERT_EQ(out[1].kind, PST_FRAME_PYTHON);
   ASSERT_EQ(out[2].kind, PST_FRAME_NATIVE);
   /* --native-all keeps the plumbing and the eval frames themselves. */
-  k = pst_merge(nat, flags, 6, py, 3, 1, "[m]", out, 32, &mismatch);
+  k = pst__merge(nat, flags, 6, py, 3, 1, "[m]", out, 32, &mismatch);
   ASSERT_STR_EQ(names(out, k, buf, sizeof(buf)),
                 "work_in_c,callback,_PyEval_EvalFrameDefault,_PyObject_Call,"
                 "qsort_r,sorter,run,_PyEval_EvalFrameDefault,thread_run");
   /* 2.7: PyEval_EvalFrameEx is the loop, one frame per call. */
-  ASSERT_EQ(pst_native_classify("PyEval_EvalFrameEx", 0x0207), PST_NF_EVAL);
-  ASSERT_EQ(pst_native_classify("PyEval_EvalFrameEx", 0x030a), PST_NF_PLUMBING);
-  ASSERT_EQ(pst_native_classify("_PyEval_EvalFrameDefault.cold", 0x030b),
+  ASSERT_EQ(pst__native_classify("PyEval_EvalFrameEx", 0x0207), PST_NF_EVAL);
+  ASSERT_EQ(pst__native_classify("PyEval_EvalFrameEx", 0x030a),
+            PST_NF_PLUMBING);
+  ASSERT_EQ(pst__native_classify("_PyEval_EvalFrameDefault.cold", 0x030b),
             PST_NF_EVAL);
-  ASSERT_EQ(pst_native_classify("builtin_sorted", 0x030b), 0);
+  ASSERT_EQ(pst__native_classify("builtin_sorted", 0x030b), 0);
   /* start-up, a compiler-renamed static of pythonrun.c */
-  ASSERT_EQ(pst_native_classify("pyrun_file.lto_priv.0", 0x030b),
+  ASSERT_EQ(pst__native_classify("pyrun_file.lto_priv.0", 0x030b),
             PST_NF_PLUMBING);
   return 0;
 }
@@ -84,17 +85,17 @@ TEST_IMPL(merge_mismatch) {
   /* The native stack lost its outer eval frame (e.g. an unwind that
    * stopped early): one eval frame for two Python calls. */
   classify(nat, 4, flags);
-  k = pst_merge(nat, flags, 4, py, 3, 0, "[not merged]", out, 32, &mismatch);
+  k = pst__merge(nat, flags, 4, py, 3, 0, "[not merged]", out, 32, &mismatch);
   ASSERT_EQ(mismatch, 1);
   ASSERT_STR_EQ(names(out, k, buf, sizeof(buf)),
                 "callback,sorter,run,[not merged],work_in_c,"
                 "_PyEval_EvalFrameDefault,qsort_r");
   ASSERT_EQ(out[3].kind, PST_FRAME_MARKER);
   /* Output is capped, never overrun. */
-  k = pst_merge(nat, flags, 4, py, 3, 0, "[not merged]", out, 2, &mismatch);
+  k = pst__merge(nat, flags, 4, py, 3, 0, "[not merged]", out, 2, &mismatch);
   ASSERT_EQ(k, 2);
   /* No Python frames and no eval frame: a native-only thread. */
-  k = pst_merge(nat, flags, 1, py, 0, 0, "[m]", out, 32, &mismatch);
+  k = pst__merge(nat, flags, 1, py, 0, 0, "[m]", out, 32, &mismatch);
   ASSERT_EQ(mismatch, 0);
   ASSERT_EQ(k, 1);
   return 0;
@@ -124,15 +125,15 @@ TEST_IMPL(merge_stripped_interp) {
 
   for (size_t i = 0; i < 7; i++)
     flags[i] =
-        i == 6 ? 0 : PST_NF_INTERP | pst_native_classify(snat[i].name, 0x030b);
+        i == 6 ? 0 : PST_NF_INTERP | pst__native_classify(snat[i].name, 0x030b);
   ASSERT_EQ(flags[1], PST_NF_INTERP | PST_NF_EVAL);
-  k = pst_merge(snat, flags, 7, spy, 2, 0, "[m]", out, 32, &mismatch);
+  k = pst__merge(snat, flags, 7, spy, 2, 0, "[m]", out, 32, &mismatch);
   ASSERT_EQ(mismatch, 0);
   ASSERT_STR_EQ(names(out, k, buf, sizeof(buf)),
                 "python3.11+0x1a2b3c,inner,outer,python3.11+0x600000,"
                 "start_thread");
   /* --native-all keeps them. */
-  k = pst_merge(snat, flags, 7, spy, 2, 1, "[m]", out, 32, &mismatch);
+  k = pst__merge(snat, flags, 7, spy, 2, 1, "[m]", out, 32, &mismatch);
   ASSERT_EQ(k, 9);
   return 0;
 }

@@ -1,5 +1,5 @@
 /* test-origin.c: native thread origins: glibc's start routines
- * (pst_tsd_start_routine, src/libc/tsd.c) named through the lazy resolver
+ * (pst__tsd_start_routine, src/libc/tsd.c) named through the lazy resolver
  * (src/native/resolve.c) into labels (src/native/origin.c), on live
  * targets: tests/helpers/origin-target (a static start routine, a thread
  * that names itself, a stripped library's static routine named by its
@@ -30,7 +30,7 @@ struct thread {
   char role[32];
   char comm[32];
   int has_origin;
-  struct pst_origin o;
+  struct pst__origin o;
   char name[PST_ORIGIN_LABEL_MAX];
 };
 
@@ -39,10 +39,10 @@ struct target {
   FILE *out;
   struct thread v[MAX_THREADS];
   int n;
-  struct pst_maps maps;
-  struct pst_tsd tsd;
-  struct pst_mem mem;
-  struct pst_resolver *r;
+  struct pst__maps maps;
+  struct pst__tsd tsd;
+  struct pst__mem mem;
+  struct pst__resolver *r;
 };
 
 static char dir[64];
@@ -96,11 +96,11 @@ static int spawn(char *const argv[], struct target *t) {
 
 /* Analyses the target's libc and opens a resolver. */
 static void attach(struct target *t) {
-  ASSERT_EQ(pst_maps_load(t->pid, &t->maps), 0);
-  ASSERT_EQ(pst_tsd_analyse(t->pid, &t->maps, PST_ARCH_X86_64, &t->tsd), 0);
+  ASSERT_EQ(pst__maps_load(t->pid, &t->maps), 0);
+  ASSERT_EQ(pst__tsd_analyse(t->pid, &t->maps, PST_ARCH_X86_64, &t->tsd), 0);
   printf("# start routines: %s\n", t->tsd.start_method);
-  pst_mem_init(&t->mem, t->pid);
-  ASSERT_EQ(pst_resolver_new(t->pid, NULL, &t->r), 0);
+  pst__mem_init(&t->mem, t->pid);
+  ASSERT_EQ(pst__resolver_new(t->pid, NULL, &t->r), 0);
 }
 
 /* Describes th: its start routine, origin and name. */
@@ -110,16 +110,16 @@ static void describe(struct target *t, struct thread *th,
   int err;
 
   read_comm(t->pid, th->tid, th->comm, sizeof(th->comm));
-  ASSERT_EQ(pst_ptrace_thread_pointer(th->tid, &tp), 0);
-  err = pst_tsd_start_routine(&t->tsd, &t->mem, tp, &fn, &arg);
+  ASSERT_EQ(pst__ptrace_thread_pointer(th->tid, &tp), 0);
+  err = pst__tsd_start_routine(&t->tsd, &t->mem, tp, &fn, &arg);
   if (err) {
-    pst_origin_unknown(pst_strerror(err), &th->o);
+    pst__origin_unknown(pst_strerror(err), &th->o);
   } else {
     th->has_origin = 1;
-    pst_origin_describe(t->r, &t->mem, fn, arg, &th->o);
+    pst__origin_describe(t->r, &t->mem, fn, arg, &th->o);
   }
-  pst_origin_thread_name(th->comm, main_comm, &th->o, th->tid, th->name,
-                         sizeof(th->name));
+  pst__origin_thread_name(th->comm, main_comm, &th->o, th->tid, th->name,
+                          sizeof(th->name));
   printf("# Thread %d \"%s\" (native, %s) [role %s, comm %s, kind %d]\n",
          th->tid, th->name, th->o.detail, th->role[0] ? th->role : "-",
          th->comm, (int)th->o.kind);
@@ -129,9 +129,9 @@ static void finish(struct target *t) {
   kill(t->pid, SIGKILL);
   waitpid(t->pid, NULL, 0);
   fclose(t->out);
-  pst_resolver_free(t->r);
-  pst_mem_exit(&t->mem);
-  pst_maps_exit(&t->maps);
+  pst__resolver_free(t->r);
+  pst__mem_exit(&t->mem);
+  pst__maps_exit(&t->maps);
 }
 
 static struct thread *role(struct target *t, const char *r) {
@@ -185,8 +185,8 @@ TEST_IMPL(origin_shorten) {
   char buf[64], small[8];
 
   for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
-    ASSERT_STR_EQ(pst_origin_shorten(v[i].in, buf, sizeof(buf)), v[i].out);
-  ASSERT_STR_EQ(pst_origin_shorten("abcdefghijkl", small, sizeof(small)),
+    ASSERT_STR_EQ(pst__origin_shorten(v[i].in, buf, sizeof(buf)), v[i].out);
+  ASSERT_STR_EQ(pst__origin_shorten("abcdefghijkl", small, sizeof(small)),
                 "abcdefg");
   {
     /* An operator whose characters fill the copy (fuzz_origin): cut, not
@@ -195,36 +195,36 @@ TEST_IMPL(origin_shorten) {
     memset(name, '+', sizeof(name) - 1);
     memcpy(name, "operator", 8);
     name[sizeof(name) - 1] = '\0';
-    ASSERT_STR_EQ(pst_origin_shorten(name, small, sizeof(small)), "operato");
+    ASSERT_STR_EQ(pst__origin_shorten(name, small, sizeof(small)), "operato");
   }
   return 0;
 }
 
 TEST_IMPL(origin_thread_name) {
-  struct pst_origin o = {.kind = PST_ORIGIN_OTHER, .label = "worker"};
-  struct pst_origin gomp = {.kind = PST_ORIGIN_OPENMP,
-                            .label = "libgomp worker"};
+  struct pst__origin o = {.kind = PST_ORIGIN_OTHER, .label = "worker"};
+  struct pst__origin gomp = {.kind = PST_ORIGIN_OPENMP,
+                             .label = "libgomp worker"};
   char buf[64];
 
   /* A comm the program set wins... */
   ASSERT_STR_EQ(
-      pst_origin_thread_name("loader", "python3", &o, 7, buf, sizeof(buf)),
+      pst__origin_thread_name("loader", "python3", &o, 7, buf, sizeof(buf)),
       "loader");
   /* ...not the inherited one... */
   ASSERT_STR_EQ(
-      pst_origin_thread_name("python3", "python3", &o, 7, buf, sizeof(buf)),
+      pst__origin_thread_name("python3", "python3", &o, 7, buf, sizeof(buf)),
       "worker");
   /* ...nor one an OpenMP worker inherited from the thread that started
    * its pool. */
-  ASSERT_STR_EQ(pst_origin_thread_name("PTThreadPool", "python3.11", &gomp, 7,
-                                       buf, sizeof(buf)),
+  ASSERT_STR_EQ(pst__origin_thread_name("PTThreadPool", "python3.11", &gomp, 7,
+                                        buf, sizeof(buf)),
                 "libgomp worker");
   ASSERT_STR_EQ(
-      pst_origin_thread_name("python3", "python3", NULL, 42, buf, sizeof(buf)),
+      pst__origin_thread_name("python3", "python3", NULL, 42, buf, sizeof(buf)),
       "native thread 42");
-  pst_origin_unknown("no layout", &o);
+  pst__origin_unknown("no layout", &o);
   ASSERT_STR_EQ(
-      pst_origin_thread_name("python3", "python3", &o, 42, buf, sizeof(buf)),
+      pst__origin_thread_name("python3", "python3", &o, 42, buf, sizeof(buf)),
       "native thread 42");
   ASSERT_STR_EQ(o.detail, "start routine unknown: no layout");
   return 0;
@@ -238,8 +238,8 @@ TEST_IMPL(origin_c_target) {
   char helper[512], lib[128], cmd[1024], dbg[128];
   struct target t;
   struct thread *th;
-  struct pst_resolver *bare;
-  struct pst_origin o;
+  struct pst__resolver *bare;
+  struct pst__origin o;
   uint64_t tp, fn, arg;
 
   make_dir();
@@ -292,16 +292,16 @@ TEST_IMPL(origin_c_target) {
 
   /* No debug file: the library's module is all that is known. */
   setenv("PST_DEBUG_DIRS", "", 1);
-  ASSERT_EQ(pst_resolver_new(t.pid, NULL, &bare), 0);
-  ASSERT_EQ(pst_ptrace_thread_pointer(th->tid, &tp), 0);
-  ASSERT_EQ(pst_tsd_start_routine(&t.tsd, &t.mem, tp, &fn, &arg), 0);
-  pst_origin_describe(bare, &t.mem, fn, arg, &o);
+  ASSERT_EQ(pst__resolver_new(t.pid, NULL, &bare), 0);
+  ASSERT_EQ(pst__ptrace_thread_pointer(th->tid, &tp), 0);
+  ASSERT_EQ(pst__tsd_start_routine(&t.tsd, &t.mem, tp, &fn, &arg), 0);
+  pst__origin_describe(bare, &t.mem, fn, arg, &o);
   printf("# without its debug file: \"%s\" (%s)\n", o.label, o.detail);
   ASSERT_EQ(o.kind, PST_ORIGIN_OTHER);
   ASSERT_STR_EQ(o.func, "");
   ASSERT_STR_EQ(o.label, "libpstdbg thread");
   ASSERT(!strncmp(o.detail, "started at libpstdbg.so+0x", 26));
-  pst_resolver_free(bare);
+  pst__resolver_free(bare);
   finish(&t);
   cleanup();
   return 0;
@@ -359,8 +359,8 @@ TEST_IMPL(origin_musl_unknown) {
   ASSERT(!t.tsd.has_start);
   ASSERT(strstr(t.tsd.start_method, "musl") != NULL);
   ASSERT(t.n > 0);
-  ASSERT_EQ(pst_ptrace_thread_pointer(t.v[0].tid, &tp), 0);
-  ASSERT_EQ(pst_tsd_start_routine(&t.tsd, &t.mem, tp, &fn, &arg), -ENOSYS);
+  ASSERT_EQ(pst__ptrace_thread_pointer(t.v[0].tid, &tp), 0);
+  ASSERT_EQ(pst__tsd_start_routine(&t.tsd, &t.mem, tp, &fn, &arg), -ENOSYS);
   finish(&t);
   return 0;
 }

@@ -5,7 +5,7 @@
  * `protoc --decode` for pprof, a parse of the folded lines, and headless
  * Chromium rendering the SVG and running its script. Also an empty and a
  * large random profile, the JSON writer's escapes, the registry, and the
- * atomicity of pst_writer_save().
+ * atomicity of pst__writer_save().
  *
  * The checker scripts are embedded below and written to the test's
  * temporary directory; they hold the expected values, computed by hand
@@ -120,7 +120,8 @@ static const char py_speedscope[] =
     "    runs = [(s, w) for s, w in zip(p[\"samples\"], p[\"weights\"]) if s]\n"
     "    got = [[frames[i][\"name\"] for i in s] for s, _ in runs]\n"
     "    assert got == stacks, (p[\"name\"], got)\n"
-    "    assert [w for _, w in runs] == weights, (p[\"name\"], p[\"weights\"])\n"
+    "    assert [w for _, w in runs] == weights, (p[\"name\"], "
+    "p[\"weights\"])\n"
     "    assert p[\"startValue\"] == start and p[\"endValue\"] == end, p[\"name"
     "\"]\n"
     "    assert p[\"endValue\"] - p[\"startValue\"] == sum(p[\"weights\"])\n"
@@ -695,49 +696,49 @@ static const char *proto_dir(void) {
  *   thread 1001 "worker <&>" (pid 1000): D x5, B
  *   thread 2000 MainThread (pid 2000): E x3 (12 ms samples)
  * Samples are 10 ms apart unless noted. */
-static struct pst_profile *make_profile(void) {
-  static const struct pst_prof_frame root0 = {"process 1000 python train.py",
-                                              "", 0};
-  static const struct pst_prof_frame root1 = {"process 2000", "", 0};
-  static const struct pst_prof_frame module = {"<module>", "train.py", 10};
-  static const struct pst_prof_frame train = {"train", "train.py", 20};
-  static const struct pst_prof_frame step = {"Model.step", "model.py", 5};
-  static const struct pst_prof_frame gruss = {GRUSS, "model.py", 0};
-  static const struct pst_prof_frame weird = {"a;b<&>\"'", "weird.py", 7};
-  static const struct pst_prof_frame multi = {"multi\nline", "weird.py", 8};
-  static const struct pst_prof_frame worker = {"worker_loop", "train.py", 40};
-  const struct pst_prof_frame a[] = {root0, module, train, step};
-  const struct pst_prof_frame b[] = {root0, module, train, gruss};
-  const struct pst_prof_frame c[] = {root0, module, weird, multi};
-  const struct pst_prof_frame d[] = {root0, worker, gruss};
-  const struct pst_prof_frame e[] = {root1, module, train, step};
-  struct pst_profile *p = pst_profile_new(10 * MS);
+static struct pst__profile *make_profile(void) {
+  static const struct pst__prof_frame root0 = {"process 1000 python train.py",
+                                               "", 0};
+  static const struct pst__prof_frame root1 = {"process 2000", "", 0};
+  static const struct pst__prof_frame module = {"<module>", "train.py", 10};
+  static const struct pst__prof_frame train = {"train", "train.py", 20};
+  static const struct pst__prof_frame step = {"Model.step", "model.py", 5};
+  static const struct pst__prof_frame gruss = {GRUSS, "model.py", 0};
+  static const struct pst__prof_frame weird = {"a;b<&>\"'", "weird.py", 7};
+  static const struct pst__prof_frame multi = {"multi\nline", "weird.py", 8};
+  static const struct pst__prof_frame worker = {"worker_loop", "train.py", 40};
+  const struct pst__prof_frame a[] = {root0, module, train, step};
+  const struct pst__prof_frame b[] = {root0, module, train, gruss};
+  const struct pst__prof_frame c[] = {root0, module, weird, multi};
+  const struct pst__prof_frame d[] = {root0, worker, gruss};
+  const struct pst__prof_frame e[] = {root1, module, train, step};
+  struct pst__profile *p = pst__profile_new(10 * MS);
   int p0, p1, t0, t1, t2;
 
   ASSERT(p != NULL);
-  p0 = pst_profile_process(p, 1000, "python train.py --epochs 3", 0, 0, 2);
-  p1 = pst_profile_process(p, 2000, "", 1, -1, 2);
+  p0 = pst__profile_process(p, 1000, "python train.py --epochs 3", 0, 0, 2);
+  p1 = pst__profile_process(p, 2000, "", 1, -1, 2);
   ASSERT(p0 == 0 && p1 == 1);
-  t0 = pst_profile_thread(p, 0, 1000, "MainThread");
-  t1 = pst_profile_thread(p, 0, 1001, "worker <&>");
-  t2 = pst_profile_thread(p, 1, 2000, "MainThread");
+  t0 = pst__profile_thread(p, 0, 1000, "MainThread");
+  t1 = pst__profile_thread(p, 0, 1001, "worker <&>");
+  t2 = pst__profile_thread(p, 1, 2000, "MainThread");
   ASSERT(t0 == 0 && t1 == 1 && t2 == 2);
   for (int i = 0; i < 3; i++)
-    ASSERT_EQ(pst_profile_add(p, 0, a, 4, (uint64_t)i * 10 * MS, 10 * MS), 0);
+    ASSERT_EQ(pst__profile_add(p, 0, a, 4, (uint64_t)i * 10 * MS, 10 * MS), 0);
   for (int i = 3; i < 5; i++)
-    ASSERT_EQ(pst_profile_add(p, 0, b, 4, (uint64_t)i * 10 * MS, 10 * MS), 0);
-  ASSERT_EQ(pst_profile_add(p, 0, a, 4, 50 * MS, 10 * MS), 0);
+    ASSERT_EQ(pst__profile_add(p, 0, b, 4, (uint64_t)i * 10 * MS, 10 * MS), 0);
+  ASSERT_EQ(pst__profile_add(p, 0, a, 4, 50 * MS, 10 * MS), 0);
   for (int i = 6; i < 10; i++)
-    ASSERT_EQ(pst_profile_add(p, 0, c, 4, (uint64_t)i * 10 * MS, 10 * MS), 0);
+    ASSERT_EQ(pst__profile_add(p, 0, c, 4, (uint64_t)i * 10 * MS, 10 * MS), 0);
   for (int i = 20; i < 22; i++)
-    ASSERT_EQ(pst_profile_add(p, 0, a, 4, (uint64_t)i * 10 * MS, 10 * MS), 0);
+    ASSERT_EQ(pst__profile_add(p, 0, a, 4, (uint64_t)i * 10 * MS, 10 * MS), 0);
   for (int i = 0; i < 5; i++)
-    ASSERT_EQ(pst_profile_add(p, 1, d, 3, (5 + (uint64_t)i * 10) * MS, 10 * MS),
-              0);
-  ASSERT_EQ(pst_profile_add(p, 1, b, 4, 55 * MS, 10 * MS), 0);
+    ASSERT_EQ(
+        pst__profile_add(p, 1, d, 3, (5 + (uint64_t)i * 10) * MS, 10 * MS), 0);
+  ASSERT_EQ(pst__profile_add(p, 1, b, 4, 55 * MS, 10 * MS), 0);
   for (int i = 0; i < 3; i++)
-    ASSERT_EQ(pst_profile_add(p, 2, e, 4, (uint64_t)i * 10 * MS, 12 * MS), 0);
-  ASSERT_EQ(pst_profile_samples(p), 21);
+    ASSERT_EQ(pst__profile_add(p, 2, e, 4, (uint64_t)i * 10 * MS, 12 * MS), 0);
+  ASSERT_EQ(pst__profile_samples(p), 21);
   return p;
 }
 
@@ -745,8 +746,8 @@ static struct pst_profile *make_profile(void) {
  * script on it (extra args after the file name). */
 static void check_format(const char *writer, const char *file,
                          const char *script, const char *extra) {
-  const struct pst_writer_ops *w = pst_writer_find(writer);
-  struct pst_profile *p;
+  const struct pst__writer_ops *w = pst__writer_find(writer);
+  struct pst__profile *p;
   char args[768];
 
   if (!have("python3"))
@@ -754,10 +755,10 @@ static void check_format(const char *writer, const char *file,
   ASSERT(w != NULL);
   make_tmpdir();
   p = make_profile();
-  ASSERT_EQ(pst_writer_save(w, p, tmp_path(file)), 0);
+  ASSERT_EQ(pst__writer_save(w, p, tmp_path(file)), 0);
   snprintf(args, sizeof(args), "%s %s", tmp_path(file), extra ? extra : "");
   ASSERT_EQ(run_py(script, args), 0);
-  pst_profile_free(p);
+  pst__profile_free(p);
   rm_tmpdir();
 }
 
@@ -766,58 +767,58 @@ static void check_format(const char *writer, const char *file,
 TEST_IMPL(output_registry) {
   static const char *const names[] = {"folded", "speedscope", "chrome",
                                       "flamegraph", "pprof"};
-  const struct pst_writer_ops *const *list = pst_writer_list();
+  const struct pst__writer_ops *const *list = pst__writer_list();
   size_t n = 0;
 
   for (; list[n]; n++) {
     ASSERT(n < 5);
     ASSERT_STR_EQ(list[n]->name, names[n]);
     ASSERT(list[n]->ext[0] == '.' && list[n]->desc[0] && list[n]->write);
-    ASSERT(pst_writer_find(names[n]) == list[n]);
-    ASSERT(pst_writer_find(list[n]->ext) == list[n]);
-    ASSERT(pst_writer_find(list[n]->ext + 1) == list[n]);
+    ASSERT(pst__writer_find(names[n]) == list[n]);
+    ASSERT(pst__writer_find(list[n]->ext) == list[n]);
+    ASSERT(pst__writer_find(list[n]->ext + 1) == list[n]);
   }
   ASSERT_EQ(n, 5);
-  ASSERT(pst_writer_find("svg") == &pst_writer_flamegraph);
-  ASSERT(pst_writer_find("pb.gz") == &pst_writer_pprof);
-  ASSERT(pst_writer_find("nope") == NULL);
-  ASSERT(pst_writer_find("") == NULL);
-  ASSERT(pst_writer_find(NULL) == NULL);
+  ASSERT(pst__writer_find("svg") == &pst__writer_flamegraph);
+  ASSERT(pst__writer_find("pb.gz") == &pst__writer_pprof);
+  ASSERT(pst__writer_find("nope") == NULL);
+  ASSERT(pst__writer_find("") == NULL);
+  ASSERT(pst__writer_find(NULL) == NULL);
   return 0;
 }
 
 /* The JSON writer's escapes, numbers and separators, byte for byte. */
 TEST_IMPL(output_json_writer) {
-  struct pst_json j;
+  struct pst__json j;
   char *buf = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
 
   ASSERT(f != NULL);
-  pst_json_init(&j, f);
-  pst_json_object_begin(&j);
-  pst_json_kv_string(&j, "s",
-                     "q\"b\\s/\n\t\x01\x1f\x7f " GRUSS " \xe2\x82\xac");
-  pst_json_kv_string(&j, "4", "\xf0\x9f\x94\xa5");
+  pst__json_init(&j, f);
+  pst__json_object_begin(&j);
+  pst__json_kv_string(&j, "s",
+                      "q\"b\\s/\n\t\x01\x1f\x7f " GRUSS " \xe2\x82\xac");
+  pst__json_kv_string(&j, "4", "\xf0\x9f\x94\xa5");
   /* Ill-formed: a stray byte, a truncated sequence, a surrogate, an
    * overlong '/'. */
-  pst_json_kv_string(&j, "bad", "a\xff|\xc3(|\xed\xa0\x80|\xc0\xaf");
-  pst_json_key(&j, "n");
-  pst_json_array_begin(&j);
-  pst_json_int(&j, -5);
-  pst_json_uint(&j, UINT64_MAX);
-  pst_json_fixed(&j, 1500, 3);
-  pst_json_fixed(&j, 7, 3);
-  pst_json_fixed(&j, 42000, 3);
-  pst_json_bool(&j, 1);
-  pst_json_null(&j);
-  pst_json_array_begin(&j);
-  pst_json_array_end(&j);
-  pst_json_object_begin(&j);
-  pst_json_object_end(&j);
-  pst_json_array_end(&j);
-  pst_json_object_end(&j);
-  ASSERT_EQ(pst_json_finish(&j), 0);
+  pst__json_kv_string(&j, "bad", "a\xff|\xc3(|\xed\xa0\x80|\xc0\xaf");
+  pst__json_key(&j, "n");
+  pst__json_array_begin(&j);
+  pst__json_int(&j, -5);
+  pst__json_uint(&j, UINT64_MAX);
+  pst__json_fixed(&j, 1500, 3);
+  pst__json_fixed(&j, 7, 3);
+  pst__json_fixed(&j, 42000, 3);
+  pst__json_bool(&j, 1);
+  pst__json_null(&j);
+  pst__json_array_begin(&j);
+  pst__json_array_end(&j);
+  pst__json_object_begin(&j);
+  pst__json_object_end(&j);
+  pst__json_array_end(&j);
+  pst__json_object_end(&j);
+  ASSERT_EQ(pst__json_finish(&j), 0);
   fclose(f);
   ASSERT_STR_EQ(buf, "{\"s\":\"q\\\"b\\\\s/\\n\\t\\u0001\\u001f\x7f " GRUSS
                      " \xe2\x82\xac\",\"4\":\"\xf0\x9f\x94\xa5\","
@@ -829,20 +830,20 @@ TEST_IMPL(output_json_writer) {
 
   /* Misuse is reported at the end. */
   f = open_memstream(&buf, &len);
-  pst_json_init(&j, f);
-  pst_json_object_begin(&j);
-  pst_json_string(&j, "value without a key");
-  pst_json_object_end(&j);
-  ASSERT_EQ(pst_json_finish(&j), -EINVAL);
-  pst_json_init(&j, f);
-  pst_json_array_begin(&j);
-  ASSERT_EQ(pst_json_finish(&j), -EINVAL);
+  pst__json_init(&j, f);
+  pst__json_object_begin(&j);
+  pst__json_string(&j, "value without a key");
+  pst__json_object_end(&j);
+  ASSERT_EQ(pst__json_finish(&j), -EINVAL);
+  pst__json_init(&j, f);
+  pst__json_array_begin(&j);
+  ASSERT_EQ(pst__json_finish(&j), -EINVAL);
   fclose(f);
   free(buf);
   return 0;
 }
 
-/* pst_json_put_string() (dump --json writes through it): any bytes in,
+/* pst__json_put_string() (dump --json writes through it): any bytes in,
  * valid JSON and valid UTF-8 out. Each ill-formed byte becomes one U+FFFD;
  * well-formed sequences, DEL included, pass through. */
 TEST_IMPL(output_json_strings) {
@@ -891,7 +892,7 @@ TEST_IMPL(output_json_strings) {
     FILE *f = open_memstream(&buf, &len);
 
     ASSERT(f != NULL);
-    pst_json_put_string(f, cases[i].in);
+    pst__json_put_string(f, cases[i].in);
     ASSERT_EQ(fclose(f), 0);
     if (strcmp(buf, cases[i].out))
       TEST_FAIL("case %zu: got %s, want %s", i, buf, cases[i].out);
@@ -948,7 +949,7 @@ static int run_chromium(const char *args, const char *svg) {
 
 /* Headless Chromium renders the flame graph into a PNG that shows frames. */
 TEST_IMPL(output_flamegraph_chromium) {
-  struct pst_profile *p;
+  struct pst__profile *p;
   char args[300];
 
   if (access("/usr/bin/chromium", X_OK))
@@ -957,14 +958,15 @@ TEST_IMPL(output_flamegraph_chromium) {
     SKIP("python3 not found");
   make_tmpdir();
   p = make_profile();
-  ASSERT_EQ(pst_writer_save(&pst_writer_flamegraph, p, tmp_path("fg.svg")), 0);
+  ASSERT_EQ(pst__writer_save(&pst__writer_flamegraph, p, tmp_path("fg.svg")),
+            0);
   snprintf(args, sizeof(args), "--screenshot=%s", tmp_path("fg.png"));
   if (run_chromium(args, "fg.svg") || access(tmp_path("fg.png"), R_OK)) {
     fprintf(stderr, "%s\n", read_file(tmp_path("chromium.log")));
     TEST_FAIL("chromium did not produce a screenshot");
   }
   ASSERT_EQ(run_py(py_png, tmp_path("fg.png")), 0);
-  pst_profile_free(p);
+  pst__profile_free(p);
   rm_tmpdir();
   return 0;
 }
@@ -978,7 +980,7 @@ TEST_IMPL(output_flamegraph_script) {
   static const char want[] = "data-test=\"w=1180.000;hidden=8;parents=3;"
                              "unzoom=btn;matched=Matched: 38.10% (2 frames);"
                              "after=505.714;hidden=0\"";
-  struct pst_profile *p;
+  struct pst__profile *p;
   char *svg, *end, *dom;
   FILE *f;
 
@@ -986,7 +988,8 @@ TEST_IMPL(output_flamegraph_script) {
     SKIP("/usr/bin/chromium not found (Debian package chromium)");
   make_tmpdir();
   p = make_profile();
-  ASSERT_EQ(pst_writer_save(&pst_writer_flamegraph, p, tmp_path("fg.svg")), 0);
+  ASSERT_EQ(pst__writer_save(&pst__writer_flamegraph, p, tmp_path("fg.svg")),
+            0);
   svg = read_file(tmp_path("fg.svg"));
   end = strstr(svg, "</svg>");
   ASSERT(end != NULL);
@@ -1007,7 +1010,7 @@ TEST_IMPL(output_flamegraph_script) {
                                      : "no data-test");
     TEST_FAIL("the flame graph's script did not behave");
   }
-  pst_profile_free(p);
+  pst__profile_free(p);
   rm_tmpdir();
   return 0;
 }
@@ -1016,21 +1019,21 @@ TEST_IMPL(output_flamegraph_script) {
 TEST_IMPL(output_empty_profile) {
   static const char *const files[] = {"e.folded", "e.speedscope.json",
                                       "e.trace.json", "e.svg", "e.pb.gz"};
-  const struct pst_writer_ops *const *w = pst_writer_list();
-  struct pst_profile *p = pst_profile_new(MS);
+  const struct pst__writer_ops *const *w = pst__writer_list();
+  struct pst__profile *p = pst__profile_new(MS);
   char args[768];
 
   if (!have("python3") || !have("protoc"))
     SKIP("python3 or protoc not found");
   ASSERT(p != NULL);
-  ASSERT_EQ(pst_profile_process(p, 7, "idle", -1, -1, -1), 0);
-  ASSERT_EQ(pst_profile_thread(p, 0, 7, "MainThread"), 0);
+  ASSERT_EQ(pst__profile_process(p, 7, "idle", -1, -1, -1), 0);
+  ASSERT_EQ(pst__profile_thread(p, 0, 7, "MainThread"), 0);
   make_tmpdir();
   for (int i = 0; w[i]; i++)
-    ASSERT_EQ(pst_writer_save(w[i], p, tmp_path(files[i])), 0);
+    ASSERT_EQ(pst__writer_save(w[i], p, tmp_path(files[i])), 0);
   snprintf(args, sizeof(args), "%s %s", tmpdir, proto_dir());
   ASSERT_EQ(run_py(py_empty, args), 0);
-  pst_profile_free(p);
+  pst__profile_free(p);
   rm_tmpdir();
   return 0;
 }
@@ -1040,10 +1043,10 @@ TEST_IMPL(output_empty_profile) {
  * the writers' tables past their first growth. */
 #define LARGE_SAMPLES 8000
 
-static struct pst_profile *make_large(uint64_t *weight) {
-  struct pst_profile *p = pst_profile_new(10 * MS);
+static struct pst__profile *make_large(uint64_t *weight) {
+  struct pst__profile *p = pst__profile_new(10 * MS);
   static char names[3000][32], files[50][16];
-  struct pst_prof_frame frames[3000], stacks[4][64];
+  struct pst__prof_frame frames[3000], stacks[4][64];
   size_t depth[4] = {0};
   uint64_t now[4] = {0}, seed = 42;
 
@@ -1053,12 +1056,12 @@ static struct pst_profile *make_large(uint64_t *weight) {
   for (int i = 0; i < 3000; i++) {
     snprintf(names[i], sizeof(names[i]), i % 7 ? "fn_%d" : "f<&>;%d\xce\xbb",
              i);
-    frames[i] = (struct pst_prof_frame){names[i], files[i % 50], i % 300};
+    frames[i] = (struct pst__prof_frame){names[i], files[i % 50], i % 300};
   }
-  ASSERT_EQ(pst_profile_process(p, 10, "large a", 0, 0, 2), 0);
-  ASSERT_EQ(pst_profile_process(p, 20, "large b", 1, 1, 2), 1);
+  ASSERT_EQ(pst__profile_process(p, 10, "large a", 0, 0, 2), 0);
+  ASSERT_EQ(pst__profile_process(p, 20, "large b", 1, 1, 2), 1);
   for (int t = 0; t < 4; t++)
-    ASSERT_EQ(pst_profile_thread(p, (uint32_t)t / 2, 100 + t, "worker"), t);
+    ASSERT_EQ(pst__profile_thread(p, (uint32_t)t / 2, 100 + t, "worker"), t);
   *weight = 0;
   for (int i = 0; i < LARGE_SAMPLES; i++) {
     int t;
@@ -1076,7 +1079,7 @@ static struct pst_profile *make_large(uint64_t *weight) {
     }
     now[t] += 10 * MS + (seed >> 50) % 1000;
     ASSERT_EQ(
-        pst_profile_add(p, (uint32_t)t, stacks[t], depth[t], now[t], 10 * MS),
+        pst__profile_add(p, (uint32_t)t, stacks[t], depth[t], now[t], 10 * MS),
         0);
     *weight += 10 * MS;
   }
@@ -1086,70 +1089,71 @@ static struct pst_profile *make_large(uint64_t *weight) {
 TEST_IMPL(output_large_profile) {
   static const char *const files[] = {"l.folded", "l.speedscope.json",
                                       "l.trace.json", "l.svg", "l.pb.gz"};
-  const struct pst_writer_ops *const *w = pst_writer_list();
+  const struct pst__writer_ops *const *w = pst__writer_list();
   uint64_t weight;
-  struct pst_profile *p;
+  struct pst__profile *p;
   char args[768];
 
   if (!have("python3") || !have("protoc"))
     SKIP("python3 or protoc not found");
   p = make_large(&weight);
-  ASSERT_GT(pst_profile_nframes(p), 1024);
-  ASSERT_GT(pst_profile_nstacks(p), 1024);
+  ASSERT_GT(pst__profile_nframes(p), 1024);
+  ASSERT_GT(pst__profile_nstacks(p), 1024);
   make_tmpdir();
   for (int i = 0; w[i]; i++)
-    ASSERT_EQ(pst_writer_save(w[i], p, tmp_path(files[i])), 0);
+    ASSERT_EQ(pst__writer_save(w[i], p, tmp_path(files[i])), 0);
   snprintf(args, sizeof(args), "%s %d %" PRIu64 " %s", tmpdir, LARGE_SAMPLES,
            weight, proto_dir());
   ASSERT_EQ(run_py(py_large, args), 0);
-  pst_profile_free(p);
+  pst__profile_free(p);
   rm_tmpdir();
   return 0;
 }
 
 TEST_IMPL(output_save_missing_dir) {
-  struct pst_profile *p = make_profile();
+  struct pst__profile *p = make_profile();
 
   make_tmpdir();
-  ASSERT_EQ(pst_writer_save(&pst_writer_folded, p, tmp_path("no/out.folded")),
+  ASSERT_EQ(pst__writer_save(&pst__writer_folded, p, tmp_path("no/out.folded")),
             -ENOENT);
   ASSERT_EQ(count_entries(tmpdir), 0);
   ASSERT(access(tmp_path("no"), F_OK) != 0 && errno == ENOENT);
-  pst_profile_free(p);
+  pst__profile_free(p);
   rm_tmpdir();
   return 0;
 }
 
 TEST_IMPL(output_save_over_dir) {
-  struct pst_profile *p = make_profile();
+  struct pst__profile *p = make_profile();
   struct stat st;
   char path[300];
 
   make_tmpdir();
   ASSERT_EQ(mkdir(tmp_path("d"), 0755), 0);
-  ASSERT_EQ(pst_writer_save(&pst_writer_speedscope, p, tmp_path("d")), -EISDIR);
+  ASSERT_EQ(pst__writer_save(&pst__writer_speedscope, p, tmp_path("d")),
+            -EISDIR);
   ASSERT_EQ(stat(tmp_path("d"), &st), 0);
   ASSERT(S_ISDIR(st.st_mode));
   ASSERT_EQ(count_entries(tmp_path("d")), 0);
   ASSERT_EQ(count_entries(tmpdir), 1);
   /* With a trailing slash too, and the temporary directory itself. */
   snprintf(path, sizeof(path), "%s/d/", tmpdir);
-  ASSERT_EQ(pst_writer_save(&pst_writer_folded, p, path), -EISDIR);
-  ASSERT_EQ(pst_writer_save(&pst_writer_folded, p, tmpdir), -EISDIR);
+  ASSERT_EQ(pst__writer_save(&pst__writer_folded, p, path), -EISDIR);
+  ASSERT_EQ(pst__writer_save(&pst__writer_folded, p, tmpdir), -EISDIR);
   ASSERT_EQ(count_entries(tmpdir), 1);
-  pst_profile_free(p);
+  pst__profile_free(p);
   rm_tmpdir();
   return 0;
 }
 
-static int failing_write(const struct pst_profile *p, FILE *f) {
+static int failing_write(const struct pst__profile *p, FILE *f) {
   (void)p;
   fputs("partial output that must never be seen\n", f);
   fflush(f);
   return -EIO;
 }
 
-static const struct pst_writer_ops failing_ops = {
+static const struct pst__writer_ops failing_ops = {
     .name = "failing",
     .ext = ".fail",
     .desc = "a writer that fails half-way",
@@ -1157,18 +1161,18 @@ static const struct pst_writer_ops failing_ops = {
 };
 
 TEST_IMPL(output_save_writer_fails) {
-  struct pst_profile *p = make_profile();
+  struct pst__profile *p = make_profile();
 
   make_tmpdir();
   write_file(tmp_path("out"), "previous content\n");
-  ASSERT_EQ(pst_writer_save(&failing_ops, p, tmp_path("out")), -EIO);
+  ASSERT_EQ(pst__writer_save(&failing_ops, p, tmp_path("out")), -EIO);
   ASSERT_STR_EQ(read_file(tmp_path("out")), "previous content\n");
   ASSERT_EQ(count_entries(tmpdir), 1);
   /* The same into a new name leaves nothing at all. */
-  ASSERT_EQ(pst_writer_save(&failing_ops, p, tmp_path("new")), -EIO);
+  ASSERT_EQ(pst__writer_save(&failing_ops, p, tmp_path("new")), -EIO);
   ASSERT(access(tmp_path("new"), F_OK) != 0);
   ASSERT_EQ(count_entries(tmpdir), 1);
-  pst_profile_free(p);
+  pst__profile_free(p);
   rm_tmpdir();
   return 0;
 }
@@ -1176,7 +1180,7 @@ TEST_IMPL(output_save_writer_fails) {
 /* A successful save replaces the file (mode 0644 under umask 022), replaces
  * a symlink rather than writing through it, and leaves no temporary. */
 TEST_IMPL(output_save_replaces) {
-  struct pst_profile *p = make_profile();
+  struct pst__profile *p = make_profile();
   struct stat st;
   char *text;
 
@@ -1184,7 +1188,8 @@ TEST_IMPL(output_save_replaces) {
   make_tmpdir();
   write_file(tmp_path("out.folded"), "previous content\n");
   ASSERT_EQ(chmod(tmp_path("out.folded"), 0600), 0);
-  ASSERT_EQ(pst_writer_save(&pst_writer_folded, p, tmp_path("out.folded")), 0);
+  ASSERT_EQ(pst__writer_save(&pst__writer_folded, p, tmp_path("out.folded")),
+            0);
   text = read_file(tmp_path("out.folded"));
   ASSERT(!strncmp(text, "process 1000 python train.py;", 29));
   ASSERT(strstr(text, "\nprocess 2000;<module> (train.py:10);train "
@@ -1195,12 +1200,12 @@ TEST_IMPL(output_save_replaces) {
 
   write_file(tmp_path("target"), "target content\n");
   ASSERT_EQ(symlink(tmp_path("target"), tmp_path("link")), 0);
-  ASSERT_EQ(pst_writer_save(&pst_writer_folded, p, tmp_path("link")), 0);
+  ASSERT_EQ(pst__writer_save(&pst__writer_folded, p, tmp_path("link")), 0);
   ASSERT_EQ(lstat(tmp_path("link"), &st), 0);
   ASSERT(S_ISREG(st.st_mode));
   ASSERT_STR_EQ(read_file(tmp_path("target")), "target content\n");
   ASSERT_EQ(count_entries(tmpdir), 3);
-  pst_profile_free(p);
+  pst__profile_free(p);
   rm_tmpdir();
   return 0;
 }
@@ -1218,38 +1223,38 @@ static char *drain(int fd) {
  * written into as they are (never a FIFO without its reader, never one
  * another user may have planted), everything else replaced. */
 TEST_IMPL(output_save_special) {
-  struct pst_profile *p = make_profile();
+  struct pst__profile *p = make_profile();
   char name[64];
   struct stat st;
   int pfd[2], rfd;
 
   make_tmpdir();
-  ASSERT_EQ(pst_writer_own_fd("-"), 1);
-  ASSERT_EQ(pst_writer_own_fd("/dev/stdout"), 1);
-  ASSERT_EQ(pst_writer_own_fd("/dev/stderr"), 2);
-  ASSERT_EQ(pst_writer_own_fd("/proc/self/fd/7"), 7);
-  ASSERT_EQ(pst_writer_own_fd("/dev/fd/"), -1);
-  ASSERT_EQ(pst_writer_own_fd("/dev/fd/3x"), -1);
-  ASSERT_EQ(pst_writer_own_fd("./-"), -1);
+  ASSERT_EQ(pst__writer_own_fd("-"), 1);
+  ASSERT_EQ(pst__writer_own_fd("/dev/stdout"), 1);
+  ASSERT_EQ(pst__writer_own_fd("/dev/stderr"), 2);
+  ASSERT_EQ(pst__writer_own_fd("/proc/self/fd/7"), 7);
+  ASSERT_EQ(pst__writer_own_fd("/dev/fd/"), -1);
+  ASSERT_EQ(pst__writer_own_fd("/dev/fd/3x"), -1);
+  ASSERT_EQ(pst__writer_own_fd("./-"), -1);
 
   /* A descriptor of ours, by name: written into, no lookup. */
   ASSERT_EQ(pipe2(pfd, O_NONBLOCK | O_CLOEXEC), 0);
   snprintf(name, sizeof(name), "/dev/fd/%d", pfd[1]);
-  ASSERT_EQ(pst_writer_where(name), PST_WRITER_OWN_FD);
-  ASSERT_EQ(pst_writer_save(&pst_writer_folded, p, name), 0);
+  ASSERT_EQ(pst__writer_where(name), PST_WRITER_OWN_FD);
+  ASSERT_EQ(pst__writer_save(&pst__writer_folded, p, name), 0);
   ASSERT(!strncmp(drain(pfd[0]), "process 1000 python train.py;", 29));
   snprintf(name, sizeof(name), "/dev/fd/%d", pfd[0]);
-  ASSERT_EQ(pst_writer_where(name), -EBADF);
+  ASSERT_EQ(pst__writer_where(name), -EBADF);
   close(pfd[0]);
   close(pfd[1]);
 
   /* A FIFO: nobody reads it, then someone does. */
   ASSERT_EQ(mkfifo(tmp_path("fifo"), 0600), 0);
-  ASSERT_EQ(pst_writer_where(tmp_path("fifo")), PST_WRITER_SPECIAL);
-  ASSERT_EQ(pst_writer_save(&pst_writer_folded, p, tmp_path("fifo")), -ENXIO);
+  ASSERT_EQ(pst__writer_where(tmp_path("fifo")), PST_WRITER_SPECIAL);
+  ASSERT_EQ(pst__writer_save(&pst__writer_folded, p, tmp_path("fifo")), -ENXIO);
   rfd = open(tmp_path("fifo"), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   ASSERT_GE(rfd, 0);
-  ASSERT_EQ(pst_writer_save(&pst_writer_folded, p, tmp_path("fifo")), 0);
+  ASSERT_EQ(pst__writer_save(&pst__writer_folded, p, tmp_path("fifo")), 0);
   ASSERT(!strncmp(drain(rfd), "process 1000 python train.py;", 29));
   ASSERT_EQ(lstat(tmp_path("fifo"), &st), 0);
   ASSERT(S_ISFIFO(st.st_mode));
@@ -1259,19 +1264,20 @@ TEST_IMPL(output_save_special) {
   if (geteuid() == 0) {
     ASSERT_EQ(chmod(tmpdir, 01777), 0);
     ASSERT_EQ(lchown(tmp_path("fifo"), 65534, 65534), 0);
-    ASSERT_EQ(pst_writer_where(tmp_path("fifo")), -EPERM);
-    ASSERT_EQ(pst_writer_save(&pst_writer_folded, p, tmp_path("fifo")), -EPERM);
+    ASSERT_EQ(pst__writer_where(tmp_path("fifo")), -EPERM);
+    ASSERT_EQ(pst__writer_save(&pst__writer_folded, p, tmp_path("fifo")),
+              -EPERM);
     ASSERT_STR_EQ(drain(rfd), "");
     /* A link to it is a link: replaced by the profile. */
     ASSERT_EQ(symlink(tmp_path("fifo"), tmp_path("link")), 0);
-    ASSERT_EQ(pst_writer_where(tmp_path("link")), PST_WRITER_FILE);
-    ASSERT_EQ(pst_writer_save(&pst_writer_folded, p, tmp_path("link")), 0);
+    ASSERT_EQ(pst__writer_where(tmp_path("link")), PST_WRITER_FILE);
+    ASSERT_EQ(pst__writer_save(&pst__writer_folded, p, tmp_path("link")), 0);
     ASSERT_STR_EQ(drain(rfd), "");
     ASSERT_EQ(lstat(tmp_path("link"), &st), 0);
     ASSERT(S_ISREG(st.st_mode));
   }
   close(rfd);
-  pst_profile_free(p);
+  pst__profile_free(p);
   rm_tmpdir();
   return 0;
 }

@@ -9,12 +9,12 @@
 #include "proc/proc.h"
 #include "task.h"
 
-static int maps_of(const char *text, struct pst_maps *m) {
+static int maps_of(const char *text, struct pst__maps *m) {
   FILE *f = fmemopen((void *)text, strlen(text), "r");
   int err;
 
   ASSERT(f != NULL);
-  err = pst_maps_read(f, m);
+  err = pst__maps_read(f, m);
   fclose(f);
   return err;
 }
@@ -26,19 +26,19 @@ TEST_IMPL(proc_cgroup_name) {
   snprintf(buf, sizeof(buf),
            "3:cpu:/evil0::/fake\n0::/system.slice/"
            "docker-abc.scope\n");
-  pst_proc_cgroup_name(buf, out, sizeof(out));
+  pst__proc_cgroup_name(buf, out, sizeof(out));
   ASSERT_STR_EQ(out, "docker-abc.scope");
   snprintf(buf, sizeof(buf), "4:memory:/a/b\n0::/\n");
-  pst_proc_cgroup_name(buf, out, sizeof(out));
+  pst__proc_cgroup_name(buf, out, sizeof(out));
   ASSERT_STR_EQ(out, "pidns");
   snprintf(buf, sizeof(buf), "4:memory:/a/b\n");
-  pst_proc_cgroup_name(buf, out, sizeof(out));
+  pst__proc_cgroup_name(buf, out, sizeof(out));
   ASSERT_STR_EQ(out, "b");
   return 0;
 }
 
 TEST_IMPL(proc_maps_refused) {
-  struct pst_maps m;
+  struct pst__maps m;
 
   ASSERT_EQ(maps_of("1000-2000 r-xp 00000000 08:01 12 /a b (deleted)\n"
                     "2000-3000 rw-p 00000000 00:00 0 \n",
@@ -47,8 +47,8 @@ TEST_IMPL(proc_maps_refused) {
   ASSERT_EQ(m.n, 2);
   ASSERT_STR_EQ(m.v[0].path, "/a b (deleted)");
   ASSERT_STR_EQ(m.v[1].path, "");
-  ASSERT(pst_maps_find(&m, 0x2fff) == &m.v[1]);
-  pst_maps_exit(&m);
+  ASSERT(pst__maps_find(&m, 0x2fff) == &m.v[1]);
+  pst__maps_exit(&m);
   ASSERT_EQ(maps_of("2000-3000 r--p 0 0:0 0\n1000-2000 r--p 0 0:0 0\n", &m),
             -EINVAL); /* unsorted */
   ASSERT_EQ(maps_of("1000-3000 r--p 0 0:0 0\n2000-4000 r--p 0 0:0 0\n", &m),
@@ -66,14 +66,14 @@ TEST_IMPL(proc_env_and_children) {
   pid_t pid, got[4];
   int v = -1, n = 0;
 
-  ASSERT_EQ(pst_proc_env_int(env, sizeof(env) - 1, "RANK", &v), -EINVAL);
-  ASSERT_EQ(pst_proc_env_int(env, sizeof(env) - 1, "LOCAL_RANK", &v), -EINVAL);
-  ASSERT_EQ(pst_proc_env_int(env, sizeof(env) - 1, "WORLD_SIZE", &v), -EINVAL);
-  ASSERT_EQ(pst_proc_env_int(env, sizeof(env) - 1, "NONE", &v), -ENOENT);
-  ASSERT_EQ(pst_proc_env_int(env + 46, 8, "RANK", &v), -ENOENT); /* XRANK */
-  ASSERT_EQ(pst_proc_env_int(env, 3, "A", &v), 0); /* cut: "A=1" */
+  ASSERT_EQ(pst__proc_env_int(env, sizeof(env) - 1, "RANK", &v), -EINVAL);
+  ASSERT_EQ(pst__proc_env_int(env, sizeof(env) - 1, "LOCAL_RANK", &v), -EINVAL);
+  ASSERT_EQ(pst__proc_env_int(env, sizeof(env) - 1, "WORLD_SIZE", &v), -EINVAL);
+  ASSERT_EQ(pst__proc_env_int(env, sizeof(env) - 1, "NONE", &v), -ENOENT);
+  ASSERT_EQ(pst__proc_env_int(env + 46, 8, "RANK", &v), -ENOENT); /* XRANK */
+  ASSERT_EQ(pst__proc_env_int(env, 3, "A", &v), 0); /* cut: "A=1" */
   ASSERT_EQ(v, 1);
-  while (n < 4 && pst_proc_next_pid(&p, &pid))
+  while (n < 4 && pst__proc_next_pid(&p, &pid))
     got[n++] = pid;
   ASSERT_EQ(n, 2);
   ASSERT_EQ(got[0], 12);

@@ -5,7 +5,7 @@
  * For each interpreter: the target prints every thread's tid, ident and
  * threading name; the target is opened through the public API (its
  * threads with their thread pointers) and analysed again into our own
- * struct pst_py, as the target does. Then:
+ * struct pst__py, as the target does. Then:
  *  - the registry holds exactly the threads the script printed, each
  *    ident the fsbase of the thread with that tid, and each Thread object
  *    named as printed: workers (one non-ASCII, one outside the BMP on 3.x),
@@ -20,7 +20,7 @@
  * tids are compared through NSpid.
  *
  * Replay: what the first registry read and the names read from the live
- * target is recorded (pst_mem_set_recorder) as a memory image, replayed
+ * target is recorded (pst__mem_set_recorder) as a memory image, replayed
  * (it must give the same threads and names), then corrupted word by word:
  * every read must end, with entries or an error, never a crash or a
  * read outside the image. With PST_REGISTRY_FIXTURES=DIR the image is
@@ -205,14 +205,14 @@ static long ns_tid(pid_t pid, pid_t tid) {
 /* Our own analysis of the target's interpreter, as the target does. */
 struct reader {
   struct pst_target *tg;
-  struct pst_maps maps;
-  struct pst_mem mem;
-  struct pst_py py;
+  struct pst__maps maps;
+  struct pst__mem mem;
+  struct pst__py py;
 };
 
 static void reader_open(struct reader *r, pid_t pid) {
   struct pst_target_info info;
-  struct pst_py_found found;
+  struct pst__py_found found;
   int err;
 
   memset(r, 0, sizeof(*r));
@@ -220,30 +220,30 @@ static void reader_open(struct reader *r, pid_t pid) {
   if (err)
     TEST_FAIL("pst_target_open: %s", pst_strerror(err));
   info = *pst_target_info(r->tg);
-  pst_mem_init(&r->mem, pid);
-  pst_py_init(&r->py);
-  ASSERT_EQ(pst_maps_load(pid, &r->maps), 0);
-  err = pst_py_analyse(&r->py, pid, &r->maps, &r->mem, test_host_arch(),
-                       info.exe, &found);
+  pst__mem_init(&r->mem, pid);
+  pst__py_init(&r->py);
+  ASSERT_EQ(pst__maps_load(pid, &r->maps), 0);
+  err = pst__py_analyse(&r->py, pid, &r->maps, &r->mem, test_host_arch(),
+                        info.exe, &found);
   if (err)
-    TEST_FAIL("pst_py_analyse: %s", pst_strerror(err));
+    TEST_FAIL("pst__py_analyse: %s", pst_strerror(err));
 }
 
 static void reader_close(struct reader *r) {
-  pst_py_exit(&r->py);
-  pst_mem_exit(&r->mem);
-  pst_maps_exit(&r->maps);
+  pst__py_exit(&r->py);
+  pst__mem_exit(&r->mem);
+  pst__maps_exit(&r->maps);
   pst_target_close(r->tg);
 }
 
 /* Calls the registry; *reads gets the syscalls it took. */
-static int registry(struct reader *r, struct pst_py_thread_ent *ents,
+static int registry(struct reader *r, struct pst__py_thread_ent *ents,
                     uint64_t *reads) {
   uint64_t before = r->mem.reads;
-  int n = pst_py_thread_registry(&r->py, &r->mem, ents, ENTS_MAX);
+  int n = pst__py_thread_registry(&r->py, &r->mem, ents, ENTS_MAX);
 
   if (n < 0)
-    TEST_FAIL("pst_py_thread_registry: %s", pst_strerror(n));
+    TEST_FAIL("pst__py_thread_registry: %s", pst_strerror(n));
   *reads = r->mem.reads - before;
   return n;
 }
@@ -252,8 +252,8 @@ static int registry(struct reader *r, struct pst_py_thread_ent *ents,
  * ident the thread pointer of the thread with that tid. refs[i] gets
  * where t->ex[i]'s name lives. */
 static void check(struct reader *r, const struct target *t,
-                  const struct pst_py_thread_ent *ents, int n,
-                  struct pst_py_name_ref *refs, uint64_t *name_reads) {
+                  const struct pst__py_thread_ent *ents, int n,
+                  struct pst__py_name_ref *refs, uint64_t *name_reads) {
   const struct pst_thread *th;
   int nth = pst_target_snapshot(r->tg, &th);
 
@@ -270,8 +270,8 @@ static void check(struct reader *r, const struct target *t,
     if (j == n)
       TEST_FAIL("ident %llu (%s) not in the registry",
                 (unsigned long long)e->ident, e->name);
-    err = pst_py_thread_name_ref(&r->py, &r->mem, ents[j].thread_obj, &name,
-                                 &refs[i]);
+    err = pst__py_thread_name_ref(&r->py, &r->mem, ents[j].thread_obj, &name,
+                                  &refs[i]);
     if (err)
       TEST_FAIL("name of %s: %s", e->name, pst_strerror(err));
     *name_reads += r->mem.reads - before;
@@ -303,24 +303,24 @@ static void record_interp(struct reader *r) {
   uint64_t interp;
 
   if (r->py.version_hex >= 0x030d) {
-    struct pst_py_layout lay;
+    struct pst__py_layout lay;
     uint64_t size;
     int hex;
-    ASSERT_EQ(pst_py_debug_offsets(&r->mem, r->py.runtime, &lay, &size, &hex),
+    ASSERT_EQ(pst__py_debug_offsets(&r->mem, r->py.runtime, &lay, &size, &hex),
               0);
   }
   ASSERT_EQ(
-      pst_mem_read_u64(&r->mem,
-                       r->py.runtime
-                           ? r->py.runtime + (uint64_t)r->py.lay.rt_interp_head
-                           : r->py.interp_head_addr,
-                       &interp),
+      pst__mem_read_u64(&r->mem,
+                        r->py.runtime
+                            ? r->py.runtime + (uint64_t)r->py.lay.rt_interp_head
+                            : r->py.interp_head_addr,
+                        &interp),
       0);
   ASSERT_EQ(interp, r->py.interp);
 }
 
 static void make_fixture(const struct reader *r, const struct target *t,
-                         const struct pst_py_thread_ent *ents, int n,
+                         const struct pst__py_thread_ent *ents, int n,
                          struct pst_fixture_rec *rec, struct pst_fixture *fx) {
   const struct pst_target_info *info = pst_target_info(r->tg);
 
@@ -361,15 +361,15 @@ struct tally {
 /* Registry and names over mem with py (its caches dropped first): 1 when
  * they equal fx's, 0 when not, -1 when the registry failed; *names_failed
  * counts names that could not be read. Never fails the test. */
-static int read_all(const struct pst_fixture *fx, struct pst_mem *mem,
-                    struct pst_py *py, int *names_failed) {
-  struct pst_py_thread_ent ents[ENTS_MAX];
+static int read_all(const struct pst_fixture *fx, struct pst__mem *mem,
+                    struct pst__py *py, int *names_failed) {
+  struct pst__py_thread_ent ents[ENTS_MAX];
   int n, same = 1;
 
-  pst_py_registry_free(py->reg);
+  pst__py_registry_free(py->reg);
   py->reg = NULL;
   py->name_key = 0;
-  n = pst_py_thread_registry(py, mem, ents, ENTS_MAX);
+  n = pst__py_thread_registry(py, mem, ents, ENTS_MAX);
   if (n < 0)
     return -1;
   if (n > ENTS_MAX)
@@ -377,7 +377,7 @@ static int read_all(const struct pst_fixture *fx, struct pst_mem *mem,
   same = n == fx->nthreads;
   for (int i = 0; i < n; i++) {
     char *name = NULL;
-    if (pst_py_thread_name(py, mem, ents[i].thread_obj, &name)) {
+    if (pst__py_thread_name(py, mem, ents[i].thread_obj, &name)) {
       (*names_failed)++;
       same = 0;
       continue;
@@ -398,12 +398,12 @@ static int read_all(const struct pst_fixture *fx, struct pst_mem *mem,
 static void replay(struct pst_fixture *fx, const char *label, int corrupt) {
   static const uint64_t masks[] = {1, 1ULL << 44, 0, ~0ULL};
   struct tally tl = {0, 0, 0, 0};
-  struct pst_mem mem;
-  struct pst_py py;
+  struct pst__mem mem;
+  struct pst__py py;
   int nf = 0, words = 0, r;
 
-  pst_mem_init_image(&mem, fx->regions, fx->nregions);
-  pst_py_init(&py);
+  pst__mem_init_image(&mem, fx->regions, fx->nregions);
+  pst__py_init(&py);
   ASSERT_EQ(pst_fixture_py(fx, &mem, &py), 0);
   r = read_all(fx, &mem, &py, &nf);
   if (r != 1)
@@ -438,18 +438,18 @@ static void replay(struct pst_fixture *fx, const char *label, int corrupt) {
            "same, %d other entries, %d failed; %d names unreadable\n",
            label, fx->nthreads, words, tl.same, tl.other, tl.failed,
            tl.names_failed);
-  pst_py_exit(&py);
-  pst_mem_exit(&mem);
+  pst__py_exit(&py);
+  pst__mem_exit(&mem);
 }
 
 /* Mean time of a registry call that finds n entries, in microseconds. */
-static double time_calls(struct reader *r, struct pst_py_thread_ent *ents,
+static double time_calls(struct reader *r, struct pst__py_thread_ent *ents,
                          int n) {
   struct timespec a, b;
 
   clock_gettime(CLOCK_MONOTONIC, &a);
   for (int i = 0; i < TIMED_CALLS; i++)
-    ASSERT_EQ(pst_py_thread_registry(&r->py, &r->mem, ents, ENTS_MAX), n);
+    ASSERT_EQ(pst__py_thread_registry(&r->py, &r->mem, ents, ENTS_MAX), n);
   clock_gettime(CLOCK_MONOTONIC, &b);
   return ((double)(b.tv_sec - a.tv_sec) * 1e9 +
           (double)(b.tv_nsec - a.tv_nsec)) /
@@ -465,8 +465,8 @@ static int index_of(const struct target *t, const char *name) {
 
 static void run(const char *label, const char *fixture, const char *exe,
                 const char *rootfs) {
-  struct pst_py_thread_ent ents[ENTS_MAX];
-  struct pst_py_name_ref refs[EXPECT_MAX];
+  struct pst__py_thread_ent ents[ENTS_MAX];
+  struct pst__py_name_ref refs[EXPECT_MAX];
   uint8_t changed[EXPECT_MAX];
   uint64_t first, again, renamed, churned, names, check_reads, many;
   uint64_t names_churn;
@@ -482,11 +482,11 @@ static void run(const char *label, const char *fixture, const char *exe,
   reader_open(&r, t.pid);
 
   /* Before renames: MainThread, the workers, the dummy; recorded. */
-  pst_mem_set_recorder(&r.mem, pst_fixture_record, &rec);
+  pst__mem_set_recorder(&r.mem, pst_fixture_record, &rec);
   record_interp(&r);
   n = registry(&r, ents, &first);
   check(&r, &t, ents, n, refs, &names);
-  pst_mem_set_recorder(&r.mem, NULL, NULL);
+  pst__mem_set_recorder(&r.mem, NULL, NULL);
   make_fixture(&r, &t, ents, n, &rec, &fx);
   replay(&fx, label, 1);
   if (getenv("PST_REGISTRY_FIXTURES")) {
@@ -521,7 +521,8 @@ static void run(const char *label, const char *fixture, const char *exe,
   command(&t, "rename");
   {
     uint64_t before = r.mem.reads;
-    nchanged = pst_py_thread_names_changed(&r.py, &r.mem, refs, t.nex, changed);
+    nchanged =
+        pst__py_thread_names_changed(&r.py, &r.mem, refs, t.nex, changed);
     check_reads = r.mem.reads - before;
   }
   ASSERT_EQ(nchanged, 2);
@@ -552,7 +553,7 @@ static void run(const char *label, const char *fixture, const char *exe,
   n = registry(&r, ents, &again);
   ASSERT_EQ(again, 1);
   many_us = time_calls(&r, ents, n);
-  ASSERT_EQ(pst_py_registry_resolves(&r.py), 1);
+  ASSERT_EQ(pst__py_registry_resolves(&r.py), 1);
   printf("# %s: %d threads; registry reads: first call %llu, stable %llu "
          "(%.1f us a call), after renames %llu, after churn %llu; %llu reads "
          "for %d names; %d threads: %llu reads, then 1 (%.1f us)\n",
@@ -645,8 +646,8 @@ TEST_IMPL(registry_trixie_313) {
  * sys.modules does not change, then the registry once it is imported. */
 static void late_import(const char *label, const char *exe,
                         const char *rootfs) {
-  struct pst_py_thread_ent ents[ENTS_MAX];
-  struct pst_py_name_ref refs[EXPECT_MAX];
+  struct pst__py_thread_ent ents[ENTS_MAX];
+  struct pst__py_name_ref refs[EXPECT_MAX];
   uint64_t before, names, negative;
   struct reader r;
   struct target t;
@@ -654,16 +655,16 @@ static void late_import(const char *label, const char *exe,
 
   start(&t, "late_threading.py", exe, rootfs);
   reader_open(&r, t.pid);
-  n = pst_py_thread_registry(&r.py, &r.mem, ents, ENTS_MAX);
+  n = pst__py_thread_registry(&r.py, &r.mem, ents, ENTS_MAX);
   ASSERT_EQ(n, PST_ENOSYM);
   before = r.mem.reads;
-  n = pst_py_thread_registry(&r.py, &r.mem, ents, ENTS_MAX);
+  n = pst__py_thread_registry(&r.py, &r.mem, ents, ENTS_MAX);
   ASSERT_EQ(n, PST_ENOSYM);
   negative = r.mem.reads - before;
   ASSERT_LE(negative, 3);
   command(&t, "import");
   ASSERT_EQ(t.nex, 2);
-  n = pst_py_thread_registry(&r.py, &r.mem, ents, ENTS_MAX);
+  n = pst__py_thread_registry(&r.py, &r.mem, ents, ENTS_MAX);
   ASSERT_EQ(n, 2);
   check(&r, &t, ents, n, refs, &names);
   printf("# %s: PST_ENOSYM again in %llu reads; then %d threads\n", label,

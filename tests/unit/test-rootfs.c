@@ -105,15 +105,15 @@ static int cases(int (*open_fn)(int, const char *, struct stat *)) {
   return 0;
 }
 
-TEST_IMPL(rootfs_stays_inside) { return cases(pst_root_openat); }
+TEST_IMPL(rootfs_stays_inside) { return cases(pst__root_openat); }
 
-TEST_IMPL(rootfs_walk_agrees) { return cases(pst_root_openat_walk); }
+TEST_IMPL(rootfs_walk_agrees) { return cases(pst__root_openat_walk); }
 
 TEST_IMPL(elf_truncated_guard) {
   char path[] = "/tmp/pst-elf-XXXXXX";
   const unsigned char *img;
-  struct pst_elf *e;
-  unsigned long before = pst_elf_faults();
+  struct pst__elf *e;
+  unsigned long before = pst__elf_faults();
   size_t len;
   unsigned sum = 0;
   int in, out, fd;
@@ -130,22 +130,22 @@ TEST_IMPL(elf_truncated_guard) {
   close(in);
   fd = open(path, O_RDONLY | O_CLOEXEC);
   ASSERT_GE(fd, 0);
-  ASSERT_EQ(pst_elf_open(fd, &e), 0);
-  img = pst_elf_image(e, &len);
+  ASSERT_EQ(pst__elf_open(fd, &e), 0);
+  img = pst__elf_image(e, &len);
   ASSERT_GT(len, (size_t)3 * 4096);
-  ASSERT_EQ(pst_elf_faulted(e), 0);
+  ASSERT_EQ(pst__elf_faulted(e), 0);
   /* The target truncates its file: the pages past the end are gone. */
   ASSERT_EQ(ftruncate(out, 4096), 0);
   close(out);
   for (size_t i = 0; i < len; i += 512)
     sum += ((const volatile unsigned char *)img)[i]; /* no SIGBUS */
-  ASSERT_EQ(pst_elf_faulted(e), 1);
-  ASSERT_GT(pst_elf_faults(), before);
+  ASSERT_EQ(pst__elf_faulted(e), 1);
+  ASSERT_GT(pst__elf_faults(), before);
   /* Past the cut, zeros; the first page as it was. */
   ASSERT_EQ(((const volatile unsigned char *)img)[len - 1], 0);
   ASSERT_EQ(memcmp(img + 1, "ELF", 3), 0);
   (void)sum;
-  pst_elf_close(e);
+  pst__elf_close(e);
   unlink(path);
   return 0;
 }
@@ -154,7 +154,7 @@ TEST_IMPL(elf_truncated_guard) {
  * to another process) with EPERM, counts it, and the sampling calls stay
  * allowed. */
 TEST_IMPL(sandbox_filter_refuses) {
-  struct pst_sandbox_opts so = {.filter = 1};
+  struct pst__sandbox_opts so = {.filter = 1};
   int status;
   pid_t pid;
 
@@ -172,7 +172,7 @@ TEST_IMPL(sandbox_filter_refuses) {
     if (null >= 0)
       dup2(null, 2); /* the refusal's message is not this test's output */
     signal(SIGTERM, SIG_IGN); /* a refusal stops a recording with it */
-    if (pst_sandbox_enter(&so) != 0)
+    if (pst__sandbox_enter(&so) != 0)
       _exit(10);
     if (process_vm_readv(getpid(), &l, 1, &r, 1, 0) != sizeof(buf))
       code |= 1;
@@ -181,7 +181,7 @@ TEST_IMPL(sandbox_filter_refuses) {
       code |= 2;
     if (execv(argv[0], argv) != -1 || errno != EPERM)
       code |= 4;
-    if (pst_sandbox_violations() != 2)
+    if (pst__sandbox_violations() != 2)
       code |= 8;
     if (prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1)
       code |= 16;

@@ -7,26 +7,26 @@
 #include "util/strtab.h"
 
 TEST_IMPL(strtab_intern) {
-  struct pst_strtab *t = pst_strtab_new();
+  struct pst__strtab *t = pst__strtab_new();
   const char *first[2000];
   char buf[32];
 
   ASSERT(t != NULL);
   for (int i = 0; i < 2000; i++) {
     snprintf(buf, sizeof(buf), "name-%d", i);
-    first[i] = pst_strtab_intern(t, buf);
+    first[i] = pst__strtab_intern(t, buf);
     ASSERT(first[i] != NULL && first[i] != buf);
     ASSERT_STR_EQ(first[i], buf);
   }
-  ASSERT_EQ(pst_strtab_count(t), 2000);
+  ASSERT_EQ(pst__strtab_count(t), 2000);
   /* After many growths, the same pointers come back. */
   for (int i = 0; i < 2000; i++) {
     snprintf(buf, sizeof(buf), "name-%d", i);
-    ASSERT(pst_strtab_intern(t, buf) == first[i]);
+    ASSERT(pst__strtab_intern(t, buf) == first[i]);
   }
-  ASSERT_EQ(pst_strtab_count(t), 2000);
-  ASSERT(pst_strtab_intern(t, "gr\xc3\xbc\xc3\x9f"
-                              "e") != pst_strtab_intern(t, "grusse"));
-  pst_strtab_free(t);
+  ASSERT_EQ(pst__strtab_count(t), 2000);
+  ASSERT(pst__strtab_intern(t, "gr\xc3\xbc\xc3\x9f"
+                               "e") != pst__strtab_intern(t, "grusse"));
+  pst__strtab_free(t);
   return 0;
 }

@@ -41,26 +41,26 @@ static void *slurp(const char *path, size_t *len) {
   return buf;
 }
 
-static struct pst_symtab *build_file(const char *path) {
-  struct pst_symtab *t = NULL;
+static struct pst__symtab *build_file(const char *path) {
+  struct pst__symtab *t = NULL;
   size_t len = 0;
   void *img = slurp(path, &len);
 
   ASSERT(img != NULL);
-  ASSERT_EQ(pst_symtab_build(img, len, &t), 0);
+  ASSERT_EQ(pst__symtab_build(img, len, &t), 0);
   free(img); /* the table keeps nothing of the image */
   return t;
 }
 
 static int elf_symbol(const char *path, const char *name, uint64_t *value,
                       uint64_t *size) {
-  struct pst_elf *e;
+  struct pst__elf *e;
   int fd = open(path, O_RDONLY | O_CLOEXEC), err;
 
-  if (fd < 0 || pst_elf_open(fd, &e))
+  if (fd < 0 || pst__elf_open(fd, &e))
     return -1;
-  err = pst_elf_symbol(e, name, value, size);
-  pst_elf_close(e);
+  err = pst__elf_symbol(e, name, value, size);
+  pst__elf_close(e);
   return err;
 }
 
@@ -70,7 +70,7 @@ static int is_one_of(const char *s, const char *a, const char *b) {
 
 TEST_IMPL(symtab_libc) {
   static const char libc[] = "/lib/x86_64-linux-gnu/libc.so.6";
-  struct pst_symtab *t;
+  struct pst__symtab *t;
   uint64_t a, sz, off = 99, starts[4], ends[4];
   const char *name;
   char line[512], cmd[600];
@@ -80,20 +80,20 @@ TEST_IMPL(symtab_libc) {
   if (access(libc, R_OK))
     SKIP("no %s", libc);
   t = build_file(libc);
-  ASSERT_GT(pst_symtab_count(t), 1000);
+  ASSERT_GT(pst__symtab_count(t), 1000);
   ASSERT_EQ(elf_symbol(libc, "__nanosleep", &a, &sz), 0);
   ASSERT_GT(sz, 5);
-  name = pst_symtab_lookup(t, a, &off);
+  name = pst__symtab_lookup(t, a, &off);
   ASSERT(is_one_of(name, "nanosleep", "__nanosleep"));
   ASSERT_EQ(off, 0);
-  ASSERT_STR_EQ(pst_symtab_lookup(t, a + 5, &off), name);
+  ASSERT_STR_EQ(pst__symtab_lookup(t, a + 5, &off), name);
   ASSERT_EQ(off, 5);
-  ASSERT_EQ(pst_symtab_ranges(t, "nanosleep", starts, ends, 4), 1);
+  ASSERT_EQ(pst__symtab_ranges(t, "nanosleep", starts, ends, 4), 1);
   ASSERT_EQ(starts[0], a);
   ASSERT_EQ(ends[0], a + sz);
   /* An IFUNC (the resolver's address). */
   ASSERT_EQ(elf_symbol(libc, "strcpy", &a, NULL), 0);
-  name = pst_symtab_lookup(t, a, &off);
+  name = pst__symtab_lookup(t, a, &off);
   ASSERT(name != NULL && strstr(name, "strcpy"));
   ASSERT_EQ(off, 0);
   /* Every defined function nm lists is found at offset 0. */
@@ -107,7 +107,7 @@ TEST_IMPL(symtab_libc) {
     if (sscanf(line, "%399s %c %llx", sym, &type, &v) != 3 ||
         !strchr("TtWi", type) || v == 0)
       continue;
-    name = pst_symtab_lookup(t, v, &off);
+    name = pst__symtab_lookup(t, v, &off);
     if (!name || off != 0)
       TEST_FAIL("%s at 0x%llx: %s +%" PRIu64, sym, v, name ? name : "NULL",
                 off);
@@ -116,8 +116,8 @@ TEST_IMPL(symtab_libc) {
   pclose(p);
   ASSERT_GT(checked, 1000);
   printf("# libc: %zu symbols, %zu bytes, %d nm functions checked\n",
-         pst_symtab_count(t), pst_symtab_memory(t), checked);
-  pst_symtab_free(t);
+         pst__symtab_count(t), pst__symtab_memory(t), checked);
+  pst__symtab_free(t);
   return 0;
 }
 
@@ -125,7 +125,7 @@ TEST_IMPL(symtab_libc) {
  * the pyenv 3.11 and 3.12 builds of this machine) in one binary. */
 static void check_eval(const char *path) {
   static const char eval[] = "_PyEval_EvalFrameDefault";
-  struct pst_symtab *t;
+  struct pst__symtab *t;
   uint64_t a, sz, cold, cold_sz, off, starts[8], ends[8];
   int has_cold, n;
 
@@ -136,11 +136,11 @@ static void check_eval(const char *path) {
   has_cold =
       elf_symbol(path, "_PyEval_EvalFrameDefault.cold", &cold, &cold_sz) == 0;
   t = build_file(path);
-  ASSERT_STR_EQ(pst_symtab_lookup(t, a, &off), eval);
+  ASSERT_STR_EQ(pst__symtab_lookup(t, a, &off), eval);
   ASSERT_EQ(off, 0);
-  ASSERT_STR_EQ(pst_symtab_lookup(t, a + sz - 1, &off), eval);
+  ASSERT_STR_EQ(pst__symtab_lookup(t, a + sz - 1, &off), eval);
   ASSERT_EQ(off, sz - 1);
-  n = pst_symtab_ranges(t, eval, starts, ends, 8);
+  n = pst__symtab_ranges(t, eval, starts, ends, 8);
   ASSERT_EQ(n, 1 + has_cold);
   for (int i = 0; i < n; i++) {
     if (starts[i] == a) {
@@ -152,13 +152,13 @@ static void check_eval(const char *path) {
     }
   }
   if (has_cold) {
-    ASSERT_STR_EQ(pst_symtab_lookup(t, cold, &off),
+    ASSERT_STR_EQ(pst__symtab_lookup(t, cold, &off),
                   "_PyEval_EvalFrameDefault.cold");
     ASSERT_EQ(off, 0);
   }
   printf("# %s: %s%s, %zu symbols\n", path, eval, has_cold ? " + .cold" : "",
-         pst_symtab_count(t));
-  pst_symtab_free(t);
+         pst__symtab_count(t));
+  pst__symtab_free(t);
 }
 
 TEST_IMPL(symtab_python) {
@@ -197,7 +197,7 @@ TEST_IMPL(symtab_cxx) {
       {"_ZN2ns4overEi", "ns::over(int)"},
       {"_ZN2ns4overEd", "ns::over(double)"},
   };
-  struct pst_symtab *t;
+  struct pst__symtab *t;
   char cmd[1024], bin[128];
   uint64_t a, off, s, e;
 
@@ -211,14 +211,14 @@ TEST_IMPL(symtab_cxx) {
   t = build_file(bin);
   for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
     ASSERT_EQ(elf_symbol(bin, names[i].mangled, &a, NULL), 0);
-    ASSERT_STR_EQ(pst_symtab_lookup(t, a, &off), names[i].demangled);
+    ASSERT_STR_EQ(pst__symtab_lookup(t, a, &off), names[i].demangled);
     ASSERT_EQ(off, 0);
-    ASSERT_EQ(pst_symtab_ranges(t, names[i].demangled, &s, &e, 1), 1);
+    ASSERT_EQ(pst__symtab_ranges(t, names[i].demangled, &s, &e, 1), 1);
     ASSERT_EQ(s, a);
   }
   /* A prefix that is not followed by a clone suffix does not match. */
-  ASSERT_EQ(pst_symtab_ranges(t, "ns::over", &s, &e, 1), 0);
-  pst_symtab_free(t);
+  ASSERT_EQ(pst__symtab_ranges(t, "ns::over", &s, &e, 1), 0);
+  pst__symtab_free(t);
   cleanup();
   return 0;
 }
@@ -250,7 +250,7 @@ static const char *at(const char *file) {
 }
 
 TEST_IMPL(symtab_minidebuginfo) {
-  struct pst_symtab *t;
+  struct pst__symtab *t;
   uint64_t local, zero, main_fn, off, size, dd;
   size_t stripped_count;
 
@@ -263,29 +263,29 @@ TEST_IMPL(symtab_minidebuginfo) {
   /* The stripped file has no symbol for them. */
   ASSERT(elf_symbol(at("mini-dd"), "symtab_local_fn", &off, NULL) != 0);
   t = build_file(at("mini-dd.stripped"));
-  ASSERT(pst_symtab_lookup(t, local, &off) == NULL);
-  stripped_count = pst_symtab_count(t);
-  pst_symtab_free(t);
+  ASSERT(pst__symtab_lookup(t, local, &off) == NULL);
+  stripped_count = pst__symtab_count(t);
+  pst__symtab_free(t);
   /* With .gnu_debugdata they are back. */
   {
-    struct pst_elf *e;
+    struct pst__elf *e;
     int fd = open(at("mini-dd"), O_RDONLY | O_CLOEXEC);
     ASSERT(fd >= 0);
-    ASSERT_EQ(pst_elf_open(fd, &e), 0);
-    ASSERT_EQ(pst_elf_section(e, ".gnu_debugdata", &dd, &size), 0);
-    ASSERT_EQ(pst_elf_section(e, ".symtab", &dd, &size), PST_ENOSYM);
-    pst_elf_close(e);
+    ASSERT_EQ(pst__elf_open(fd, &e), 0);
+    ASSERT_EQ(pst__elf_section(e, ".gnu_debugdata", &dd, &size), 0);
+    ASSERT_EQ(pst__elf_section(e, ".symtab", &dd, &size), PST_ENOSYM);
+    pst__elf_close(e);
   }
   t = build_file(at("mini-dd"));
-  ASSERT_STR_EQ(pst_symtab_lookup(t, local, &off), "symtab_local_fn");
+  ASSERT_STR_EQ(pst__symtab_lookup(t, local, &off), "symtab_local_fn");
   ASSERT_EQ(off, 0);
-  ASSERT_STR_EQ(pst_symtab_lookup(t, local + 3, &off), "symtab_local_fn");
+  ASSERT_STR_EQ(pst__symtab_lookup(t, local + 3, &off), "symtab_local_fn");
   ASSERT_EQ(off, 3);
-  ASSERT_STR_EQ(pst_symtab_lookup(t, main_fn, &off), "main");
+  ASSERT_STR_EQ(pst__symtab_lookup(t, main_fn, &off), "main");
   /* A size-0 symbol covers the bytes up to the next one. */
-  ASSERT_STR_EQ(pst_symtab_lookup(t, zero + 4, &off), "symtab_zero_size");
+  ASSERT_STR_EQ(pst__symtab_lookup(t, zero + 4, &off), "symtab_zero_size");
   ASSERT_EQ(off, 4);
-  pst_symtab_free(t);
+  pst__symtab_free(t);
   /* A .gnu_debugdata that inflates past the cap (65 MiB of zeros) is left
    * out: the stripped file's table, no error. */
   {
@@ -298,9 +298,9 @@ TEST_IMPL(symtab_minidebuginfo) {
     ASSERT_EQ(test_sh(cmd), 0);
   }
   t = build_file(at("bomb"));
-  ASSERT(pst_symtab_lookup(t, local, &off) == NULL);
-  ASSERT_EQ(pst_symtab_count(t), stripped_count);
-  pst_symtab_free(t);
+  ASSERT(pst__symtab_lookup(t, local, &off) == NULL);
+  ASSERT_EQ(pst__symtab_count(t), stripped_count);
+  pst__symtab_free(t);
   cleanup();
   return 0;
 }
@@ -346,17 +346,17 @@ static uint64_t next_rand(void) {
 
 /* Builds from img[0, len) and checks the table is usable. */
 static void build_any(const uint8_t *img, size_t len) {
-  struct pst_symtab *t = NULL;
+  struct pst__symtab *t = NULL;
   uint64_t s, e, off;
-  int err = pst_symtab_build(img, len, &t);
+  int err = pst__symtab_build(img, len, &t);
 
   if (err) {
     ASSERT(err == -ENOEXEC || err == -ENOMEM);
     return;
   }
-  (void)pst_symtab_lookup(t, 0x1139, &off);
-  (void)pst_symtab_ranges(t, "main", &s, &e, 1);
-  pst_symtab_free(t);
+  (void)pst__symtab_lookup(t, 0x1139, &off);
+  (void)pst__symtab_ranges(t, "main", &s, &e, 1);
+  pst__symtab_free(t);
 }
 
 /* count mutations of buf (len bytes), each flipping 1-4 random bytes of
@@ -406,11 +406,11 @@ TEST_IMPL(symtab_corrupt) {
   /* Intact, it has the local function only MiniDebugInfo holds: the flips
    * below do reach the decompressed ELF. */
   {
-    struct pst_symtab *t;
+    struct pst__symtab *t;
     uint64_t s, e;
-    ASSERT_EQ(pst_symtab_build(buf, len, &t), 0);
-    ASSERT_EQ(pst_symtab_ranges(t, "symtab_local_fn", &s, &e, 1), 1);
-    pst_symtab_free(t);
+    ASSERT_EQ(pst__symtab_build(buf, len, &t), 0);
+    ASSERT_EQ(pst__symtab_ranges(t, "symtab_local_fn", &s, &e, 1), 1);
+    pst__symtab_free(t);
   }
   guard_init(&g, len);
   /* Every truncation. */
@@ -418,14 +418,14 @@ TEST_IMPL(symtab_corrupt) {
     build_any(guard_put(&g, buf, n), n);
   /* Byte flips, some of them inside the compressed MiniDebugInfo. */
   {
-    struct pst_elf *e;
+    struct pst__elf *e;
     const void *p;
     int fd = open(at("mini-dd"), O_RDONLY | O_CLOEXEC);
-    ASSERT_EQ(pst_elf_open(fd, &e), 0);
-    ASSERT_EQ(pst_elf_section(e, ".gnu_debugdata", &dd, &dd_size), 0);
-    p = pst_elf_section_bytes(e, ".gnu_debugdata", &dd_size);
+    ASSERT_EQ(pst__elf_open(fd, &e), 0);
+    ASSERT_EQ(pst__elf_section(e, ".gnu_debugdata", &dd, &dd_size), 0);
+    p = pst__elf_section_bytes(e, ".gnu_debugdata", &dd_size);
     ASSERT(p != NULL);
-    pst_elf_close(e);
+    pst__elf_close(e);
     /* Its file offset: find the xz magic. */
     dd_off = 0;
     for (size_t i = 0; i + 6 <= len; i++)
@@ -444,12 +444,12 @@ TEST_IMPL(symtab_corrupt) {
   /* A big real file: flips in its headers, symbol and string tables. */
   if ((buf = slurp(libc, &len))) {
     uint64_t a, sz, s2, sz2;
-    struct pst_elf *e;
+    struct pst__elf *e;
     int fd = open(libc, O_RDONLY | O_CLOEXEC);
-    ASSERT_EQ(pst_elf_open(fd, &e), 0);
-    ASSERT_EQ(pst_elf_section(e, ".dynsym", &a, &sz), 0);
-    ASSERT_EQ(pst_elf_section(e, ".dynstr", &s2, &sz2), 0);
-    pst_elf_close(e);
+    ASSERT_EQ(pst__elf_open(fd, &e), 0);
+    ASSERT_EQ(pst__elf_section(e, ".dynsym", &a, &sz), 0);
+    ASSERT_EQ(pst__elf_section(e, ".dynstr", &s2, &sz2), 0);
+    pst__elf_close(e);
     guard_init(&g, len);
     /* .dynsym and .dynstr are adjacent at the file's start (their file
      * offsets equal their addresses in libc). */

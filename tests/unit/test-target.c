@@ -45,15 +45,15 @@ static void wait_ready(FILE *f) {
  * group-stop (T), else not stopped (neither t nor T). */
 static void check_threads(pid_t pid, int want_stopped) {
   pid_t *tids;
-  int n = pst_proc_tasks(pid, &tids);
+  int n = pst__proc_tasks(pid, &tids);
 
   ASSERT_GT(n, 8);
   for (int i = 0; i < n; i++) {
-    struct pst_proc_status st;
+    struct pst__proc_status st;
     char state;
-    ASSERT_EQ(pst_proc_task_stat(pid, tids[i], &state, NULL), 0);
+    ASSERT_EQ(pst__proc_task_stat(pid, tids[i], &state, NULL), 0);
     /* /proc/TID/status is the thread's own (TracerPid per thread). */
-    ASSERT_EQ(pst_proc_status(tids[i], &st), 0);
+    ASSERT_EQ(pst__proc_status(tids[i], &st), 0);
     if (st.tracer != 0)
       TEST_FAIL("thread %d still traced by %d", (int)tids[i], (int)st.tracer);
     if (state == 't' || (!want_stopped && state == 'T') ||
@@ -147,7 +147,7 @@ TEST_IMPL(target_exits_hide_no_thread) {
     fflush(cmd);
     while (poll(&pfd, 1, 0) == 0) {
       pid_t *raw;
-      int n = pst_proc_tasks(pid, &raw);
+      int n = pst__proc_tasks(pid, &raw);
 
       ASSERT_GT(n, 0);
       lists++;

@@ -18,9 +18,9 @@
 static int run(const char *helper) {
   char path[512], line[256];
   char *argv[] = {path, NULL};
-  struct pst_maps maps;
-  struct pst_tsd tsd;
-  struct pst_mem mem;
+  struct pst__maps maps;
+  struct pst__tsd tsd;
+  struct pst__mem mem;
   int checked = 0, high = 0;
   pid_t pid;
   FILE *f;
@@ -36,14 +36,14 @@ static int run(const char *helper) {
       SKIP("%s not built (musl-gcc missing)", helper);
     TEST_FAIL("%s printed nothing (exit %d)", helper, WEXITSTATUS(st));
   }
-  ASSERT_EQ(pst_maps_load(pid, &maps), 0);
-  ASSERT_EQ(pst_tsd_analyse(pid, &maps, PST_ARCH_X86_64, &tsd), 0);
+  ASSERT_EQ(pst__maps_load(pid, &maps), 0);
+  ASSERT_EQ(pst__tsd_analyse(pid, &maps, PST_ARCH_X86_64, &tsd), 0);
   printf("# %s: libc %s, layout {0x%llx, %lld, %d} l2 0x%llx: %s\n", helper,
          tsd.libc_path, (long long)tsd.layout.offset,
          (long long)tsd.layout.multiplier, tsd.layout.indirect,
          (long long)tsd.layout.l2_offset, tsd.method);
   ASSERT(strstr(tsd.method, "disassembly") == tsd.method);
-  pst_mem_init(&mem, pid);
+  pst__mem_init(&mem, pid);
   do {
     int tid;
     unsigned key;
@@ -52,8 +52,8 @@ static int run(const char *helper) {
     if (!strncmp(line, "ready", 5))
       break;
     ASSERT_EQ(sscanf(line, "thread %d %u %lu", &tid, &key, &want), 3);
-    ASSERT_EQ(pst_ptrace_thread_pointer(tid, &tp), 0);
-    ASSERT_EQ(pst_tsd_get(&tsd, &mem, tp, key, &got), 0);
+    ASSERT_EQ(pst__ptrace_thread_pointer(tid, &tp), 0);
+    ASSERT_EQ(pst__tsd_get(&tsd, &mem, tp, key, &got), 0);
     if (got != want)
       TEST_FAIL("thread %d key %u: read 0x%llx, stored 0x%lx", tid, key,
                 (unsigned long long)got, want);
@@ -62,7 +62,7 @@ static int run(const char *helper) {
   } while (fgets(line, sizeof(line), f));
   kill(pid, SIGKILL);
   waitpid(pid, NULL, 0);
-  pst_maps_exit(&maps);
+  pst__maps_exit(&maps);
   ASSERT_GE(checked, 4 * 14);
   ASSERT_GT(high, 0);
   return 0;

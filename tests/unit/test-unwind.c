@@ -79,13 +79,13 @@ static void helper_stop(struct helper *h) {
  * known bias. 0 or PST_ENOSYM. */
 static int sym_range(const char *path, const char *name, uint64_t rt,
                      uint64_t bias, uint64_t *lo, uint64_t *hi) {
-  struct pst_elf *e;
+  struct pst__elf *e;
   uint64_t v, sz;
   int err, fd = open(path, O_RDONLY | O_CLOEXEC);
 
   ASSERT(fd >= 0);
-  ASSERT_EQ(pst_elf_open(fd, &e), 0);
-  err = pst_elf_symbol(e, name, &v, &sz);
+  ASSERT_EQ(pst__elf_open(fd, &e), 0);
+  err = pst__elf_symbol(e, name, &v, &sz);
   if (err == 0) {
     ASSERT_GT(sz, 0);
     if (rt)
@@ -93,7 +93,7 @@ static int sym_range(const char *path, const char *name, uint64_t rt,
     *lo = v + bias;
     *hi = v + bias + sz;
   }
-  pst_elf_close(e);
+  pst__elf_close(e);
   return err;
 }
 
@@ -115,16 +115,16 @@ static char thread_state(pid_t pid, pid_t tid) {
 }
 
 /* Stops tid, unwinds it, resumes it; checks it is not left stopped. */
-static int unwind_stopped(struct pst_unwinder *u, pid_t pid, pid_t tid,
+static int unwind_stopped(struct pst__unwinder *u, pid_t pid, pid_t tid,
                           uint64_t *ips, uint64_t *sps) {
-  int n, err = pst_ptrace_stop(tid);
+  int n, err = pst__ptrace_stop(tid);
   char st;
 
   if (err == -EPERM)
     SKIP("no ptrace permission");
   ASSERT_EQ(err, 0);
-  n = pst_unwind_thread(u, tid, ips, sps, MAXF);
-  pst_ptrace_resume(tid);
+  n = pst__unwind_thread(u, tid, ips, sps, MAXF);
+  pst__ptrace_resume(tid);
   st = thread_state(pid, tid);
   if (st == 't' || st == 'T')
     TEST_FAIL("thread %d left in state %c", (int)tid, st);
@@ -141,19 +141,19 @@ static uint64_t lookup_ip(const uint64_t *ips, int i) {
   return i ? ips[i] - 1 : ips[i];
 }
 
-static int module_is(struct pst_unwinder *u, uint64_t ip, const char *part) {
+static int module_is(struct pst__unwinder *u, uint64_t ip, const char *part) {
   const char *path;
-  return pst_unwinder_module(u, ip, &path, NULL, NULL, NULL) == 0 &&
+  return pst__unwinder_module(u, ip, &path, NULL, NULL, NULL) == 0 &&
          strstr(path, part) != NULL;
 }
 
-static void print_stack(struct pst_unwinder *u, const char *what,
+static void print_stack(struct pst__unwinder *u, const char *what,
                         const uint64_t *ips, const uint64_t *sps, int n) {
   printf("# %s: %d frames\n", what, n);
   for (int i = 0; i < n; i++) {
     const char *path = "?";
     uint64_t bias = 0;
-    pst_unwinder_module(u, lookup_ip(ips, i), &path, &bias, NULL, NULL);
+    pst__unwinder_module(u, lookup_ip(ips, i), &path, &bias, NULL, NULL);
     if (i < 3 || i > n - 5)
       printf("#   %2d ip 0x%llx sp 0x%llx %s+0x%llx\n", i,
              (unsigned long long)ips[i], (unsigned long long)sps[i], path,
@@ -163,29 +163,29 @@ static void print_stack(struct pst_unwinder *u, const char *what,
 
 TEST_IMPL(unwind_spinning_thread) {
   struct helper h;
-  struct pst_mem mem;
-  struct pst_unwinder *u;
+  struct pst__mem mem;
+  struct pst__unwinder *u;
   uint64_t ips[MAXF], sps[MAXF], first[MAXF];
   uint64_t rlo, rhi, slo, shi;
   int n, nfirst = 0, in_recurse, i;
-  struct pst_unwind_stats st;
+  struct pst__unwind_stats st;
 
   helper_start(&h);
   ASSERT_EQ(sym_range(h.path, "unwind_recurse", h.recurse, 0, &rlo, &rhi), 0);
   ASSERT_EQ(sym_range(h.path, "unwind_spin_thread", h.spin_fn, 0, &slo, &shi),
             0);
-  pst_mem_init(&mem, h.pid);
-  ASSERT_EQ(pst_unwinder_new(h.pid, &mem, NULL, &u), 0);
+  pst__mem_init(&mem, h.pid);
+  ASSERT_EQ(pst__unwinder_new(h.pid, &mem, NULL, &u), 0);
   /* Repeated: the first unwind fills libunwind's cache, later ones use it;
    * all must agree (the spin loop's pc may move inside unwind_recurse),
    * whatever the caching policy. The unlocked one must be available with
    * the libunwind we build against. */
   for (int round = 0; round < 60; round++) {
     if (round % 20 == 0)
-      ASSERT_EQ(pst_unwinder_set_cache(u, round == 0 ? PST_UNWIND_CACHE_NONE
-                                          : round == 20
-                                              ? PST_UNWIND_CACHE_LOCKED
-                                              : PST_UNWIND_CACHE_UNLOCKED),
+      ASSERT_EQ(pst__unwinder_set_cache(u, round == 0 ? PST_UNWIND_CACHE_NONE
+                                           : round == 20
+                                               ? PST_UNWIND_CACHE_LOCKED
+                                               : PST_UNWIND_CACHE_UNLOCKED),
                 0);
     n = unwind_stopped(u, h.pid, h.spin, ips, sps);
     if (round == 0)
@@ -210,30 +210,30 @@ TEST_IMPL(unwind_spinning_thread) {
         ASSERT_EQ(ips[i], first[i]);
     }
   }
-  pst_unwinder_stats(u, &st);
+  pst__unwinder_stats(u, &st);
   printf("# %llu unwinds, %llu frames, %llu stack reads, %llu errors\n",
          (unsigned long long)st.unwinds, (unsigned long long)st.frames,
          (unsigned long long)st.stack_reads, (unsigned long long)st.errors);
   ASSERT_EQ(st.unwinds, 60);
   ASSERT_EQ(st.truncated, 0);
-  pst_unwinder_free(u);
-  pst_mem_exit(&mem);
+  pst__unwinder_free(u);
+  pst__mem_exit(&mem);
   helper_stop(&h);
   return 0;
 }
 
 TEST_IMPL(unwind_blocked_thread) {
   struct helper h;
-  struct pst_mem mem;
-  struct pst_unwinder *u;
+  struct pst__mem mem;
+  struct pst__unwinder *u;
   uint64_t ips[MAXF], sps[MAXF], blo, bhi;
   int n, found = -1;
 
   helper_start(&h);
   ASSERT_EQ(sym_range(h.path, "unwind_block_thread", h.block_fn, 0, &blo, &bhi),
             0);
-  pst_mem_init(&mem, h.pid);
-  ASSERT_EQ(pst_unwinder_new(h.pid, &mem, NULL, &u), 0);
+  pst__mem_init(&mem, h.pid);
+  ASSERT_EQ(pst__unwinder_new(h.pid, &mem, NULL, &u), 0);
   n = unwind_stopped(u, h.pid, h.block, ips, sps);
   print_stack(u, "blocked thread", ips, sps, n);
   ASSERT_GE(n, 3);
@@ -245,8 +245,8 @@ TEST_IMPL(unwind_blocked_thread) {
   ASSERT(module_is(u, lookup_ip(ips, n - 1), "libc"));
   /* Still blocked in read, not killed or stopped by the interruption. */
   ASSERT_EQ(kill(h.pid, 0), 0);
-  pst_unwinder_free(u);
-  pst_mem_exit(&mem);
+  pst__unwinder_free(u);
+  pst__mem_exit(&mem);
   helper_stop(&h);
   return 0;
 }
@@ -254,18 +254,18 @@ TEST_IMPL(unwind_blocked_thread) {
 /* A thread that is not stopped by us: registers cannot be read. */
 TEST_IMPL(unwind_not_stopped) {
   struct helper h;
-  struct pst_mem mem;
-  struct pst_unwinder *u;
+  struct pst__mem mem;
+  struct pst__unwinder *u;
   uint64_t ips[4];
 
   helper_start(&h);
-  pst_mem_init(&mem, h.pid);
-  ASSERT_EQ(pst_unwinder_new(h.pid, &mem, NULL, &u), 0);
-  ASSERT_EQ(pst_unwind_thread(u, h.spin, ips, NULL, 4), -ESRCH);
-  ASSERT_EQ(pst_unwind_thread(u, h.spin, ips, NULL, 0), -EINVAL);
-  ASSERT_EQ(pst_unwinder_refresh(u), 0);
-  pst_unwinder_free(u);
-  pst_mem_exit(&mem);
+  pst__mem_init(&mem, h.pid);
+  ASSERT_EQ(pst__unwinder_new(h.pid, &mem, NULL, &u), 0);
+  ASSERT_EQ(pst__unwind_thread(u, h.spin, ips, NULL, 4), -ESRCH);
+  ASSERT_EQ(pst__unwind_thread(u, h.spin, ips, NULL, 0), -EINVAL);
+  ASSERT_EQ(pst__unwinder_refresh(u), 0);
+  pst__unwinder_free(u);
+  pst__mem_exit(&mem);
   helper_stop(&h);
   return 0;
 }
@@ -273,22 +273,22 @@ TEST_IMPL(unwind_not_stopped) {
 /* A short max: exactly max frames, counted as truncated. */
 TEST_IMPL(unwind_max_frames) {
   struct helper h;
-  struct pst_mem mem;
-  struct pst_unwinder *u;
-  struct pst_unwind_stats st;
+  struct pst__mem mem;
+  struct pst__unwinder *u;
+  struct pst__unwind_stats st;
   uint64_t ips[5];
 
   helper_start(&h);
-  pst_mem_init(&mem, h.pid);
-  ASSERT_EQ(pst_unwinder_new(h.pid, &mem, NULL, &u), 0);
-  ASSERT_EQ(pst_ptrace_stop(h.spin), 0);
-  ASSERT_EQ(pst_unwind_thread(u, h.spin, ips, NULL, 5), 5);
-  ASSERT_EQ(pst_unwind_thread(u, h.spin, ips, NULL, 1), 1);
-  pst_ptrace_resume(h.spin);
-  pst_unwinder_stats(u, &st);
+  pst__mem_init(&mem, h.pid);
+  ASSERT_EQ(pst__unwinder_new(h.pid, &mem, NULL, &u), 0);
+  ASSERT_EQ(pst__ptrace_stop(h.spin), 0);
+  ASSERT_EQ(pst__unwind_thread(u, h.spin, ips, NULL, 5), 5);
+  ASSERT_EQ(pst__unwind_thread(u, h.spin, ips, NULL, 1), 1);
+  pst__ptrace_resume(h.spin);
+  pst__unwinder_stats(u, &st);
   ASSERT_EQ(st.truncated, 2);
-  pst_unwinder_free(u);
-  pst_mem_exit(&mem);
+  pst__unwinder_free(u);
+  pst__mem_exit(&mem);
   helper_stop(&h);
   return 0;
 }
@@ -297,9 +297,9 @@ TEST_IMPL(unwind_max_frames) {
  * eval function of libpython or of the static executable. */
 static int unwind_python(const char *python) {
   char line[64], *argv[4];
-  struct pst_mem mem;
-  struct pst_unwinder *u;
-  struct pst_modcache *cache;
+  struct pst__mem mem;
+  struct pst__unwinder *u;
+  struct pst__modcache *cache;
   uint64_t ips[MAXF], sps[MAXF];
   int n, evals = 0, nlibc = 0;
   pid_t pid;
@@ -318,11 +318,11 @@ static int unwind_python(const char *python) {
   ASSERT_GT(pid, 0);
   ASSERT(fgets(line, sizeof(line), out) != NULL);
   ASSERT_STR_EQ(line, "go\n");
-  pst_mem_init(&mem, pid);
+  pst__mem_init(&mem, pid);
   /* A shared cache, as the sampler would hold one for every target. */
-  ASSERT_EQ(pst_modcache_new(&cache), 0);
-  ASSERT_EQ(pst_unwinder_new(pid, &mem, cache, &u), 0);
-  pst_modcache_put(cache);
+  ASSERT_EQ(pst__modcache_new(&cache), 0);
+  ASSERT_EQ(pst__unwinder_new(pid, &mem, cache, &u), 0);
+  pst__modcache_put(cache);
   for (int round = 0; round < 20; round++) {
     n = unwind_stopped(u, pid, pid, ips, sps);
     if (round == 0)
@@ -333,7 +333,7 @@ static int unwind_python(const char *python) {
       const char *path;
       uint64_t bias, lo, hi;
       uint64_t ip = lookup_ip(ips, i);
-      if (pst_unwinder_module(u, ip, &path, &bias, NULL, NULL) != 0 ||
+      if (pst__unwinder_module(u, ip, &path, &bias, NULL, NULL) != 0 ||
           !strstr(path, "python"))
         continue;
       /* The executable of a shared build has no eval function. */
@@ -346,8 +346,8 @@ static int unwind_python(const char *python) {
     ASSERT(nlibc || module_is(u, lookup_ip(ips, n - 1), "python"));
   }
   printf("# %s: %d eval frames\n", python, evals);
-  pst_unwinder_free(u);
-  pst_mem_exit(&mem);
+  pst__unwinder_free(u);
+  pst__mem_exit(&mem);
   kill(pid, SIGKILL);
   waitpid(pid, NULL, 0);
   fclose(out);
@@ -372,9 +372,9 @@ TEST_IMPL(unwind_python311_static) {
  * finds its IP in no mapping, reloads the maps and goes on through it. */
 TEST_IMPL(unwind_dlopen_later) {
   struct helper h;
-  struct pst_mem mem;
-  struct pst_unwinder *u;
-  struct pst_unwind_stats st;
+  struct pst__mem mem;
+  struct pst__unwinder *u;
+  struct pst__unwind_stats st;
   uint64_t ips[MAXF], sps[MAXF], slo, shi;
   char lib[512], line[64];
   int n, tid = 0, found = 0;
@@ -384,17 +384,17 @@ TEST_IMPL(unwind_dlopen_later) {
   if (access(lib, R_OK) != 0)
     SKIP("%s not built", lib);
   helper_start_lib(&h, lib);
-  pst_mem_init(&mem, h.pid);
-  ASSERT_EQ(pst_unwinder_new(h.pid, &mem, NULL, &u), 0);
+  pst__mem_init(&mem, h.pid);
+  ASSERT_EQ(pst__unwinder_new(h.pid, &mem, NULL, &u), 0);
   fputs("go\n", h.in);
   fflush(h.in);
   ASSERT(fgets(line, sizeof(line), h.out) != NULL);
   ASSERT_EQ(sscanf(line, "lib %d", &tid), 1);
-  /* Past the reload rate limit, which starts at pst_unwinder_new. */
+  /* Past the reload rate limit, which starts at pst__unwinder_new. */
   usleep((PST_UNWIND_RELOAD_MS + 20) * 1000);
   n = unwind_stopped(u, h.pid, tid, ips, sps);
   print_stack(u, "thread in a dlopen()ed library", ips, sps, n);
-  pst_unwinder_stats(u, &st);
+  pst__unwinder_stats(u, &st);
   ASSERT_GE(st.maps_reloads, 1);
   ASSERT(module_is(u, ips[0], "unwind-spin-lib"));
   /* unwind_lib_thread's runtime range, with the executable's bias found
@@ -410,8 +410,8 @@ TEST_IMPL(unwind_dlopen_later) {
     found += in(lookup_ip(ips, i), slo, shi);
   ASSERT_EQ(found, 1);
   ASSERT(module_is(u, lookup_ip(ips, n - 1), "libc"));
-  pst_unwinder_free(u);
-  pst_mem_exit(&mem);
+  pst__unwinder_free(u);
+  pst__mem_exit(&mem);
   helper_stop(&h);
   return 0;
 }

@@ -4,7 +4,7 @@
 #ifndef PST_PY_OFFSETS_PY27_H
 #define PST_PY_OFFSETS_PY27_H
 
-static const struct pst_py_layout pst_py_layout_27 = {
+static const struct pst__py_layout pst__py_layout_27 = {
     .version = 0x0207,
     .rt_interp_head = PST_NOFF,
     .rt_tss = PST_NOFF,

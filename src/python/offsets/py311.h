@@ -4,7 +4,7 @@
 #ifndef PST_PY_OFFSETS_PY311_H
 #define PST_PY_OFFSETS_PY311_H
 
-static const struct pst_py_layout pst_py_layout_311 = {
+static const struct pst__py_layout pst__py_layout_311 = {
     .version = 0x030b,
     .rt_interp_head = 0x28, /* _PyRuntimeState.interpreters.head */
     .rt_tss = 0x250,        /* _PyRuntimeState.gilstate.autoTSSkey */

@@ -4,7 +4,7 @@
 #ifndef PST_PY_OFFSETS_PY312_H
 #define PST_PY_OFFSETS_PY312_H
 
-static const struct pst_py_layout pst_py_layout_312 = {
+static const struct pst__py_layout pst__py_layout_312 = {
     .version = 0x030c,
     .rt_interp_head = 0x28, /* _PyRuntimeState.interpreters.head */
     .rt_tss = 0x608,        /* _PyRuntimeState.autoTSSkey */

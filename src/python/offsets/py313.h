@@ -4,7 +4,7 @@
 #ifndef PST_PY_OFFSETS_PY313_H
 #define PST_PY_OFFSETS_PY313_H
 
-static const struct pst_py_layout pst_py_layout_313 = {
+static const struct pst__py_layout pst__py_layout_313 = {
     .version = 0x030d,
     .rt_interp_head = 0x278, /* _PyRuntimeState.interpreters.head */
     .rt_tss = 0x870,         /* _PyRuntimeState.autoTSSkey */

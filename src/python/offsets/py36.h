@@ -4,7 +4,7 @@
 #ifndef PST_PY_OFFSETS_PY36_H
 #define PST_PY_OFFSETS_PY36_H
 
-static const struct pst_py_layout pst_py_layout_36 = {
+static const struct pst__py_layout pst__py_layout_36 = {
     .version = 0x0306,
     .rt_interp_head = PST_NOFF,
     .rt_tss = PST_NOFF,

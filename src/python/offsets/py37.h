@@ -4,7 +4,7 @@
 #ifndef PST_PY_OFFSETS_PY37_H
 #define PST_PY_OFFSETS_PY37_H
 
-static const struct pst_py_layout pst_py_layout_37 = {
+static const struct pst__py_layout pst__py_layout_37 = {
     .version = 0x0307,
     .rt_interp_head = 0x18, /* _PyRuntimeState.interpreters.head */
     .rt_tss = 0x5e0,        /* _PyRuntimeState.gilstate.autoTSSkey */

@@ -4,7 +4,7 @@
 #ifndef PST_PY_OFFSETS_PY38_H
 #define PST_PY_OFFSETS_PY38_H
 
-static const struct pst_py_layout pst_py_layout_38 = {
+static const struct pst__py_layout pst__py_layout_38 = {
     .version = 0x0308,
     .rt_interp_head = 0x20, /* _PyRuntimeState.interpreters.head */
     .rt_tss = 0x570,        /* _PyRuntimeState.gilstate.autoTSSkey */

@@ -4,7 +4,7 @@
 #ifndef PST_PY_OFFSETS_PY39_H
 #define PST_PY_OFFSETS_PY39_H
 
-static const struct pst_py_layout pst_py_layout_39 = {
+static const struct pst__py_layout pst__py_layout_39 = {
     .version = 0x0309,
     .rt_interp_head = 0x20, /* _PyRuntimeState.interpreters.head */
     .rt_tss = 0x248,        /* _PyRuntimeState.gilstate.autoTSSkey */
