@@ -714,9 +714,8 @@ int pst__sampler_run(const struct pst__sampler_opts *o,
       usleep(PST__ATTACH_RETRY_MS * 1000);
       err = attach(&r, e);
     }
-    if (err < 0)
+    if (err < 0) /* else attached, or watched (-s under a shell) */
       goto out_loop;
-    err = 0; /* attached, or watched (-s under a shell) */
   }
   if (o->argv) {
     err = pst__spawn(&r);
