@@ -18,7 +18,8 @@ struct thread_runs {
 
 struct pst__profile {
   uint64_t period_ns, start_unix_ns, samples;
-  int cpu; /* weights are CPU time (else wall time) */
+  int cpu;     /* weights are CPU time (else wall time) */
+  int periods; /* a sample counts the whole periods of its weight */
   struct pst__strtab *strings;
   struct pst__prof_frame *frames;
   size_t nframes, frames_cap;
@@ -248,6 +249,7 @@ static int add(struct pst__profile *p, uint32_t thread,
   struct thread_runs *tr;
   struct pst__prof_run *last;
   int64_t sid;
+  uint32_t k;
 
   if (thread >= p->nthreads)
     return -EINVAL;
@@ -264,8 +266,13 @@ static int add(struct pst__profile *p, uint32_t thread,
     return (int)sid;
   tr = &p->threads[thread];
   last = tr->n ? &tr->runs[tr->n - 1] : NULL;
+  /* CPU time (mode cpu) comes in steps of the kernel's scheduler tick:
+   * a sample that stands for k periods of it counts k. */
+  k = p->periods && p->period_ns && weight_ns > p->period_ns
+          ? (uint32_t)(weight_ns / p->period_ns)
+          : 1;
   if (last && last->stack == (uint32_t)sid) {
-    last->count++;
+    last->count += k;
     last->end_ns = t_ns;
     last->weight_ns += weight_ns;
   } else {
@@ -273,9 +280,9 @@ static int add(struct pst__profile *p, uint32_t thread,
                            sizeof(*tr->runs)))
       return -ENOMEM;
     tr->runs[tr->n++] =
-        (struct pst__prof_run){(uint32_t)sid, 1, t_ns, t_ns, weight_ns};
+        (struct pst__prof_run){(uint32_t)sid, k, t_ns, t_ns, weight_ns};
   }
-  p->samples++;
+  p->samples += k;
   return 0;
 }
 
@@ -283,7 +290,10 @@ uint64_t pst__profile_period_ns(const struct pst__profile *p) {
   return p->period_ns;
 }
 
-void pst__profile_set_cpu(struct pst__profile *p, int cpu) { p->cpu = cpu; }
+void pst__profile_set_cpu(struct pst__profile *p, int cpu) {
+  p->cpu = cpu;
+  p->periods = cpu;
+}
 
 int pst__profile_cpu(const struct pst__profile *p) { return p->cpu; }
 

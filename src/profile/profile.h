@@ -85,7 +85,10 @@ int pst__profile_add_interned(struct pst__profile *p, uint32_t thread,
 
 /* Read access for the writers. */
 /* What the weights are: 1, CPU time (sampling mode cpu, the default), 0,
- * wall time. Writers name their values after it. */
+ * wall time. Writers name their values after it. Once set to 1, a sample
+ * counts the whole periods of CPU time it stands for (the kernel counts
+ * a running thread's time in steps of its scheduler tick, 4 ms at 250
+ * Hz: at 1 kHz one sample may stand for four periods). */
 void pst__profile_set_cpu(struct pst__profile *p, int cpu);
 int pst__profile_cpu(const struct pst__profile *p);
 
