@@ -22,7 +22,6 @@ enum pst__exit {
   PST_EXIT_SELF = 7,        /* asked to profile pystitch itself */
   PST_EXIT_TRACED = 8,      /* another debugger (gdb, strace) traces it */
   PST_EXIT_SANDBOX = 9,     /* the sandbox refused a system call (a bug) */
-  PST_EXIT_NO_SAMPLES = 10, /* recorded Python processes, but no sample */
 };
 
 /* The commands. record and top parse their own options (argv[1] names

@@ -194,12 +194,14 @@ static int read_tasks(struct pst_target *t, pid_t pid, int flags,
   int n = pst_target_tasks(t, flags, tk);
   char type[PST_ESC_SIZE], why[160];
 
-  if (n <= 0)
+  if (n <= 0) {
+    int warn = pst_target_tasks_why(t, n, why, sizeof(why));
     fprintf(stderr, "pystitch: %s: process %d has no asyncio tasks: %s%s\n",
-            pst_target_tasks_why(t, n, why, sizeof(why)) ? "warning" : "note",
-            (int)pid, pst__esc(type, sizeof(type), why),
+            warn ? "warning" : "note", (int)pid,
+            pst__esc(type, sizeof(type), why),
             n == PST_EPYVERSION ? "; the thread stacks show the running tasks"
                                 : "");
+  }
   if (n >= 0 && pst_target_tasks_cut(t))
     fprintf(stderr,
             "pystitch: warning: process %d has more asyncio tasks than are "

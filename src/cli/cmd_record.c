@@ -210,11 +210,11 @@ static int nothing(const struct pst__sampler_opts *o,
   if (st->samples || st->task_samples)
     return PST_EXIT_OK;
   if (o->policy.mode == PST_MODE_CPU)
-    fprintf(stderr, "pystitch: error: no samples: no thread ran on a CPU "
+    fprintf(stderr, "pystitch: warning: no samples: no thread ran on a CPU "
                     "while it was sampled (mode cpu); --mode wall records "
                     "threads that wait too\n");
   else if (o->policy.mode == PST_MODE_GIL)
-    fprintf(stderr, "pystitch: error: no samples: no thread held the GIL "
+    fprintf(stderr, "pystitch: warning: no samples: no thread held the GIL "
                     "while it was sampled (mode gil); --mode wall records "
                     "every thread\n");
   else
@@ -222,7 +222,7 @@ static int nothing(const struct pst__sampler_opts *o,
             "pystitch: error: no samples (mode %s): %llu thread "
             "samples could not be read (see the errors above)\n",
             mode[o->policy.mode], (unsigned long long)st->errors);
-  return PST_EXIT_NO_SAMPLES;
+  return PST_EXIT_OK; /* the threads may just have waited */
 }
 
 static void summary(const struct pst__sampler_stats *st) {

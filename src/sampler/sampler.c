@@ -413,20 +413,27 @@ static void sample_entry(struct pst__rec *r, struct pst__entry *e,
     e->proc.role_gen++;
   }
   for (int i = 0; i < n; i++) {
+    uint64_t k;
     struct pst__sample s = {&e->proc, NULL, &th[i], PST_SK_STACK, t_ns, weight};
 
     s.kind = kind_of(&th[i]);
     if (r->flags & PST_SAMPLE_ON_CPU) /* worth the CPU time it used */
       s.weight_ns = th[i].cpu_ns;
+    /* Mode cpu: a sample counts the whole periods of CPU time it stands
+     * for, as the profile does (profile.h). */
+    k = (r->flags & PST_SAMPLE_ON_CPU) && r->period_ns &&
+                s.weight_ns > r->period_ns
+            ? s.weight_ns / r->period_ns
+            : 1;
     if (s.kind == PST_SK_ERROR)
       log_error(e, s.thread, pst__sampler_count_error(r->st, s.thread->error));
     else if (s.kind == PST_SK_IDLE)
       r->st->idle_skipped++;
     else
-      r->st->samples++;
+      r->st->samples += k;
     if (s.kind == PST_SK_STACK && !th[i].tstate &&
         (r->flags & PST_SAMPLE_MARK_NATIVE))
-      r->st->native_only_samples++;
+      r->st->native_only_samples += k;
     deliver(r, e, &s);
   }
   if (r->o->policy.async)

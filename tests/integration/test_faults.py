@@ -281,7 +281,9 @@ def expect_profile(rc, err, out, want, unwanted=()):
 def check_exits(interp, mode):
     t = Faults(interp, "spin", ["1.5"])
     try:
-        rc, err, took, out = record_until_done(["-p", str(t.pid)] + mode, 30)
+        # --idle (wall): progress_for sleeps between its steps
+        rc, err, took, out = record_until_done(["-p", str(t.pid), "--idle"] +
+                                               mode, 30)
         p = expect_profile(rc, err, out, ["spin_0", "progress_for"])
         return p or ("went on %.1f s" % took if took > 8 else "")
     finally:

@@ -124,9 +124,9 @@ def check_duration(interp):
 
 
 def check_nothing_recorded(interp):
-    """A command that never runs Python, and a recording whose threads
-    never ran: not a success, each with its own exit code and a line
-    saying why."""
+    """A command that never runs Python: exit 5 and a line saying why; a
+    recording whose threads never ran: a warning naming the cause (mode
+    cpu) and what records them, the profile written."""
     problems = []
     out = os.path.join(TMP, "nothing.folded")
     r = pystitch(["record", "-f", "folded", "-o", out, "--", "sh", "-c",
@@ -141,7 +141,7 @@ def check_nothing_recorded(interp):
         r = pystitch(["record", "-p", str(t.pid), "-d", "1", "-f", "folded",
                       "-o", out])
         err = r.stderr.decode(errors="replace")
-        if r.returncode != 10 or "no samples" not in err or \
+        if r.returncode != 0 or "no samples" not in err or \
                 "--mode wall" not in err:
             problems.append("threads that never ran: exit %d: %s" %
                             (r.returncode, err))

@@ -105,8 +105,7 @@ def check_shares(interp):
         if t.readline().strip() != "ready":
             return "target did not start"
         before = totals(t)
-        # --idle (wall time): the target measures its functions' wall time
-        r = top(["--once", "--delay", "3", "--idle", "-p", str(t.pid)])
+        r = top(["--once", "--delay", "3", "-p", str(t.pid)])
         after = totals(t)
         if r.returncode != 0:
             return "exit %d: %s" % (r.returncode, r.stderr.decode())
