@@ -514,8 +514,10 @@ def check_churn(interp):
     t = pytargets.Target(interp, "churn.py", ["3"])
     try:
         wait_ready(t)
-        r, out = record(["-p", str(t.pid), "-d", "2", "-r", "200", "-f",
-                         "folded"])
+        # --idle (wall): a 20 ms thread found by a refresh is read at the
+        # next tick whether or not it got a period of CPU by then
+        r, out = record(["-p", str(t.pid), "-d", "2", "-r", "200", "--idle",
+                         "-f", "folded"])
         if r.returncode != 0:
             return "exit %d: %s" % (r.returncode, r.stderr)
         names = ";".join(";".join(s) for s, _ in folded(out))
