@@ -99,6 +99,8 @@ struct pst_target {
   uint64_t *task_tstates;
   struct pst_frame *task_stack;   /* pst_target_task_stack()'s frames */
   struct pst__strtab *task_names; /* its "task NAME" markers */
+  pid_t task_stale[16]; /* threads of running tasks their sample missed */
+  int ntask_stale;
   uint64_t open_ticks;            /* when it was opened, in /proc's start-time
                           ticks: a thread started since has all its CPU
                           time seen */
@@ -135,6 +137,12 @@ void pst__tthread_init(struct pst_target *t, struct pst__tthread *x, pid_t tid,
                        char state, uint64_t starttime);
 /* Closes x's stat fd. */
 void pst__tthread_exit(struct pst__tthread *x);
+
+/* sample.c: walks the Python stack of thread tid again, once, into the
+ * last sample's view; for a thread the caller holds stopped (its stack
+ * holds still). Its frames or an error; -ENOENT for a thread the last
+ * sample did not read. */
+int pst__target_rewalk(struct pst_target *t, pid_t tid);
 
 /* The role from the Process object a walk found (sample.c). */
 void pst__target_update_role(struct pst_target *t);

@@ -376,6 +376,25 @@ void pst__target_update_role(struct pst_target *t) {
   }
 }
 
+int pst__target_rewalk(struct pst_target *t, pid_t tid) {
+  uint64_t thread_obj = 0;
+  int n;
+
+  for (size_t i = 0; i < t->nthreads; i++) {
+    struct pst__tthread *x = &t->threads[i];
+    if (x->th.tid != tid)
+      continue;
+    if (!x->th.tstate || (enum action)t->acts[i] != READ_PYTHON)
+      return -ENOENT;
+    t->py.err_addr = 0;
+    x->th.error = 0;
+    n = walk_thread(t, x, 0, 1, &thread_obj);
+    settle(t, i, n, thread_obj);
+    return n;
+  }
+  return -ENOENT;
+}
+
 int pst_target_sample(struct pst_target *t, int flags,
                       const struct pst_thread **threads) {
   uint64_t gil = 0;

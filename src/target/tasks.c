@@ -121,7 +121,8 @@ static int same_function(const struct pst_frame *a, const struct pst_frame *b) {
  * thread's stack as last sampled, from the innermost frame to that
  * coroutine's, is the whole chain (what it calls, and the coroutines it
  * awaits down to the one running). Kept when the stack does not hold it
- * (the thread moved on since its sample). */
+ * (the thread moved on since its sample): then its thread goes into
+ * t->task_stale, for pst_target_tasks() to read both again. */
 static void running_chain(struct pst_target *t, struct pst_task *k) {
   const struct pst_frame *outer;
 
@@ -141,6 +142,8 @@ static void running_chain(struct pst_target *t, struct pst_task *k) {
         }
         return;
       }
+    if (t->ntask_stale < (int)(sizeof(t->task_stale) / sizeof(pid_t)))
+      t->task_stale[t->ntask_stale++] = k->tid;
     return;
   }
 }
@@ -164,6 +167,7 @@ static int read_tasks(struct pst_target *t, const struct pst_task **out) {
   for (size_t i = 0; i < t->nthreads; i++)
     ts[i] = t->threads[i].th.tstate;
   pt = t->py_tasks;
+  t->ntask_stale = 0;
   n = pst__py_aio_tasks(&t->py, &t->mem, ts, (int)t->nthreads, pt, TASKS_MAX,
                         t->task_frames, FRAMES_MAX);
   if (n < 0)
@@ -210,43 +214,59 @@ static int read_tasks(struct pst_target *t, const struct pst_task **out) {
   return n;
 }
 
-/* The threads of the torn tasks (at most max, distinct, that may be
- * stopped now), into tids. */
-static int torn_threads(struct pst_target *t, const struct pst_task *tk, int n,
-                        pid_t *tids, int max) {
+/* Adds tid to tids (n of them, at most max) unless there already or its
+ * thread may not be stopped now; the new count. */
+static int add_stoppable(struct pst_target *t, pid_t tid, pid_t *tids, int n,
+                         int max) {
+  for (int j = 0; j < n; j++)
+    if (tids[j] == tid)
+      return n;
+  for (size_t j = 0; j < t->nthreads && n < max; j++)
+    if (t->threads[j].th.tid == tid &&
+        pst__tthread_may_stop(pst__tthread_state(&t->threads[j], NULL))) {
+      tids[n++] = tid;
+      break;
+    }
+  return n;
+}
+
+/* The threads to read again stopped (at most max, distinct, that may be
+ * stopped now), into tids: those of torn tasks, and, first, those whose
+ * running task their sample missed (nstale of them). */
+static int reread_threads(struct pst_target *t, const struct pst_task *tk,
+                          int n, pid_t *tids, int max, int *nstale) {
   int k = 0;
 
-  for (int i = 0; i < n && k < max; i++) {
-    int seen = 0;
-    if (!tk[i].torn || !tk[i].tid)
-      continue;
-    for (int j = 0; j < k; j++)
-      seen |= tids[j] == tk[i].tid;
-    for (size_t j = 0; j < t->nthreads && !seen; j++)
-      if (t->threads[j].th.tid == tk[i].tid &&
-          pst__tthread_may_stop(pst__tthread_state(&t->threads[j], NULL))) {
-        tids[k++] = tk[i].tid;
-        break;
-      }
-  }
+  for (int i = 0; i < t->ntask_stale; i++)
+    k = add_stoppable(t, t->task_stale[i], tids, k, max);
+  *nstale = k;
+  for (int i = 0; i < n && k < max; i++)
+    if (tk[i].torn && tk[i].tid)
+      k = add_stoppable(t, tk[i].tid, tids, k, max);
   return k;
 }
 
 int pst_target_tasks(struct pst_target *t, int flags,
                      const struct pst_task **out) {
   pid_t tids[16];
-  int n = read_tasks(t, out), k, stopped = 0;
+  int n = read_tasks(t, out), k, nstale, stopped = 0;
 
   if (n <= 0 || !*out || !(flags & (PST_SAMPLE_EXACT | PST_SAMPLE_BLOCKING)))
     return n;
-  k = torn_threads(t, *out, n, tids, 16);
+  k = reread_threads(t, *out, n, tids, 16, &nstale);
   if (!k)
     return n;
   /* Read again with those loops' threads stopped: their tasks hold still
-   * (the rest of the process runs). Each is resumed whatever happens. */
+   * (the rest of the process runs), and a thread whose running task its
+   * sample missed (its loop switched tasks since) is walked again first,
+   * unless its sample held native frames too. Each is resumed whatever
+   * happens. */
   for (int j = 0; j < k; j++)
-    if (pst__ptrace_stop(tids[j]) == 0)
+    if (pst__ptrace_stop(tids[j]) == 0) {
+      if (j < nstale && !(flags & PST_SAMPLE_NATIVE))
+        pst__target_rewalk(t, tids[j]);
       tids[stopped++] = tids[j];
+    }
   if (stopped) {
     t->task_rereads++;
     n = read_tasks(t, out);

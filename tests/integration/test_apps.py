@@ -562,9 +562,12 @@ def check_launch(label):
     if launched:
         kill_tree(launched, grace=1)
 
-    # Short launches of the static interpreter: no warning.
+    # Short launches of the static interpreter: no warning. In wall mode
+    # (--idle): a sleeping command has no CPU samples, which mode cpu rightly
+    # warns about.
     for _ in range(8):
-        r = Run(["record", "-d", "0.3", "-f", "folded", "-o", out, "--",
+        r = Run(["record", "--idle", "-d", "0.3", "-f", "folded", "-o", out,
+                 "--",
                  PY311, "-c", "import time; time.sleep(0.6)"], timeout=30)
         warnings += [w for w in r.stderr.splitlines() if "warning:" in w]
     counts = {}
