@@ -1,5 +1,6 @@
 /* cmd_info.c: `pystitch info`: how pystitch sees a process, for bug reports. */
 #include <stdio.h>
+#include <string.h>
 
 #include "cli/cli.h"
 #include "cli/options.h"
@@ -21,12 +22,56 @@ static const char *method_text(enum pst_map_method m) {
   }
 }
 
+/* Characters (code points) of the escaped, valid UTF-8 string s. */
+static int chars_of(const char *s) {
+  int n = 0;
+
+  for (; *s; s++)
+    n += ((unsigned char)*s & 0xc0) != 0x80;
+  return n;
+}
+
+/* The width of the name column: the widest escaped name in characters,
+ * from 16 (a comm's 15 characters) to NAME_MAX_WIDTH. */
+#define NAME_MAX_WIDTH 40
+static int name_width(const struct pst_thread *th, int n) {
+  char e[PST_ESC_SIZE];
+  int w = 16;
+
+  for (int k = 0; k < n; k++) {
+    int len = chars_of(pst__esc(e, sizeof(e), th[k].name));
+    if (len > w)
+      w = len < NAME_MAX_WIDTH ? len : NAME_MAX_WIDTH;
+  }
+  return w;
+}
+
+/* name escaped into e (PST_ESC_SIZE bytes) and padded to w characters; a
+ * longer one cut at a whole character, its end marked "..". */
+static const char *name_cell(char *e, const char *name, int w) {
+  size_t len = strlen(pst__esc(e, PST_ESC_SIZE, name)), at = 0;
+  int chars = chars_of(e);
+
+  if (chars > w) {
+    for (int c = 0; c < w - 2; c++) /* past w - 2 characters */
+      do
+        at++;
+      while (((unsigned char)e[at] & 0xc0) == 0x80);
+    memcpy(e + at, "..", 3);
+    return e;
+  }
+  for (; chars < w && len + 1 < PST_ESC_SIZE; chars++)
+    e[len++] = ' ';
+  e[len] = '\0';
+  return e;
+}
+
 int pst__cmd_info(const struct pst__cli_opts *o) {
   const struct pst_target_info *i;
   const struct pst_thread *th;
   struct pst_target *t;
   char e[PST_ESC_SIZE]; /* paths and names of the target, escaped */
-  int n, rc;
+  int n, rc, w;
 
   rc = pst__cli_open(o->pid, &t);
   if (rc)
@@ -67,11 +112,12 @@ int pst__cmd_info(const struct pst__cli_opts *o) {
     return PST_EXIT_ERROR;
   }
   printf("threads:        %d\n", n);
-  printf("  %-8s %-16s %-18s %-16s %s\n", "tid", "name", "fsbase",
+  w = name_width(th, n);
+  printf("  %-8s %-*s %-18s %-16s %s\n", "tid", w, "name", "fsbase",
          "PyThreadState", "mapped by");
   for (int k = 0; k < n; k++)
-    printf("  %-8d %-16s 0x%-16llx 0x%-14llx %s\n", (int)th[k].tid,
-           pst__esc(e, sizeof(e), th[k].name), (unsigned long long)th[k].fsbase,
+    printf("  %-8d %s 0x%-16llx 0x%-14llx %s\n", (int)th[k].tid,
+           name_cell(e, th[k].name, w), (unsigned long long)th[k].fsbase,
            (unsigned long long)th[k].tstate, method_text(th[k].method));
   pst_target_close(t);
   return PST_EXIT_OK;

@@ -72,8 +72,9 @@ struct printer {
   uint64_t errors_at;                      /* st->errors then */
   uint64_t ticks_at;                       /* st->ticks then */
   uint64_t kinds_at[PST_SAMPLER_ERRKINDS]; /* st->errkinds[].count then */
-  char procs[512]; /* the processes: pid, version, rank, command */
-  double cpu_at;   /* our CPU seconds then */
+  char procs[16384]; /* a line per process: pid, version, rank, threads,
+                      command */
+  double cpu_at;     /* our CPU seconds then */
   struct pst__top_row *buf;
   pid_t sel_pid, sel_tid;       /* the selected thread (screen) */
   pid_t filter_pid, filter_tid; /* what the table is of: 0, all */
@@ -118,28 +119,44 @@ static void make_header(struct printer *p, uint64_t t_ns,
   uint64_t samples, errors = st->errors - p->errors_at;
   uint64_t ticks = st->ticks - p->ticks_at;
   size_t np, live = 0, nogil = 0, off = 0;
+  int any_live = 0;
   const struct pst__top_proc *pr = pst__top_procs(p->top, &np);
   char gil[32] = "", kinds[160], ver[32], cmd[61];
 
   pst__top_table(p->top, PST_TOP_INTERVAL, p->sort, p->buf, 0, &samples);
+  /* The threads the table is of (all, a process's, one). */
   for (size_t i = 0; i < nth; i++) {
-    active += th[i].active > 0;
-    idle += !th[i].active && th[i].idle;
+    if ((p->filter_pid && th[i].pid != p->filter_pid) ||
+        (p->filter_tid && th[i].tid != p->filter_tid))
+      continue;
+    active += th[i].running > 0;
+    idle += !th[i].running && (th[i].active || th[i].idle);
   }
+  /* A line per process, with its threads' counts; "ended" while others
+   * go on (the last table, after the end, has them all ended). */
+  for (size_t i = 0; i < np; i++)
+    any_live |= !pr[i].ended;
   p->procs[0] = '\0';
   for (size_t i = 0; i < np; i++) {
     char rank[48] = "";
+    size_t pa = 0, pi = 0;
     live += !pr[i].ended;
     nogil += !pr[i].ended && pr[i].free_threaded;
+    for (size_t j = 0; j < nth; j++)
+      if (th[j].pid == pr[i].pid) {
+        pa += th[j].running > 0;
+        pi += !th[j].running && (th[j].active || th[j].idle);
+      }
     if (pr[i].rank >= 0)
       snprintf(rank, sizeof(rank), " rank %d/%d local %d", pr[i].rank,
                pr[i].world_size, pr[i].local_rank);
     if (off < sizeof(p->procs))
-      off += (size_t)snprintf(p->procs + off, sizeof(p->procs) - off,
-                              "%spid %d CPython %s%s: %s", off ? "; " : "",
-                              (int)pr[i].pid,
-                              pst__esc(ver, sizeof(ver), pr[i].version), rank,
-                              pst__esc(cmd, sizeof(cmd), pr[i].cmdline));
+      off += (size_t)snprintf(
+          p->procs + off, sizeof(p->procs) - off,
+          "%spid %d CPython %s%s, %zu active %zu idle%s: %s", off ? "\n" : "",
+          (int)pr[i].pid, pst__esc(ver, sizeof(ver), pr[i].version), rank, pa,
+          pi, any_live && pr[i].ended ? ", ended" : "",
+          pst__esc(cmd, sizeof(cmd), pr[i].cmdline));
   }
   /* A process has at most one GIL holder a tick. */
   if (!live) { /* the last table, after the end: they were all there */

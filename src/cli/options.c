@@ -180,6 +180,8 @@ void pst__cli_sampling(const struct pst__cli_policy *p, enum pst__cli_cmd cmd,
               : p->idle || p->async ? PST_MODE_WALL
                                     : PST_MODE_CPU;
   out->blocking = p->blocking;
+  /* top's pane shows each thread's state, and its counts which ran */
+  out->states = cmd == PST_CLI_TOP;
   out->mark_native = 1; /* a native-only thread's CPU shows, marked */
 }
 

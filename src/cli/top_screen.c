@@ -118,6 +118,38 @@ static void line_at(int y, int attr, const char *s) {
     attroff(attr);
 }
 
+/* The process lines (procs: one per line) from row y: all when they are at
+ * most PROC_LINES_MAX, else the first ones and a line saying how many more.
+ * The next row. */
+#define PROC_LINES_MAX 5
+static int proc_lines(int y, const char *procs) {
+  char line[1024];
+  int total = *procs != '\0', show;
+  const char *s = procs;
+
+  for (const char *c = procs; *c; c++)
+    total += *c == '\n';
+  show = total <= PROC_LINES_MAX ? total : PROC_LINES_MAX - 1;
+  for (int i = 0; i < show; i++) {
+    const char *nl = strchr(s, '\n');
+    size_t len = nl ? (size_t)(nl - s) : strlen(s);
+    if (len >= sizeof(line))
+      len = sizeof(line) - 1;
+    memcpy(line, s, len);
+    line[len] = '\0';
+    line_at(y++, 0, line);
+    s = nl ? nl + 1 : s + len;
+  }
+  if (total > show) {
+    snprintf(line, sizeof(line),
+             "... and %d more processes (t: the threads, p: a process's "
+             "table)",
+             total - show);
+    line_at(y++, 0, line);
+  }
+  return y;
+}
+
 void pst__top_screen_draw(const char *header, const char *procs,
                           const struct pst__top_row *rows, size_t n,
                           uint64_t samples, const struct pst__top_thread *th,
@@ -132,7 +164,7 @@ void pst__top_screen_draw(const char *header, const char *procs,
     pane = LINES / 2;
   erase();
   line_at(y++, has_colors() ? COLOR_PAIR(1) : A_REVERSE, header);
-  line_at(y++, 0, procs);
+  y = proc_lines(y, procs);
   char window[32] = "since start";
   if (!k->since_start)
     snprintf(window, sizeof(window), "last %.1f s", interval_s);

@@ -141,6 +141,7 @@ static int top_sample(void *ctx, const struct pst__sample *s) {
     return 0;
   }
   x->active++;
+  x->running += !th->idle;
   x->stack_ns = s->t_ns ? s->t_ns : 1;
   x->nstack = 0;
   x->stack_truncated = th->truncated || th->nframes > PST_TOP_STACK_MAX;
@@ -255,7 +256,7 @@ void pst__top_roll(struct pst__top *t) {
       continue;
     x->active_p = x->active;
     x->idle_p = x->idle;
-    x->active = x->idle = x->errors = 0;
+    x->active = x->idle = x->errors = x->running = 0;
     t->th[j++] = *x;
   }
   t->nth = j;

@@ -38,7 +38,10 @@ struct pst__top_thread {
   char name[64];
   char state;                    /* kernel state letter at its last sample */
   int holds_gil;                 /* 1, 0, -1 unknown */
-  uint64_t active, idle, errors; /* samples in the interval */
+  uint64_t active, idle, errors; /* samples in the interval: with a stack,
+                                    without (idle), failed */
+  uint64_t running;              /* of its stacks, those taken while it ran
+                                    (mode wall samples sleepers too) */
   uint64_t active_p, idle_p;     /* in the last whole one */
   const char *top;               /* its innermost function at the last stack */
   /* Its last stack, read through pst__top_stack(): */

@@ -19,6 +19,7 @@
 #include "proc/ptrace.h"
 #include "target/internal.h"
 #include "util/array.h"
+#include "util/esc.h"
 #include "util/log.h"
 
 int pst__tthread_may_stop(char state) {
@@ -148,7 +149,7 @@ void pst__tthread_set_name(struct pst_target *t, struct pst__tthread *x,
   if (!x->pyname[0] && thread_obj) {
     int err = pst__py_thread_name(&t->py, &t->mem, thread_obj, &name);
     if (err == 0) {
-      snprintf(x->pyname, sizeof(x->pyname), "%s", name);
+      pst__utf8_copy(x->pyname, sizeof(x->pyname), name);
       free(name);
     } else {
       pst__debug("thread %d: Thread object 0x%llx: no name (%s)",
@@ -159,7 +160,7 @@ void pst__tthread_set_name(struct pst_target *t, struct pst__tthread *x,
   if (!x->pyname[0] && x->th.tid == t->pid)
     snprintf(x->pyname, sizeof(x->pyname), "MainThread");
   if (x->pyname[0]) {
-    snprintf(x->th.name, sizeof(x->th.name), "%s", x->pyname);
+    pst__utf8_copy(x->th.name, sizeof(x->th.name), x->pyname);
     x->th.name_from_python = 1;
   }
 }
@@ -218,8 +219,8 @@ static void refresh_names(struct pst_target *t) {
       continue;
     }
     x->thread_obj = obj;
-    snprintf(x->pyname, sizeof(x->pyname), "%s", name);
-    snprintf(x->th.name, sizeof(x->th.name), "%s", name);
+    pst__utf8_copy(x->pyname, sizeof(x->pyname), name);
+    pst__utf8_copy(x->th.name, sizeof(x->th.name), name);
     x->th.name_from_python = 1;
     free(name);
   }

@@ -98,6 +98,19 @@ static size_t piece(const char *s, char p[8], size_t *plen) {
   return n;
 }
 
+void pst__utf8_copy(char *out, size_t size, const char *s) {
+  size_t len = strlen(s);
+
+  if (len >= size) {
+    len = size - 1;
+    /* back to the start of the character at the cut */
+    while (len && ((unsigned char)s[len] & 0xc0) == 0x80)
+      len--;
+  }
+  memcpy(out, s, len);
+  out[len] = '\0';
+}
+
 const char *pst__esc(char *out, size_t size, const char *s) {
   size_t len = 0, mark = 0; /* mark: the last cut with room for "..." */
   char p[8];

@@ -10,7 +10,8 @@
  *   - every byte that is not part of well-formed UTF-8: "\xNN" (a raw C1
  *     byte such as 0x9b, CSI, included);
  *   - anything else, printable ASCII and valid UTF-8 ("ünïcode"), as is.
- * Only for text output: the sampling path never calls it.
+ * pst__esc() is only for text output: the sampling path never calls it
+ * (it calls pst__utf8_copy() for names read, rarely).
  */
 #ifndef PST_ESC_H
 #define PST_ESC_H
@@ -26,6 +27,12 @@
  * the bytes at s are not one (overlong, surrogate, truncated, > U+10FFFF).
  * s must not point at its terminating NUL. */
 size_t pst__utf8_len(const char *s);
+
+/* Copies s into out (size >= 1 bytes), NUL-terminated; what does not fit
+ * is cut before the character it would split (not escaped: for names kept
+ * whole, such as a thread's name read from the target, escaped when
+ * printed). */
+void pst__utf8_copy(char *out, size_t size, const char *s);
 
 /* Writes s (NULL is taken as "") escaped into out, which has size bytes
  * (size >= 1), always NUL-terminated. What does not fit is cut at a whole

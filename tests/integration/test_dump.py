@@ -111,6 +111,17 @@ def check_dump(interp):
         r = pystitch(["info", "-p", str(t.pid)])
         if r.returncode != 0 or b"version:" not in r.stdout:
             errors.append("info exited %d: %s" % (r.returncode, r.stderr))
+        # Its thread table's columns line up (in characters: one name is
+        # not ASCII), whatever the names' lengths.
+        lines = r.stdout.decode("utf-8", errors="replace").splitlines()
+        head = [i for i, x in enumerate(lines) if x.startswith("  tid ")]
+        col = lines[head[0]].find(" fsbase") + 1 if head else 0
+        rows = lines[head[0] + 1:] if head else []
+        bad = [x for x in rows if x[col:col + 2] != "0x" or x[col - 1] != " "]
+        if not col or len(rows) < len(expected) or bad:
+            errors.append("info's thread table not aligned (fsbase at %d): "
+                          "%s" % (col, "\n".join(lines[head[0]:] if head
+                                                 else lines)))
         return "\n".join(errors)
     finally:
         t.stop()

@@ -42,7 +42,7 @@ def parse(text):
         elif cur is None or not line.strip():
             continue
         elif part is None and line.startswith("pid "):
-            cur["procs"] = line
+            cur["procs"] = (cur["procs"] + "\n" + line).lstrip("\n")
         elif line.lstrip().startswith("%Own"):
             part = "rows"
         elif line.lstrip().startswith("PID "):
@@ -402,6 +402,39 @@ def check_error_kinds(interp):
         t.stop()
 
 
+def check_process_lines(interp):
+    """top -s on a parent and its 2 spinning children: a line per process,
+    each with its threads' counts (the children's one thread active, the
+    waiting parent's idle), the header's counts their sum."""
+    t = pytargets.Target(interp, "mp.py", ["60"])
+    try:
+        t.readline()
+        r = top(["-s", "--mode", "wall", "--delay", "1", "-d", "3.5", "-p",
+                 str(t.pid)])
+        if r.returncode != 0:
+            return "exit %d: %s" % (r.returncode, r.stderr.decode())
+        tabs = parse(r.stdout.decode())
+        if len(tabs) < 2:
+            return "%d tables" % len(tabs)
+        tab = tabs[-2]  # a whole interval with the children attached
+        line = re.compile(r"^pid (\d+) CPython \S+.*?, (\d+) active (\d+) "
+                          r"idle(?:, ended)?: (.*)$")
+        procs = [line.match(x) for x in tab["procs"].splitlines()]
+        if len(procs) != 3 or not all(procs):
+            return "process lines: %r" % tab["procs"]
+        kids = [m for m in procs if int(m.group(1)) != t.pid]
+        if len(kids) != 2 or any(m.group(2) != "1" for m in kids):
+            return "children not one active thread each: %r" % tab["procs"]
+        h = re.search(r"threads (\d+) active (\d+) idle", tab["header"])
+        if not h or int(h.group(1)) != sum(int(m.group(2)) for m in procs) \
+                or int(h.group(2)) != sum(int(m.group(3)) for m in procs):
+            return "header %r against lines %r" % (tab["header"],
+                                                   tab["procs"])
+        return not_stopped(t)
+    finally:
+        t.stop()
+
+
 def check_errors():
     problems = []
     r = top(["--once", "-p", "999999"])
@@ -435,6 +468,10 @@ def main():
         for name, fn in (("shares", check_shares_twice),
                          ("intervals", check_intervals)):
             check("top %s %s" % (name, interp.label), fn, interp)
+    proc_interp = next((i for i in found if not i.rootfs and
+                        "3.12" in i.label), found[0])
+    check("top process lines %s" % proc_interp.label, check_process_lines,
+          proc_interp)
     screen_interp = next((i for i in found if not i.rootfs and
                           "3.12" in i.label), found[0])
     if not shutil.which("tmux"):

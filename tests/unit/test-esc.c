@@ -88,6 +88,16 @@ TEST_IMPL(esc_bounds) {
   ASSERT_STR_EQ(
       pst__esc(out, sizeof(out), "012345678\xc3\xbc\xc3\xbc\xc3\xbc\xc3\xbc"),
       "012345678\xc3\xbc...");
+  /* pst__utf8_copy: whole when it fits, else cut before the character it
+   * would split (a thread name of 50 "ü" in 64 bytes: 31 of them). */
+  pst__utf8_copy(out, sizeof(out), "0123456789abcde");
+  ASSERT_STR_EQ(out, "0123456789abcde");
+  pst__utf8_copy(out, sizeof(out), "0123456789abcd\xc3\xbc");
+  ASSERT_STR_EQ(out, "0123456789abcd");
+  pst__utf8_copy(out, sizeof(out), "0123456789a\xf0\x9f\x90\x8d!");
+  ASSERT_STR_EQ(out, "0123456789a\xf0\x9f\x90\x8d");
+  pst__utf8_copy(out, 1, "abc");
+  ASSERT_STR_EQ(out, "");
   /* Tiny buffers stay terminated. */
   ASSERT_STR_EQ(pst__esc(out, 1, "abc"), "");
   ASSERT_STR_EQ(pst__esc(out, 3, "abc"), "ab");
