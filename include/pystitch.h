@@ -264,6 +264,11 @@ PST_API int pst_task_chain(const struct pst_task *tasks, int i, int *chain,
                                   state is a one-frame stack
                                   "[native thread]", not an error */
 
+#define PST_SAMPLE_FULL_NAMES                                                  \
+  512 /* with NATIVE: C++ function names whole
+                                  (parameters, template arguments), not
+                                  "ns::Class::method" */
+
 #define PST_SAMPLE_ON_CPU                                                      \
   256 /* only threads that ran on a CPU since
                                   their last sample (their run time grew),
@@ -297,6 +302,9 @@ struct pst_policy {
   int async;       /* asyncio tasks too (pst_target_task_stack()) */
   int mark_native; /* a thread with no Python state is shown, as
                       "[native thread]" (record, top), not an error */
+  int full_names;  /* with native: C++ frames named as the demangler
+                      writes them (parameters, template arguments), not in
+                      their short form */
 };
 
 /* The pst_target_sample() flags of policy p. */

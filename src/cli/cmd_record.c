@@ -52,6 +52,8 @@ static const char record_usage[] =
     "                         (each thread is stopped while it is read)\n"
     "      --native-all       the same, keeping the interpreter's call\n"
     "                         machinery frames\n"
+    "      --full-names       C++ names whole (parameters, template\n"
+    "                         arguments), not ns::Class::method\n"
     "      --async            asyncio tasks too (CPython 3.8+): each tick,\n"
     "                         every task's coroutines under the tasks\n"
     "                         awaiting it, as a thread \"asyncio tasks\"\n"

@@ -50,6 +50,7 @@ static const char top_usage[] =
     "                         gil: the thread holding the GIL\n"
     "      --idle, --gil      --mode wall, --mode gil\n"
     "      --native           native (C/C++) frames too\n"
+    "      --full-names       C++ names whole, not ns::Class::method\n"
     "      --nonblocking      never stop a thread\n"
     "      --no-sandbox       keep every privilege\n"
     "  -v, --verbose          more diagnostics on stderr\n"

@@ -25,6 +25,8 @@ static const char usage_text[] =
     "      --native           native (C/C++) frames too, merged with Python's\n"
     "      --native-all       the same, keeping the interpreter's call\n"
     "                         machinery frames\n"
+    "      --full-names       C++ names whole (parameters, template\n"
+    "                         arguments), not ns::Class::method\n"
     "      --nonblocking      dump: never stop a thread (a stack that keeps\n"
     "                         changing while read is reported as torn)\n"
     "      --async            dump: asyncio tasks too (CPython 3.8+), each\n"

@@ -65,6 +65,8 @@ static const struct {
                                FLAG(policy.nonblocking)},
     [PST_CLI_O_NATIVE] = {"native", 0, no_argument, R | T | D | I},
     [PST_CLI_O_NATIVE_ALL] = {"native-all", 0, no_argument, R | D | I},
+    [PST_CLI_O_FULL_NAMES] = {"full-names", 0, no_argument, R | T | D,
+                              FLAG(policy.full_names)},
     [PST_CLI_O_ASYNC] = {"async", 0, no_argument, R | D | I,
                          FLAG(policy.async)},
     [PST_CLI_O_JSON] = {"json", 0, no_argument, D | I, FLAG(json)},
@@ -166,6 +168,7 @@ void pst__cli_sampling(const struct pst__cli_policy *p, enum pst__cli_cmd cmd,
   out->nonblocking = p->nonblocking;
   out->native = p->native;
   out->async = p->async;
+  out->full_names = p->full_names;
   if (cmd == PST_CLI_DUMP) {
     /* Every thread, its state shown; a thread with no Python state is
      * named by its start routine. */

@@ -42,6 +42,7 @@ enum pst__cli_opt {
   PST_CLI_O_NONBLOCKING,
   PST_CLI_O_NATIVE,
   PST_CLI_O_NATIVE_ALL,
+  PST_CLI_O_FULL_NAMES,
   PST_CLI_O_ASYNC,
   /* output */
   PST_CLI_O_JSON,
@@ -85,6 +86,7 @@ struct pst__cli_policy {
   int nonblocking; /* --nonblocking: never stop a thread */
   int native;      /* --native: 1, --native-all: 2 */
   int async;       /* --async: asyncio tasks too (3.8+) */
+  int full_names;  /* --full-names: C++ names whole */
 };
 
 struct pst__writer_ops;

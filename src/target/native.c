@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "native/cxxname.h"
 #include "native/merge.h"
 #include "native/unwind.h"
 #include "proc/ptrace.h"
@@ -23,6 +24,7 @@ struct symcache {
   uint64_t ip;
   const char *name, *module; /* interned in strings */
   unsigned flags;            /* PST_NF_* */
+  int full;                  /* name is the whole C++ name */
 };
 
 struct pst__native_sampler {
@@ -84,13 +86,14 @@ static const char *base_name(const char *path) {
 /* Name, module and PST_NF_* flags of one native frame, through the
  * cache. ip is the address to look up (return addresses minus 1). */
 static const struct symcache *symbolise(struct pst__native_sampler *ns,
-                                        int version_hex, uint64_t ip) {
+                                        int version_hex, uint64_t ip,
+                                        int full) {
   struct symcache *c = pst__dmcache_slot(&ns->cache, ip);
   const char *func, *path;
   uint64_t off;
   char buf[512];
 
-  if (c->ip == ip && c->name)
+  if (c->ip == ip && c->name && c->full == full)
     return c;
   pst__unwinder_symbol(ns->unw, ip, &func, &off, &path);
   c->ip = ip;
@@ -98,8 +101,10 @@ static const struct symcache *symbolise(struct pst__native_sampler *ns,
   c->module = pst__strtab_intern(ns->strings, path ? base_name(path) : "");
   if (path && !strcmp(path, ns->interp_path))
     c->flags = PST_NF_INTERP | pst__native_classify(func, version_hex);
+  c->full = full;
   if (func) {
-    c->name = pst__strtab_intern(ns->strings, func);
+    c->name = pst__strtab_intern(
+        ns->strings, full ? func : pst__cxx_short(func, buf, sizeof(buf)));
   } else {
     snprintf(buf, sizeof(buf), "%s+0x%llx", path ? base_name(path) : "?",
              (unsigned long long)off);
@@ -183,8 +188,8 @@ int pst__native_sample(struct pst__native_sampler *ns, struct pst__py *py,
   }
   for (int i = 0; i < nn; i++) {
     /* A return address points after the call: look up the call. */
-    const struct symcache *c =
-        symbolise(ns, py->version_hex, i ? ns->ips[i] - 1 : ns->ips[i]);
+    const struct symcache *c = symbolise(
+        ns, py->version_hex, i ? ns->ips[i] - 1 : ns->ips[i], r->full_names);
     ns->nat[i] = (struct pst_frame){
         c ? c->name : "?", c ? c->module : "", 0, PST_FRAME_NATIVE, 0,
         ns->ips[i]};

@@ -51,6 +51,8 @@ struct pst__native_req {
                                machinery frames */
   uint64_t *thread_obj;      /* where threading's Thread object goes when
                                the walk meets it, or NULL */
+  int full_names;            /* C++ names whole, not their short form
+                               (native/cxxname.h) */
 };
 
 /* Stops thread r->tid (only it), reads its registers, native stack and

@@ -20,6 +20,8 @@ int pst_policy_flags(const struct pst_policy *p) {
     f |= PST_SAMPLE_GIL_ONLY;
   if (p->mode == PST_MODE_WALL && !p->states)
     f |= PST_SAMPLE_NO_ACTIVITY;
+  if (p->native && p->full_names)
+    f |= PST_SAMPLE_FULL_NAMES;
   if (p->mark_native && !p->native)
     f |= PST_SAMPLE_MARK_NATIVE;
   return f;

@@ -238,9 +238,9 @@ def comm(pid, tid):
         return None
 
 
-def dump(pid, native=False):
+def dump(pid, native=False, extra=()):
     r = Run(["dump", "--json", "-p", str(pid)] +
-            (["--native"] if native else []), timeout=60)
+            (["--native"] if native else []) + list(extra), timeout=60)
     if r.code != 0:
         raise RuntimeError(r.failed())
     return json.loads(r.stdout)
@@ -370,6 +370,28 @@ def check_torch_dumps(job, interp, label):
            label, "no frame with '::' from libtorch in 8 dumps")
     if cxx:
         note("%s: C++ frame e.g. %s" % (label, cxx[:150]))
+    # Short C++ names by default (no parameter list), whole ones with
+    # --full-names: the same functions, one with its parameters.
+    def cxx_names(d):
+        return [f["name"] for th in d["threads"] for f in th["frames"]
+                if f["kind"] == "native" and "::" in f["name"] and
+                f["file"].startswith("libtorch")]
+    short, full = set(), set()
+    for _ in range(4):
+        short.update(cxx_names(dump(pid, native=True)))
+        full.update(cxx_names(dump(pid, native=True,
+                                   extra=["--full-names"])))
+        if short and any("(" in n for n in full):
+            break
+    params = [n for n in short
+              if re.search(r"\((?!anonymous namespace\))", n.replace(
+                  "operator()", "").split("{")[0])]
+    report(short and not params and any("(" in n for n in full),
+           "%s dump --native: short C++ names, whole with --full-names" %
+           label, "with parameters by default: %s; --full-names: %s" % (
+               sorted(params)[:3], sorted(full)[:3]))
+    if short:
+        note("%s: short C++ names e.g. %s" % (label, sorted(short)[:3]))
     report(main_ok and not marker,
            "%s dump --native: training loop (MainThread) merged, no "
            "unmerged marker" % label,

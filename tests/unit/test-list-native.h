@@ -1,5 +1,5 @@
 /* test-list-native.h: unit tests of separate debug files and of native
- * thread origins (test-debuginfo.c, test-origin.c). */
+ * thread origins and short C++ names (test-debuginfo.c, test-origin.c). */
 #ifndef PST_TEST_LIST_NATIVE_H
 #define PST_TEST_LIST_NATIVE_H
 
@@ -12,7 +12,7 @@
       X(debuginfo_python311_dbg)
 
 #define PST_ORIGIN_TESTS(X)                                                    \
-  X(origin_shorten)                                                            \
+  X(cxx_short) X(origin_shorten)                                               \
   X(origin_thread_name) X(origin_c_target) X(origin_std_thread)                \
       X(origin_musl_unknown) X(origin_torch)
 

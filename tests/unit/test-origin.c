@@ -16,6 +16,7 @@
 
 #include "helpers.h"
 #include "libc/tsd.h"
+#include "native/cxxname.h"
 #include "native/origin.h"
 #include "native/resolve.h"
 #include "proc/ptrace.h"
@@ -164,6 +165,61 @@ static void list_threads(struct target *t) {
     }
   }
   pclose(p);
+}
+
+/* The short C++ names of native frames (native/cxxname.c). */
+TEST_IMPL(cxx_short) {
+  static const struct {
+    const char *in, *out;
+  } v[] = {
+      {"PyEval_EvalFrameDefault", "PyEval_EvalFrameDefault"},
+      {"pyrun_file.lto_priv.0", "pyrun_file.lto_priv.0"},
+      {"torch::autograd::python::PythonEngine::execute(std::vector<torch::"
+       "autograd::Edge, std::allocator<torch::autograd::Edge> > const&, "
+       "std::vector<at::Tensor, std::allocator<at::Tensor> > const&, bool, "
+       "bool, bool, std::vector<torch::autograd::Edge, std::allocator<torch::"
+       "autograd::Edge> > const&)",
+       "torch::autograd::python::PythonEngine::execute"},
+      {"void at::native::(anonymous namespace)::cpu_kernel<float>(at::"
+       "TensorIteratorBase&, float)",
+       "at::native::(anonymous namespace)::cpu_kernel"},
+      {"std::vector<int, std::allocator<int> >::push_back(int const&)",
+       "std::vector::push_back"},
+      {"foo(int)::{lambda(int)#1}::operator()(int) const",
+       "foo::{lambda(int)#1}::operator()"},
+      {"std::basic_ostream<char, std::char_traits<char> >& std::operator<< "
+       "<std::char_traits<char> >(std::basic_ostream<char, std::char_traits<"
+       "char> >&, char const*)",
+       "std::operator<<"},
+      {"operator new(unsigned long)", "operator new"},
+      {"operator delete[](void*)", "operator delete[]"},
+      {"at::Tensor::operator[](long) const", "at::Tensor::operator[]"},
+      {"Foo::operator bool() const", "Foo::operator bool"},
+      {"a::b::operator<=(a::b const&) const", "a::b::operator<="},
+      {"std::function<void ()>::operator()() const",
+       "std::function::operator()"},
+      {"gloo::transport::tcp::Pair::recv() [clone .cold]",
+       "gloo::transport::tcp::Pair::recv [clone .cold]"},
+      {"std::thread::_State_impl<std::thread::_Invoker<std::tuple<void (*)("
+       "int), int> > >::_M_run()",
+       "std::thread::_State_impl::_M_run"},
+      {"c10::str[abi:cxx11](char const*)", "c10::str"},
+      {"unsigned long ns::f<unsigned long>(unsigned long)", "ns::f"},
+      {"A::B::B(int)", "A::B::B"},
+      {"(anonymous namespace)::loop(void*)", "(anonymous namespace)::loop"},
+      {"f(int&&) &&", "f"},
+      /* Ill-formed: unclosed groups end the name, nothing is read past. */
+      {"broken<int(", "broken"},
+      {"(", "("},
+  };
+  char buf[256], small[8];
+
+  for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+    ASSERT_STR_EQ(pst__cxx_short(v[i].in, buf, sizeof(buf)), v[i].out);
+  ASSERT_STR_EQ(pst__cxx_short("ns::long_function(int)", small, sizeof(small)),
+                "ns::lon");
+  ASSERT_STR_EQ(pst__cxx_short("abc", small, 1), "");
+  return 0;
 }
 
 TEST_IMPL(origin_shorten) {
