@@ -18,7 +18,7 @@ HARNESSES := fuzz_elf fuzz_lines fuzz_disasm_x86_64 fuzz_disasm_aarch64 \
 # Modules under test (the CLI, sampler and target layers are not needed).
 SRCS := $(wildcard $(addprefix $(TOP)/src/,util/*.c proc/*.c elf/*.c \
 	disasm/*.c libc/*.c python/*.c profile/*.c output/*.c \
-	native/symtab.c native/module.c native/origin.c \
+	native/symtab.c native/module.c native/origin.c native/cxxname.c \
 	native/resolve.c))
 OBJS := $(patsubst $(TOP)/%.c,obj/%.o,$(SRCS)) obj/proto/profile.pb-c.o
 

@@ -2,7 +2,8 @@
  * thread's label from its start routine's module and function names (the
  * thread pools, libstdc++'s std::thread with its callable named through
  * the RTTI of the _State object in memory, or the vtable's _M_run), the
- * shortening of demangled names, and the thread-name rule over comm, all
+ * shortening of demangled names (origin labels and frames' short C++
+ * names, native/cxxname.c), and the thread-name rule over comm, all
  * with hostile names and memory.
  *
  * An input is a header (struct header), six strings each ended by a NUL
@@ -22,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "native/cxxname.h"
 #include "native/origin.h"
 #include "native/resolve.h"
 #include "proc/mem.h"
@@ -136,6 +138,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       pst__origin_shorten(nm.s[k], buf, lens[i]);
       if (lens[i])
         check_str(buf, lens[i]);
+      if (lens[i]) { /* a frame's short C++ name (native/cxxname.c) */
+        pst__cxx_short(nm.s[k], buf, lens[i]);
+        check_str(buf, lens[i]);
+      }
     }
     free(buf);
   }
