@@ -185,13 +185,10 @@ static void summary_file(const char *path, const struct pst__writer_ops *w,
           st->processes == 1 ? "" : "es", st->elapsed_s);
 }
 
-/* The rest: errors by kind, lateness, native figures. */
 /* A recording of nothing is not a success: says why, returns the exit
  * code (0 when there are samples). The profile was written anyway. */
 static int nothing(const struct pst__sampler_opts *o,
                    const struct pst__sampler_stats *st) {
-  static const char *const mode[] = {"cpu", "wall", "gil"};
-
   if (!st->processes) {
     if (o->argv)
       fprintf(stderr, "pystitch: error: no Python process was recorded: "
@@ -223,7 +220,7 @@ static int nothing(const struct pst__sampler_opts *o,
     fprintf(stderr,
             "pystitch: error: no samples (mode %s): %llu thread "
             "samples could not be read (see the errors above)\n",
-            mode[o->policy.mode], (unsigned long long)st->errors);
+            pst__cli_mode_name(o->policy.mode), (unsigned long long)st->errors);
   return PST_EXIT_OK; /* the threads may just have waited */
 }
 

@@ -173,16 +173,16 @@ static void make_header(struct printer *p, uint64_t t_ns,
              100.0 * (double)pst__top_gil_samples(p->top) /
                  ((double)ticks * (double)live));
   error_kinds(p, st, kinds, sizeof(kinds));
-  snprintf(p->header, sizeof(p->header),
-           "pystitch top: %.1f s, %.0f Hz, %.0f thread-samples/s, threads %zu "
-           "active %zu idle%s, errors %llu (%.2f%%%s), CPU %.1f%%",
-           (double)t_ns / 1e9, p->o->rate_hz,
-           wall > 0 ? (double)samples / wall : 0.0, active, idle, gil,
-           (unsigned long long)errors,
-           (samples + errors)
-               ? 100.0 * (double)errors / (double)(samples + errors)
-               : 0.0,
-           kinds, wall > 0 ? 100.0 * (cpu - p->cpu_at) / wall : 0.0);
+  snprintf(
+      p->header, sizeof(p->header),
+      "pystitch top: %.1f s, %.0f Hz, mode %s, %.0f thread-samples/s, "
+      "threads %zu active %zu idle%s, errors %llu (%.2f%%%s), CPU %.1f%%",
+      (double)t_ns / 1e9, p->o->rate_hz, pst__cli_mode_name(p->o->policy.mode),
+      wall > 0 ? (double)samples / wall : 0.0, active, idle, gil,
+      (unsigned long long)errors,
+      (samples + errors) ? 100.0 * (double)errors / (double)(samples + errors)
+                         : 0.0,
+      kinds, wall > 0 ? 100.0 * (cpu - p->cpu_at) / wall : 0.0);
   p->last_ns = t_ns;
   p->errors_at = st->errors;
   p->ticks_at = st->ticks;

@@ -160,6 +160,10 @@ int pst__cli_parse_pids(const char *s, pid_t *pids, int max, int *n) {
   return err || *n == 0 ? -EINVAL : 0;
 }
 
+const char *pst__cli_mode_name(enum pst_mode m) {
+  return m == PST_MODE_CPU ? "cpu" : m == PST_MODE_GIL ? "gil" : "wall";
+}
+
 void pst__cli_sampling(const struct pst__cli_policy *p, enum pst__cli_cmd cmd,
                        struct pst_policy *out) {
   memset(out, 0, sizeof(*out));
@@ -313,16 +317,12 @@ static int take(struct pst__cli_opts *o, enum pst__cli_opt id, const char *arg,
   case PST_CLI_O_SORT:
     return take_sort(o, arg);
   case PST_CLI_O_MODE:
-    if (!strcmp(arg, "cpu"))
-      o->policy.mode = 1 + PST_MODE_CPU;
-    else if (!strcmp(arg, "wall"))
-      o->policy.mode = 1 + PST_MODE_WALL;
-    else if (!strcmp(arg, "gil"))
-      o->policy.mode = 1 + PST_MODE_GIL;
-    else
-      return pst__cli_usage(help, "--mode: want cpu, wall or gil, got '%s'",
-                            arg);
-    return 0;
+    for (int m = PST_MODE_CPU; m <= PST_MODE_GIL; m++)
+      if (!strcmp(arg, pst__cli_mode_name((enum pst_mode)m))) {
+        o->policy.mode = 1 + m;
+        return 0;
+      }
+    return pst__cli_usage(help, "--mode: want cpu, wall or gil, got '%s'", arg);
   case PST_CLI_O_VERBOSE:
     o->verbose++;
     return 0;

@@ -129,6 +129,9 @@ typedef int pst__cli_more_fn(void *ctx, enum pst__cli_opt id, const char *arg);
 int pst__cli_parse(int argc, char **argv, enum pst__cli_cmd cmd,
                    struct pst__cli_opts *o, pst__cli_more_fn *more, void *ctx);
 
+/* --mode's name of m ("cpu", "wall", "gil"). */
+const char *pst__cli_mode_name(enum pst_mode m);
+
 /* The one place the options of command cmd become its sampling policy
  * (struct pst_policy, pystitch.h: the engine's for record and top, the
  * flags of dump's one read through pst_policy_flags()). */
