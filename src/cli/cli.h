@@ -13,15 +13,15 @@
 /* Documented exit codes (README, man page). */
 enum pst__exit {
   PST_EXIT_OK = 0,
-  PST_EXIT_ERROR = 1,       /* any other runtime error */
-  PST_EXIT_USAGE = 2,       /* bad command line */
-  PST_EXIT_NO_PROCESS = 3,  /* no such process, or a zombie */
-  PST_EXIT_PERMISSION = 4,  /* may not trace it (CAP_SYS_PTRACE) */
-  PST_EXIT_NOT_PYTHON = 5,  /* not a Python process */
-  PST_EXIT_PY_VERSION = 6,  /* unsupported CPython version */
-  PST_EXIT_SELF = 7,        /* asked to profile pystitch itself */
-  PST_EXIT_TRACED = 8,      /* another debugger (gdb, strace) traces it */
-  PST_EXIT_SANDBOX = 9,     /* the sandbox refused a system call (a bug) */
+  PST_EXIT_ERROR = 1,      /* any other runtime error */
+  PST_EXIT_USAGE = 2,      /* bad command line */
+  PST_EXIT_NO_PROCESS = 3, /* no such process, or a zombie */
+  PST_EXIT_PERMISSION = 4, /* may not trace it (CAP_SYS_PTRACE) */
+  PST_EXIT_NOT_PYTHON = 5, /* not a Python process */
+  PST_EXIT_PY_VERSION = 6, /* unsupported CPython version */
+  PST_EXIT_SELF = 7,       /* asked to profile pystitch itself */
+  PST_EXIT_TRACED = 8,     /* another debugger (gdb, strace) traces it */
+  PST_EXIT_SANDBOX = 9,    /* the sandbox refused a system call (a bug) */
 };
 
 /* The commands. record and top parse their own options (argv[1] names

@@ -99,13 +99,16 @@ struct pst_target {
   uint64_t *task_tstates;
   struct pst_frame *task_stack;   /* pst_target_task_stack()'s frames */
   struct pst__strtab *task_names; /* its "task NAME" markers */
-  pid_t task_stale[16]; /* threads of running tasks their sample missed */
+  /* The threads of running tasks whose sample missed them (tasks.c): read
+   * again, stopped. */
+  pid_t task_stale[16];
   int ntask_stale;
-  uint64_t open_ticks;            /* when it was opened, in /proc's start-time
-                          ticks: a thread started since has all its CPU
-                          time seen */
-  uint64_t period_ns;     /* PST_SAMPLE_ON_CPU: the CPU time a sample stands
-                         for (pst_target_set_period()), 0: any */
+  /* When it was opened, in /proc's start-time ticks: a thread started
+   * since has all its CPU time seen. */
+  uint64_t open_ticks;
+  /* PST_SAMPLE_ON_CPU: the CPU time a sample stands for
+   * (pst_target_set_period()), 0: any. */
+  uint64_t period_ns;
   uint64_t aio_looked_ns; /* when the maps were last searched for it */
   uint64_t aio_wait_ns;   /* and how long until the next search */
   int aio_err;            /* and what that search said */
