@@ -111,6 +111,14 @@ static void error_kinds(struct printer *p, const struct pst__sampler_stats *st,
   }
 }
 
+/* Counts thread x into *active (it ran at one of the interval's samples)
+ * or *idle (sampled, only asleep); a thread not sampled counts in neither. */
+static void count_thread(const struct pst__top_thread *x, size_t *active,
+                         size_t *idle) {
+  *active += x->running > 0;
+  *idle += !x->running && (x->active || x->idle);
+}
+
 /* The header line of the interval ending at t_ns, into p->header. */
 static void make_header(struct printer *p, uint64_t t_ns,
                         const struct pst__sampler_stats *st) {
@@ -130,8 +138,7 @@ static void make_header(struct printer *p, uint64_t t_ns,
     if ((p->filter_pid && th[i].pid != p->filter_pid) ||
         (p->filter_tid && th[i].tid != p->filter_tid))
       continue;
-    active += th[i].running > 0;
-    idle += !th[i].running && (th[i].active || th[i].idle);
+    count_thread(&th[i], &active, &idle);
   }
   /* A line per process, with its threads' counts; "ended" while others
    * go on (the last table, after the end, has them all ended). */
@@ -144,10 +151,8 @@ static void make_header(struct printer *p, uint64_t t_ns,
     live += !pr[i].ended;
     nogil += !pr[i].ended && pr[i].free_threaded;
     for (size_t j = 0; j < nth; j++)
-      if (th[j].pid == pr[i].pid) {
-        pa += th[j].running > 0;
-        pi += !th[j].running && (th[j].active || th[j].idle);
-      }
+      if (th[j].pid == pr[i].pid)
+        count_thread(&th[j], &pa, &pi);
     if (pr[i].rank >= 0)
       snprintf(rank, sizeof(rank), " rank %d/%d local %d", pr[i].rank,
                pr[i].world_size, pr[i].local_rank);
