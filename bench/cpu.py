@@ -11,7 +11,10 @@
 # running threads only), native (--native --idle) or all (--all --idle,
 # the target found by --match: the sandbox's system-call filter on).
 # --base-args ARGS: more options for the base build's runs only (e.g.
-# "--no-sandbox" with --base ./pystitch: the filter's own cost).
+# "--no-sandbox" with --base ./pystitch: the filter's own cost);
+# --base-mode MODE: the base build's runs in another mode (e.g. exception
+# against idle, with --target exceptions.py); --target SCRIPT [ARGS]: the
+# target instead of counter.py 8 30.
 import argparse
 import os
 import re
@@ -26,7 +29,8 @@ import pytargets  # noqa: E402
 
 NEW = os.path.join(HERE, "..", "pystitch")
 MODES = {"idle": ["--idle"], "active": [], "native": ["--native", "--idle"],
-         "all": ["--all", "--match", "counter[.]py", "--idle"]}
+         "all": ["--all", "--match", "counter[.]py", "--idle"],
+         "exception": ["--mode", "exception"]}
 
 
 def run(pst, pid, rate, seconds, extra, strace=False):
@@ -68,12 +72,16 @@ def main():
                     "python3.12")
     ap.add_argument("--rootfs", default=None)
     ap.add_argument("--base-args", default="")
+    ap.add_argument("--base-mode", default=None, choices=sorted(MODES))
+    ap.add_argument("--target", default="counter.py 8 30")
     a = ap.parse_args()
     builds = [("base", a.base), ("new", NEW)]
-    extra = {"base": a.base_args.split(), "new": []}
+    modes = {"base": MODES[a.base_mode or a.mode], "new": MODES[a.mode]}
+    extra = {"base": modes["base"] + a.base_args.split(),
+             "new": modes["new"]}
+    target = a.target.split()
     t = pytargets.Target(pytargets.Interp("bench", a.interp, a.rootfs),
-                         "counter.py",
-                         ["8", "30"])
+                         target[0], target[1:])
     try:
         t.readline()
         for rate in [int(r) for r in a.rates.split(",")]:
@@ -81,12 +89,12 @@ def main():
             for _ in range(a.rounds):
                 for name, pst in builds:
                     cpu, n, _ = run(pst, t.pid, rate, a.seconds,
-                                    MODES[a.mode] + extra[name])
+                                    extra[name])
                     us[name].append(1e6 * cpu / max(n, 1))
             line = "%5d Hz %-6s:" % (rate, a.mode)
             for name, pst in builds:
-                _, n, calls = run(pst, t.pid, rate, 1,
-                                  MODES[a.mode] + extra[name], strace=True)
+                _, n, calls = run(pst, t.pid, rate, 1, extra[name],
+                                  strace=True)
                 per = ", ".join("%s %.2f" % (k, v / max(n, 1))
                                 for k, v in sorted(calls.items()))
                 line += "  %s %.1f us (%s per thread-sample)" % (

@@ -92,6 +92,16 @@ struct pst_thread {
   uint64_t cpu_ns;          /* PST_SAMPLE_ON_CPU: the CPU time it used since
                            its last sample (the kernel's schedstat), the
                            time the sample stands for; else 0 */
+  int exception;            /* PST_SAMPLE_EXCEPTION: 1 when it raises an
+                           exception or handles one (what sys.exc_info()
+                           gives in it), 0 when not, -1 unknown (no Python
+                           state, a version or build whose layout does not
+                           say, or flag not given) */
+  char exception_type[64];  /* with exception 1: its type's name
+                           ("ValueError"), else "" */
+  int gc;                   /* PST_SAMPLE_GC: 1 when it runs the garbage
+                           collector (its innermost Python frame has a
+                           "<GC>" marker frame above it), else 0 */
 };
 
 /* What pystitch found when it analysed the target (for `pystitch info`). */
@@ -115,6 +125,10 @@ struct pst_target_info {
   char tsd_method[160];   /* disassembly, _thread_db, or default */
   char layout_method[96]; /* builtin table, or _Py_DebugOffsets */
   int free_threaded;      /* 3.13t+ (--disable-gil): there is no GIL */
+  int exc_state;          /* 1 when its threads' exception states can be
+                             read (PST_SAMPLE_EXCEPTION), else 0 */
+  int gc_state;           /* 1 when its collector's state can be read
+                             (PST_SAMPLE_GC: 3.7+), else 0 */
   double analysis_ms;     /* time spent analysing the binaries */
 };
 
@@ -275,15 +289,34 @@ PST_API int pst_task_chain(const struct pst_task *tasks, int i, int *chain,
                                   each with that CPU time (cpu_ns); the
                                   others: skipped 1, idle 1, no frames */
 
+#define PST_SAMPLE_EXCEPTION                                                   \
+  1024 /* read each thread's exception state
+                                  (pst_thread.exception, exception_type) */
+#define PST_SAMPLE_EXC_ONLY                                                    \
+  2048 /* with EXCEPTION: only threads raising or
+                                  handling an exception are read; the
+                                  others: skipped 1, no frames */
+#define PST_SAMPLE_GC                                                          \
+  4096 /* while the garbage collector runs, the
+                                  thread running it gets a "<GC>" frame
+                                  above its innermost Python frame (the
+                                  GIL holder; free-threaded: the threads
+                                  on a CPU, the others being stopped for
+                                  the collection). One read per sample;
+                                  CPython 3.7+ */
+
 /* Which threads a sample reads, as the peers name it (--mode). */
 enum pst_mode {
-  PST_MODE_CPU = 0, /* threads that ran since the last tick, each sample
+  PST_MODE_CPU = 0,   /* threads that ran since the last tick, each sample
                        worth the CPU time used (cpu nanoseconds): record's
                        and top's default */
-  PST_MODE_WALL,    /* every thread, each sample worth the time since the
+  PST_MODE_WALL,      /* every thread, each sample worth the time since the
                        last tick (--idle; dump) */
-  PST_MODE_GIL,     /* only the thread holding the GIL (--gil; on a
+  PST_MODE_GIL,       /* only the thread holding the GIL (--gil; on a
                        free-threaded build, which has none: CPU) */
+  PST_MODE_EXCEPTION, /* only threads raising or handling an exception,
+                         each sample worth the time since the last tick
+                         (where the time goes in error paths) */
 };
 
 /* What a sample reads and shows, in one place: record, top and dump build
@@ -305,6 +338,9 @@ struct pst_policy {
   int full_names;  /* with native: C++ frames named as the demangler
                       writes them (parameters, template arguments), not in
                       their short form */
+  int exceptions;  /* read each thread's exception state (dump shows it;
+                      PST_MODE_EXCEPTION implies it) */
+  int no_gc;       /* no "<GC>" frames (--no-gc) */
 };
 
 /* The pst_target_sample() flags of policy p. */

@@ -9,7 +9,7 @@
  * (never linked against libpython: only offsetof() and sizeof() are used).
  * Run without arguments it prints a C fragment
  *
- *   static const struct pst__py_layout pst_py_layout_XY = { .version = ... };
+ *   static const struct pst__py_layout pst__py_layout_XY = { .version = ... };
  *
  * with every field of PST_PY_LAYOUT_FIELDS (src/python/layout.h) set to its
  * value for this version or to PST_NOFF. A field of the X-list that the code
@@ -139,6 +139,14 @@ static void runtime_fields(void) {
   NOFF(rt_tss); /* 3.6: static autoTLSkey in pystate.c; 2.7: no key */
   NOFF(rt_gil_tstate);
 #endif
+
+  /* The collector's state: a static in gcmodule.c (2.7, 3.6), then
+   * _PyRuntime.gc (3.7, 3.8), then each interpreter's (3.9+). */
+#if PY_VERSION_HEX >= 0x03070000 && PY_VERSION_HEX < 0x03090000
+  OFF(rt_gc_collecting, _PyRuntimeState, gc.collecting);
+#else
+  NOFF(rt_gc_collecting);
+#endif
 }
 
 static void interp_fields(void) {
@@ -155,6 +163,11 @@ static void interp_fields(void) {
 #else
   NOFF(is_gil); /* <=3.11: the one GIL is _PyRuntime.ceval.gil */
   NOFF(is_gil_inline);
+#endif
+#if PY_VERSION_HEX >= 0x03090000
+  OFF(is_gc_collecting, PyInterpreterState, gc.collecting);
+#else
+  NOFF(is_gc_collecting);
 #endif
 #if PY_VERSION_HEX >= 0x030c0000
   OFF(is_modules, PyInterpreterState, imports.modules);
@@ -203,6 +216,30 @@ static void tstate_fields(void) {
   OFF(ts_datastack_chunk, PyThreadState, datastack_chunk);
 #else
   NOFF(ts_datastack_chunk);  /* frames are heap objects before 3.11 */
+#endif
+
+  /* The exception being handled (sys.exc_info()) and the one being
+   * raised. */
+#if PY_VERSION_HEX >= 0x03070000
+  NOFF(ts_exc_type);
+  OFF(ts_exc_info, PyThreadState, exc_info);
+  OFF(ei_previous, _PyErr_StackItem, previous_item);
+#else
+  OFF(ts_exc_type, PyThreadState, exc_type);
+  NOFF(ts_exc_info);
+  NOFF(ei_previous);
+#endif
+#if PY_VERSION_HEX >= 0x030b0000
+  OFF(ei_value, _PyErr_StackItem, exc_value);
+#elif PY_VERSION_HEX >= 0x03070000
+  OFF(ei_value, _PyErr_StackItem, exc_type); /* what sys.exc_info tests */
+#else
+  NOFF(ei_value);
+#endif
+#if PY_VERSION_HEX >= 0x030c0000
+  OFF(ts_cur_exc, PyThreadState, current_exception);
+#else
+  OFF(ts_cur_exc, PyThreadState, curexc_type);
 #endif
 
 #if PY_VERSION_HEX >= 0x030b0000 && PY_VERSION_HEX < 0x030d0000
@@ -400,7 +437,7 @@ int main(int argc, char **argv) {
   if (errors)
     return 1;
 
-  printf("static const struct pst__py_layout pst_py_layout_%s = {\n", suffix);
+  printf("static const struct pst__py_layout pst__py_layout_%s = {\n", suffix);
   printf("  .version = 0x%02x%02x,\n", PY_MAJOR_VERSION, PY_MINOR_VERSION);
   for (int i = 0; i < F_COUNT; i++) {
     char lhs[64], rhs[32];

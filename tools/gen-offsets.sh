@@ -39,8 +39,13 @@ machine=$("$CC" -dumpmachine)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# Replace $2 by $1 only when they differ (keeps timestamps on reruns).
+# Replace $2 by $1 only when they differ (keeps timestamps on reruns),
+# formatted as the tree is (.clang-format) when clang-format is there.
+fmt=$(command -v clang-format-14 || command -v clang-format || true)
 install_if_changed() {
+  if [ -n "$fmt" ]; then
+    "$fmt" --style=file:"$root/.clang-format" "$1" >"$1.fmt" && mv -f "$1.fmt" "$1"
+  fi
   if [ -f "$2" ] && cmp -s "$1" "$2"; then
     note "unchanged ${2#"$root"/}"
     rm -f "$1"
@@ -209,7 +214,7 @@ have_313=0
       [ "$s" = 313 ] && have_313=1
       continue
     fi
-    echo "    &pst_py_layout_$s,"
+    echo "    &pst__py_layout_$s,"
   done
   echo "};"
   echo

@@ -41,7 +41,7 @@ static void print_frame_text(const struct pst_frame *f) {
 
 static void print_text(const struct pst_target_info *info,
                        const struct pst_thread *th, int n) {
-  char a[PST_ESC_SIZE], b[PST_ESC_SIZE];
+  char a[PST_ESC_SIZE], b[PST_ESC_SIZE], c[PST_ESC_SIZE];
 
   printf("Process %d: %s\n", (int)info->pid, pst__esc(a, sizeof(a), info->exe));
   printf("Python %s%s%s%s\n\n", pst__esc(a, sizeof(a), info->version),
@@ -50,9 +50,11 @@ static void print_text(const struct pst_target_info *info,
          pst__esc(b, sizeof(b), info->libpython));
   for (int i = 0; i < n; i++) {
     const struct pst_thread *x = &th[i];
-    printf("Thread %d \"%s\" (%s%s%s%s)\n", (int)x->tid,
+    printf("Thread %d \"%s\" (%s%s%s%s%s%s%s)\n", (int)x->tid,
            pst__esc(a, sizeof(a), x->name), x->idle ? "idle" : "active",
-           x->holds_gil == 1 ? ", holds GIL" : "",
+           x->holds_gil == 1 ? ", holds GIL" : "", x->gc ? ", in GC" : "",
+           x->exception == 1 ? ", exception " : "",
+           pst__esc(c, sizeof(c), x->exception == 1 ? x->exception_type : ""),
            x->origin[0] ? ", native, " : "", pst__esc(b, sizeof(b), x->origin));
     if (!x->tstate && !x->nframes) {
       if (x->error && x->error != PST_ENOTHREADSTATE)
@@ -110,8 +112,13 @@ static void print_json(const struct pst_target_info *info,
       pst__json_put_string(stdout, pst_errname(x->error));
     else
       printf("null");
-    printf(", \"truncated\": %s, \"frames\": [",
-           x->truncated ? "true" : "false");
+    printf(", \"exception\": ");
+    if (x->exception == 1)
+      pst__json_put_string(stdout, x->exception_type);
+    else
+      printf("%s", x->exception == 0 ? "false" : "null");
+    printf(", \"gc\": %s, \"truncated\": %s, \"frames\": [",
+           x->gc ? "true" : "false", x->truncated ? "true" : "false");
     for (size_t k = 0; k < x->nframes; k++)
       print_frame_json(&x->frames[k], k == 0);
     printf("]}");

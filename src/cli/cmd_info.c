@@ -87,6 +87,9 @@ int pst__cmd_info(const struct pst__cli_opts *o) {
   printf("version:        %s%s\n", pst__esc(e, sizeof(e), i->version),
          i->free_threaded ? " (free-threaded build: no GIL)" : "");
   printf("layout:         %s\n", i->layout_method);
+  printf("states read:    exceptions %s, collector %s\n",
+         i->exc_state ? "yes" : "no (--mode exception records nothing)",
+         i->gc_state ? "yes" : "no (no <GC> frames)");
   printf("_PyRuntime:     0x%llx\n", (unsigned long long)i->runtime_addr);
   printf("interpreter:    0x%llx\n", (unsigned long long)i->interp_addr);
   if (i->key >= 0)

@@ -40,8 +40,12 @@ static const char record_usage[] =
     "      --mode MODE        cpu (default): threads on a CPU, each sample\n"
     "                         worth the CPU time it used; wall: every\n"
     "                         thread, worth the time (default with\n"
-    "                         --async); gil: the thread holding the GIL\n"
+    "                         --async); gil: the thread holding the GIL;\n"
+    "                         exception: threads raising or handling an\n"
+    "                         exception, worth the time\n"
     "      --idle, --gil      --mode wall, --mode gil\n"
+    "      --no-gc            no <GC> frame above the Python frame that runs\n"
+    "                         the garbage collector (CPython 3.7+)\n"
     "      --threads          a root frame per thread\n"
     "      --function         aggregate by function instead of line\n"
     "      --blocking         stop each thread while its stack is read\n"
@@ -216,6 +220,10 @@ static int nothing(const struct pst__sampler_opts *o,
     fprintf(stderr, "pystitch: warning: no samples: no thread held the GIL "
                     "while it was sampled (mode gil); --mode wall records "
                     "every thread\n");
+  else if (o->policy.mode == PST_MODE_EXCEPTION)
+    fprintf(stderr, "pystitch: warning: no samples: no thread raised or "
+                    "handled an exception while it was sampled (mode "
+                    "exception); --mode wall records every thread\n");
   else
     fprintf(stderr,
             "pystitch: error: no samples (mode %s): %llu thread "
@@ -224,17 +232,20 @@ static int nothing(const struct pst__sampler_opts *o,
   return PST_EXIT_OK; /* the threads may just have waited */
 }
 
-static void summary(const struct pst__sampler_stats *st) {
+static void summary(const struct pst__sampler_stats *st, enum pst_mode mode) {
   uint64_t all = st->samples + st->errors;
   char kinds[1024];
 
   error_kinds(st, kinds, sizeof(kinds));
   fprintf(stderr,
-          "pystitch: %llu errors (%.2f%%: %s), %llu idle samples left out, "
+          "pystitch: %llu errors (%.2f%%: %s), %llu %s samples left out, "
           "%llu late ticks, max lag %.1f ms\n",
           (unsigned long long)st->errors,
           all ? 100.0 * (double)st->errors / (double)all : 0.0, kinds,
           (unsigned long long)st->idle_skipped,
+          mode == PST_MODE_GIL         ? "non-GIL"
+          : mode == PST_MODE_EXCEPTION ? "no-exception"
+                                       : "idle",
           (unsigned long long)st->late_ticks, st->max_lag_ms);
   if (st->native_only_samples)
     fprintf(stderr,
@@ -399,7 +410,7 @@ int pst__cmd_record(int argc, char **argv) {
             "pystitch: recorded %llu samples in %d process%s over %.1f s\n",
             (unsigned long long)st.samples, st.processes,
             st.processes == 1 ? "" : "es", st.elapsed_s);
-    summary(&st);
+    summary(&st, o->policy.mode);
     rc = nothing(o, &st);
     return pst__sandbox_violations() ? PST_EXIT_SANDBOX : rc;
   }
@@ -411,7 +422,7 @@ int pst__cmd_record(int argc, char **argv) {
     return PST_EXIT_ERROR;
   }
   summary_file(output, w, &st, prof);
-  summary(&st);
+  summary(&st, o->policy.mode);
   pst__profile_free(prof);
   rc = nothing(o, &st);
   return pst__sandbox_violations() ? PST_EXIT_SANDBOX : rc;

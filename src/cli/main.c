@@ -27,6 +27,8 @@ static const char usage_text[] =
     "                         machinery frames\n"
     "      --full-names       C++ names whole (parameters, template\n"
     "                         arguments), not ns::Class::method\n"
+    "      --no-gc            no <GC> frame on the thread running the\n"
+    "                         garbage collector\n"
     "      --nonblocking      dump: never stop a thread (a stack that keeps\n"
     "                         changing while read is reported as torn)\n"
     "      --async            dump: asyncio tasks too (CPython 3.8+), each\n"

@@ -67,6 +67,8 @@ static const struct {
     [PST_CLI_O_NATIVE_ALL] = {"native-all", 0, no_argument, R | D | I},
     [PST_CLI_O_FULL_NAMES] = {"full-names", 0, no_argument, R | T | D,
                               FLAG(policy.full_names)},
+    [PST_CLI_O_NO_GC] = {"no-gc", 0, no_argument, R | T | D,
+                         FLAG(policy.no_gc)},
     [PST_CLI_O_ASYNC] = {"async", 0, no_argument, R | D | I,
                          FLAG(policy.async)},
     [PST_CLI_O_JSON] = {"json", 0, no_argument, D | I, FLAG(json)},
@@ -161,7 +163,10 @@ int pst__cli_parse_pids(const char *s, pid_t *pids, int max, int *n) {
 }
 
 const char *pst__cli_mode_name(enum pst_mode m) {
-  return m == PST_MODE_CPU ? "cpu" : m == PST_MODE_GIL ? "gil" : "wall";
+  return m == PST_MODE_CPU         ? "cpu"
+         : m == PST_MODE_GIL       ? "gil"
+         : m == PST_MODE_EXCEPTION ? "exception"
+                                   : "wall";
 }
 
 void pst__cli_sampling(const struct pst__cli_policy *p, enum pst__cli_cmd cmd,
@@ -173,11 +178,13 @@ void pst__cli_sampling(const struct pst__cli_policy *p, enum pst__cli_cmd cmd,
   out->native = p->native;
   out->async = p->async;
   out->full_names = p->full_names;
+  out->no_gc = p->no_gc;
   if (cmd == PST_CLI_DUMP) {
-    /* Every thread, its state shown; a thread with no Python state is
-     * named by its start routine. */
+    /* Every thread, its state and exception shown; a thread with no
+     * Python state is named by its start routine. */
     out->mode = PST_MODE_WALL;
     out->states = 1;
+    out->exceptions = 1;
     return;
   }
   /* --mode; --gil and --idle are its old names (--gil first); with
@@ -317,12 +324,13 @@ static int take(struct pst__cli_opts *o, enum pst__cli_opt id, const char *arg,
   case PST_CLI_O_SORT:
     return take_sort(o, arg);
   case PST_CLI_O_MODE:
-    for (int m = PST_MODE_CPU; m <= PST_MODE_GIL; m++)
+    for (int m = PST_MODE_CPU; m <= PST_MODE_EXCEPTION; m++)
       if (!strcmp(arg, pst__cli_mode_name((enum pst_mode)m))) {
         o->policy.mode = 1 + m;
         return 0;
       }
-    return pst__cli_usage(help, "--mode: want cpu, wall or gil, got '%s'", arg);
+    return pst__cli_usage(
+        help, "--mode: want cpu, wall, gil or exception, got '%s'", arg);
   case PST_CLI_O_VERBOSE:
     o->verbose++;
     return 0;

@@ -43,6 +43,7 @@ enum pst__cli_opt {
   PST_CLI_O_NATIVE,
   PST_CLI_O_NATIVE_ALL,
   PST_CLI_O_FULL_NAMES,
+  PST_CLI_O_NO_GC,
   PST_CLI_O_ASYNC,
   /* output */
   PST_CLI_O_JSON,
@@ -87,6 +88,7 @@ struct pst__cli_policy {
   int native;      /* --native: 1, --native-all: 2 */
   int async;       /* --async: asyncio tasks too (3.8+) */
   int full_names;  /* --full-names: C++ names whole */
+  int no_gc;       /* --no-gc: no "<GC>" frames */
 };
 
 struct pst__writer_ops;

@@ -34,6 +34,9 @@ struct schema {
   int bytes_size, bytes_sval, uni_state, uni_length, uni_ascii_size;
   /* Fields that 3.15 added (0: absent, the fixed values below apply). */
   int type_basicsize, type_dictoffset, ht_cached_keys, uni_compact_size;
+  int ts_cur_exc, ei_value; /* current_exception, err_stackitem.exc_value */
+  /* The interpreter's struct _gc_runtime_state and its collecting flag. */
+  int is_gc, gc_collecting;
   int words; /* words to read */
 };
 
@@ -82,7 +85,9 @@ static const struct schema s313 = {
     .uni_state = 65,
     .uni_length = 66,
     .uni_ascii_size = 67,
-    .words = 68,
+    .is_gc = 7,
+    .gc_collecting = 69, /* gc 68-69 */
+    .words = 70,
 };
 
 /* 3.14: runtime 3, interp 16 (threads_main after threads_head; code_object
@@ -138,7 +143,9 @@ static const struct schema s314 = {
     .uni_state = 75,
     .uni_length = 76,
     .uni_ascii_size = 77,
-    .words = 87, /* through gen_object */
+    .is_gc = 8,
+    .gc_collecting = 79, /* gc 78-79, gen_object 80-83 */
+    .words = 87,         /* through gen_object */
 };
 
 /* 3.15: runtime 3, interp 16, tstate 16 (base_frame, the profiler's
@@ -201,7 +208,12 @@ static const struct schema s315 = {
     .uni_length = 88,
     .uni_ascii_size = 89,
     .uni_compact_size = 90,
-    .words = 103, /* through gen_object */
+    .ts_cur_exc = 33, /* tstate 30-34: status, holds_gil, gil_requested,
+                         current_exception, exc_state */
+    .ei_value = 35,
+    .is_gc = 8,
+    .gc_collecting = 92, /* gc 91-93 (size, collecting, frame) */
+    .words = 103,        /* through gen_object */
 };
 
 #define MAX_WORDS 104 /* the most any schema reads */
@@ -218,6 +230,32 @@ struct debug_offsets {
  * past the size. */
 static int inside(const uint64_t *w, int field, int size_field) {
   return w[field] < w[size_field];
+}
+
+/* Where a thread's exception state is. 3.15 names current_exception and
+ * err_stackitem.exc_value; 3.13 and 3.14 do not, and their PyThreadState
+ * has, as 3.12's, the same run from current_frame to thread_id:
+ * current_frame, four tracing words, current_exception, exc_info, dict,
+ * gilstate_counter, async_exc, thread_id. Taken there only when both ends
+ * agree (a changed struct leaves the fields out: no exception states, said
+ * when asked for). exc_info, which no version names, is the word after
+ * current_exception from 3.12 to 3.15, and thread_id the fifth after it
+ * (checked on 3.15 too). */
+static void exc_fields(const struct schema *s, const uint64_t *w,
+                       struct pst__py_layout *lay) {
+  uint64_t cur =
+      s->ts_cur_exc ? w[s->ts_cur_exc] : w[s->ts_current_frame] + 0x28;
+
+  if (w[s->ts_thread_id] != cur + 0x28 ||
+      (s->ei_value && w[s->ei_value] != 0) || cur + 16 > w[s->ts_size]) {
+    pst__debug("_Py_DebugOffsets: the thread state's exception fields are "
+               "not where 3.12-3.15 have them; no exception states");
+    return;
+  }
+  lay->ts_cur_exc = (int32_t)cur;
+  lay->ts_exc_info = (int32_t)cur + 8;
+  lay->ei_value = 0;    /* _PyErr_StackItem {exc_value, previous_item} */
+  lay->ei_previous = 8; /* since 3.11 */
 }
 
 int pst__py_debug_offsets(struct pst__mem *mem, uint64_t runtime,
@@ -369,6 +407,12 @@ int pst__py_debug_offsets(struct pst__mem *mem, uint64_t runtime,
   lay->dict_ma_values = (int32_t)w[s->dict_ma_values];
   lay->long_tag = (int32_t)w[s->long_tag];
   lay->long_digit = (int32_t)w[s->long_digit];
+  exc_fields(s, w, lay);
+  /* The collector's flag, inside the interpreter's gc state (whose size
+   * is the word before it). */
+  if (s->is_gc && w[s->gc_collecting] + 4 <= w[s->gc_collecting - 1] &&
+      w[s->is_gc] + w[s->gc_collecting - 1] <= w[3])
+    lay->is_gc_collecting = (int32_t)(w[s->is_gc] + w[s->gc_collecting]);
   *runtime_size = w[s->rt_size];
   *version_hex = (int)(d.version >> 16);
   return 0;

@@ -887,6 +887,21 @@ static size_t piece(struct pst__py_batch *b, uint64_t addr, size_t len,
   return b->n++;
 }
 
+size_t pst__py_batch_word(struct pst__py_batch *b, uint64_t addr, size_t len) {
+  int err = 0;
+
+  b->ngroups++; /* a group of its own */
+  return piece(b, addr, len, &err);
+}
+
+int pst__py_batch_copy(const struct pst__py_batch *b, size_t i, void *out,
+                       size_t len) {
+  if (i == PST_PY_NOPIECE || i >= b->n || !b->ok[i] || len > b->iov[i].len)
+    return -EFAULT;
+  memcpy(out, b->arena + b->off[i], len);
+  return 0;
+}
+
 int pst__py_prefetch_add(struct pst__py *py, struct pst__py_batch *b,
                          uint64_t tstate, struct pst__py_hint *h,
                          struct pst__py_prefetch *pf) {

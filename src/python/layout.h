@@ -41,6 +41,15 @@
   X(ts_native_thread_id) /* kernel tid (3.8+) */                               \
   X(ts_size)             /* sizeof(PyThreadState), for one batched read */     \
   X(ts_datastack_chunk)  /* _PyStackChunk *datastack_chunk (3.11+) */          \
+  X(ts_exc_type)         /* exc_type: the exception handled (2.7, 3.6) */      \
+  X(ts_exc_info) /* _PyErr_StackItem *exc_info: the handled one (3.7+) */      \
+  X(ts_cur_exc)  /* curexc_type (<=3.11), current_exception: raised */         \
+  /* _PyErr_StackItem (3.7+) */                                                \
+  X(ei_value)    /* exc_type (3.7-3.10), exc_value (3.11+): what is handled */ \
+  X(ei_previous) /* previous_item */                                           \
+  /* the collector's flag: struct _gc_runtime_state.collecting */              \
+  X(rt_gc_collecting) /* in _PyRuntime (3.7, 3.8) */                           \
+  X(is_gc_collecting) /* in the interpreter (3.9+) */                          \
   /* _PyCFrame (3.11, 3.12) */                                                 \
   X(cf_current_frame)                                                          \
   /* PyFrameObject (<=3.10) */                                                 \

@@ -42,6 +42,8 @@ int pst__py_layout_check(const struct pst__py_layout *l, char *why,
   FIT(if_instr, 8, frame);
   FIT(if_owner, 1, frame);
   FIT(if_tlbc_index, 4, frame);
+  FIT(ei_value, 8, 32); /* exc.c reads 32 bytes of a _PyErr_StackItem */
+  FIT(ei_previous, 8, 32);
   FIT(if_stackpointer, 8, frame);
   FIT(gen_frame_state, 1, 512);
   FIT(gen_iframe, 0, 512 - l->if_size); /* asyncio.c reads both at once */

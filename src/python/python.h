@@ -132,6 +132,14 @@ void pst__py_batch_reset(struct pst__py_batch *b);
 int pst__py_prefetch_add(struct pst__py *py, struct pst__py_batch *b,
                          uint64_t tstate, struct pst__py_hint *hint,
                          struct pst__py_prefetch *pf);
+/* Adds a piece of len bytes at addr to b, in a group of its own (a word
+ * the caller wants read in the same syscall as the walks' first reads).
+ * Its index, or PST_PY_NOPIECE (-ENOMEM). */
+size_t pst__py_batch_word(struct pst__py_batch *b, uint64_t addr, size_t len);
+/* After pst__py_batch_read(): piece i's first len bytes into out. 0, or
+ * -EFAULT when it was not read (or there is no such piece). */
+int pst__py_batch_copy(const struct pst__py_batch *b, size_t i, void *out,
+                       size_t len);
 /* Reads every piece of b (one syscall while all are readable; an
  * unreadable piece costs one more). Returns the pieces read or -ESRCH. */
 int pst__py_batch_read(struct pst__mem *mem, struct pst__py_batch *b);
@@ -506,5 +514,40 @@ uint64_t pst__py_registry_resolves(const struct pst__py *py);
 
 /* Frees the cache (pst__py_exit() does). NULL is fine. */
 void pst__py_registry_free(struct pst__py_reg *r);
+
+/* ---- exception and collector states (exc.c) ---- */
+
+/* One thread state's exception, for pst__py_exceptions(). */
+struct pst__py_exc {
+  uint64_t tstate;   /* in */
+  uint64_t obj;      /* out: the exception being raised (current_exception,
+                      curexc_type) or else the one handled (what
+                      sys.exc_info() would give in that thread); 0: none */
+  int inst;          /* out: obj is an instance (else a type object) */
+  int err;           /* out: 0, or why it could not be read (-EFAULT) */
+  uint64_t cur, top; /* scratch */
+};
+
+/* Reads the exceptions of the thread states e[0..n) together: two
+ * syscalls per 64 thread states, one more for each level of generators
+ * nested inside an except block. Returns 0 (each entry's err says how it
+ * went), -ENOSYS when the version's layout does not say where these are,
+ * or -ESRCH. */
+int pst__py_exceptions(struct pst__py *py, struct pst__mem *mem,
+                       struct pst__py_exc **e, size_t n);
+
+/* The name of exception obj (an instance when inst, else a type): its
+ * type's tp_name ("ValueError"), "?" when unreadable, into type (len >
+ * 0). 2-3 reads. */
+void pst__py_exception_name(struct pst__py *py, struct pst__mem *mem,
+                            uint64_t obj, int inst, char *type, size_t len);
+
+/* Where the main interpreter's collector keeps its flag
+ * (_gc_runtime_state.collecting, an int): 0 and *addr, or -ENOSYS for 2.7
+ * and 3.6 (a static variable there) or a layout without it. */
+int pst__py_gc_flag_addr(const struct pst__py *py, uint64_t *addr);
+/* 1 while that collector runs, 0 when not, -ENOSYS as above, -errno. One
+ * read. */
+int pst__py_gc_collecting(struct pst__py *py, struct pst__mem *mem);
 
 #endif

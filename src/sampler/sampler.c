@@ -193,6 +193,11 @@ static int attach(struct pst__rec *r, struct pst__entry *e) {
   e->watch = 0;
   pst__info("recording process %d (%s)", (int)e->pid,
             pst_target_info(e->t)->version);
+  if (r->o->policy.mode == PST_MODE_EXCEPTION &&
+      !pst_target_info(e->t)->exc_state)
+    pst__warn("process %d (CPython %s): where a thread's exception is is not "
+              "known for this build: mode exception records nothing of it",
+              (int)e->pid, pst_target_info(e->t)->version);
   if (r->o->policy.mode == PST_MODE_GIL && pst_target_info(e->t)->free_threaded)
     pst__warn("process %d is a free-threaded CPython: there is no GIL; "
               "--gil keeps the threads running on a CPU",

@@ -55,6 +55,7 @@ struct pst__tthread {
   struct pst__py_name_ref name_ref; /* where that name lives (renames) */
   struct pst__py_hint hint;         /* what the last walk read, and whose thread
                               state it must still be (frame.c) */
+  struct pst__py_exc exc; /* PST_SAMPLE_EXCEPTION: this tick's exception */
 };
 
 struct pst_target {
@@ -80,6 +81,8 @@ struct pst_target {
   /* One tick's running reads: batched into one syscall (sample.c). */
   struct pst__py_batch batch;
   struct pst__py_prefetch *pf; /* per thread: its part of the batch */
+  struct pst__py_exc **excp;   /* the threads' exc, read together */
+  size_t excp_cap;
   size_t pf_cap;
   unsigned char *acts; /* per thread: what the tick does with it */
   size_t acts_cap;

@@ -18,8 +18,14 @@ int pst_policy_flags(const struct pst_policy *p) {
     f |= PST_SAMPLE_ON_CPU;
   if (p->mode == PST_MODE_GIL)
     f |= PST_SAMPLE_GIL_ONLY;
-  if (p->mode == PST_MODE_WALL && !p->states)
+  if ((p->mode == PST_MODE_WALL || p->mode == PST_MODE_EXCEPTION) && !p->states)
     f |= PST_SAMPLE_NO_ACTIVITY;
+  if (p->mode == PST_MODE_EXCEPTION)
+    f |= PST_SAMPLE_EXCEPTION | PST_SAMPLE_EXC_ONLY;
+  if (p->exceptions)
+    f |= PST_SAMPLE_EXCEPTION;
+  if (!p->no_gc)
+    f |= PST_SAMPLE_GC;
   if (p->native && p->full_names)
     f |= PST_SAMPLE_FULL_NAMES;
   if (p->mark_native && !p->native)

@@ -257,6 +257,8 @@ static enum action decide(const struct pst__tthread *x, int flags,
 
   if ((flags & PST_SAMPLE_GIL_ONLY) && th->holds_gil != 1)
     return SKIP;
+  if ((flags & PST_SAMPLE_EXC_ONLY) && th->exception != 1)
+    return SKIP;
   /* On a CPU for a period's worth since it was last read (its credit):
    * a thread at half a CPU is read every other tick, so that samples
    * times the period are its CPU time. */
@@ -331,12 +333,102 @@ static void begin_thread(struct pst_target *t, size_t i, int flags,
     th->idle = !th->cpu_ns;
   }
   th->holds_gil = gil_err ? -1 : th->tstate && gil == th->tstate;
+  th->gc = 0;
+  if (!(flags & PST_SAMPLE_EXCEPTION)) { /* else read_exceptions() did */
+    th->exception = -1;
+    th->exception_type[0] = 0;
+  }
   th->error = 0;
   th->error_addr = 0;
   th->nframes = 0;
   th->truncated = 0;
   th->skipped = 0;
   th->frames = t->pool + i * PST_TARGET_FRAMES_MAX;
+}
+
+/* PST_SAMPLE_EXCEPTION: every thread's exception state, read together
+ * before the threads are read (EXC_ONLY decides from it which are); the
+ * type's name too, but not for EXC_ONLY (record: not shown, 2-3 reads a
+ * thread). */
+static void read_exceptions(struct pst_target *t, int flags) {
+  size_t n = 0;
+  int err = -ENOMEM;
+
+  for (size_t i = 0; i < t->nthreads; i++) {
+    t->threads[i].th.exception = -1;
+    t->threads[i].th.exception_type[0] = 0;
+  }
+  if (pst__array_reserve((void **)&t->excp, &t->excp_cap, t->nthreads,
+                         sizeof(*t->excp)) == 0) {
+    for (size_t i = 0; i < t->nthreads; i++)
+      if (t->threads[i].th.tstate) {
+        t->threads[i].exc.tstate = t->threads[i].th.tstate;
+        t->excp[n++] = &t->threads[i].exc;
+      }
+    err = pst__py_exceptions(&t->py, &t->mem, t->excp, n);
+  }
+  for (size_t i = 0; i < t->nthreads && !err; i++) {
+    struct pst__tthread *x = &t->threads[i];
+    if (!x->th.tstate || x->exc.err)
+      continue;
+    x->th.exception = x->exc.obj != 0;
+    if (x->exc.obj && !(flags & PST_SAMPLE_EXC_ONLY))
+      pst__py_exception_name(&t->py, &t->mem, x->exc.obj, x->exc.inst,
+                             x->th.exception_type,
+                             sizeof(x->th.exception_type));
+  }
+}
+
+/* PST_SAMPLE_GC: the thread that runs the collector gets "<GC>" above
+ * its innermost Python frame (native frames, the collector's own, stay
+ * above it). With the GIL, the collector runs on the thread holding it;
+ * free-threaded, it stops every other thread for the collection, so the
+ * thread seen on a CPU is the one. */
+static const struct pst_frame gc_frame = {"<GC>",           "", 0,
+                                          PST_FRAME_MARKER, 0,  0};
+
+static void gc_marker(struct pst_thread *th) {
+  size_t at = 0, n = th->nframes;
+
+  if (n >= PST_TARGET_FRAMES_MAX)
+    n = PST_TARGET_FRAMES_MAX - 1;
+  while (at < n && th->frames[at].kind != PST_FRAME_PYTHON)
+    at++;
+  if (at == n) /* no Python frame: not running Python code */
+    return;
+  memmove(th->frames + at + 1, th->frames + at, (n - at) * sizeof(*th->frames));
+  th->frames[at] = gc_frame;
+  th->nframes = n + 1;
+  th->gc = 1;
+}
+
+/* The flag was read with the walks' first reads (and the holder, when
+ * the states are read, before them); the collection may have ended since,
+ * and the GIL gone to another thread: both are read again after the
+ * walks, and the holder marked only if the collection still runs and the
+ * holder did not change meanwhile. */
+static void mark_gc(struct pst_target *t, int gil_err, uint64_t gil) {
+  uint64_t now = 0;
+
+  if (pst__py_gc_collecting(&t->py, &t->mem) != 1)
+    return;
+  if (!t->py.lay.free_threaded) {
+    if (pst__py_gil_holder(&t->py, &t->mem, &now) || !now ||
+        (!gil_err && now != gil))
+      return;
+    gil = now;
+    gil_err = 0;
+  }
+  for (size_t i = 0; i < t->nthreads; i++) {
+    struct pst_thread *th = &t->view[i];
+    int runs;
+    if (t->py.lay.free_threaded && th->state == '?' && th->nframes)
+      th->state = pst__tthread_state(&t->threads[i], NULL); /* not read */
+    runs = t->py.lay.free_threaded ? th->state == 'R'
+                                   : !gil_err && gil && th->tstate == gil;
+    if (runs && !th->error && !th->skipped && th->nframes)
+      gc_marker(th);
+  }
 }
 
 /* Per-tick arrays sized to the threads: what each thread gets and its
@@ -400,6 +492,9 @@ int pst_target_sample(struct pst_target *t, int flags,
   uint64_t gil = 0;
   size_t nbatch = 0;
   int err, gil_err, state_read, check_alive, got = 0;
+  int32_t gc = 0; /* the collector's flag (an int in the target) */
+  uint64_t gc_at;
+  size_t gc_piece = PST_PY_NOPIECE;
 
   err = tick_arrays(t);
   if (err)
@@ -420,7 +515,12 @@ int pst_target_sample(struct pst_target *t, int flags,
   /* First pass: what each thread gets; threads read stopped (--native,
    * --blocking) are read now, the running reads are planned into one
    * batch. */
+  if (flags & PST_SAMPLE_EXCEPTION)
+    read_exceptions(t, flags);
   pst__py_batch_reset(&t->batch);
+  /* The collector's flag rides in the batch: no syscall of its own. */
+  if ((flags & PST_SAMPLE_GC) && pst__py_gc_flag_addr(&t->py, &gc_at) == 0)
+    gc_piece = pst__py_batch_word(&t->batch, gc_at, 4);
   for (size_t i = 0; i < t->nthreads; i++) {
     struct pst__tthread *x = &t->threads[i];
     struct pst_thread *th = &x->th;
@@ -487,8 +587,10 @@ int pst_target_sample(struct pst_target *t, int flags,
   }
   /* One syscall for the first read and the check of every running
    * thread. */
-  if (nbatch)
+  if (nbatch || gc_piece != PST_PY_NOPIECE)
     got = pst__py_batch_read(&t->mem, &t->batch);
+  if (got < 0 || pst__py_batch_copy(&t->batch, gc_piece, &gc, sizeof(gc)))
+    gc = 0;
   /* Second pass: walk each from its copies; its check was in the batch,
    * or is read for all such threads in one more syscall. */
   for (size_t i = 0; nbatch && i < t->nthreads; i++) {
@@ -544,6 +646,8 @@ int pst_target_sample(struct pst_target *t, int flags,
     n = read_stopped_again(t, x, flags, n, &thread_obj);
     settle_walk(t, i, n, thread_obj);
   }
+  if (gc)
+    mark_gc(t, gil_err, gil);
   pst__target_update_role(t);
   *threads = t->view;
   return (int)t->nthreads;

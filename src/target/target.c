@@ -53,6 +53,12 @@ static void python_info(struct pst_target_info *info, const struct pst__py *py,
   snprintf(info->version, sizeof(info->version), "%s", f->version);
   info->version_hex = py->version_hex;
   info->free_threaded = py->lay.free_threaded;
+  info->exc_state =
+      py->lay.ts_cur_exc != PST_NOFF &&
+      (py->lay.ts_exc_info != PST_NOFF || py->lay.ts_exc_type != PST_NOFF) &&
+      py->none;
+  info->gc_state = py->lay.is_gc_collecting != PST_NOFF ||
+                   py->lay.rt_gc_collecting != PST_NOFF;
   snprintf(info->layout_method, sizeof(info->layout_method), "%s",
            f->layout_method);
   info->runtime_addr = py->runtime;
@@ -174,6 +180,7 @@ void pst_target_close(struct pst_target *t) {
   free(t->pool);
   pst__py_batch_exit(&t->batch);
   free(t->pf);
+  free(t->excp);
   free(t->acts);
   free(t->probe);
   free(t->tasks);

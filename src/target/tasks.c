@@ -357,6 +357,7 @@ int pst_target_task_stack(struct pst_target *t, int i, struct pst_thread *th) {
              pst_task_no_thread_str(k->no_thread));
   th->state = 'S';
   th->holds_gil = -1;
+  th->exception = -1;
   th->idle = !k->running;
   th->frames = t->task_stack;
   for (int c = 0; c < len && nf < PST_TARGET_FRAMES_MAX; c++) {

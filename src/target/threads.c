@@ -33,6 +33,7 @@ void pst__tthread_init(struct pst_target *t, struct pst__tthread *x, pid_t tid,
   memset(x, 0, sizeof(*x));
   x->th.tid = tid;
   x->th.holds_gil = -1;
+  x->th.exception = -1;
   x->starttime = starttime;
   pst__proc_task_comm(t->pid, tid, x->th.name, sizeof(x->th.name));
   snprintf(x->comm, sizeof(x->comm), "%s", x->th.name);

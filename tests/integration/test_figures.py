@@ -4,7 +4,8 @@
 # first tick, a recording of nothing is not a success, process trees under
 # a shell or unshare, short asyncio programs, a running task's whole chain,
 # unnamed tasks grouped, the push labels of spawned workers, speedscope's
-# clock and first profile.
+# clock and first profile; exception states (--mode exception, dump) and
+# <GC> frames against what the target itself reports.
 import json
 import os
 import re
@@ -332,6 +333,108 @@ def check_speedscope(interp):
         t.stop()
 
 
+def check_exceptions(interp):
+    """Each thread's exception state as the target itself sees it
+    (sys.exc_info() in that thread): dump --json names the type handled,
+    false for none (also after an except block was left, and inside a
+    generator run from one: the outer exception); record --mode exception
+    samples the threads handling one only."""
+    t = pytargets.Target(interp, "exceptions.py")
+    out = os.path.join(TMP, "exc.folded")
+    try:
+        truth = json.loads(t.readline())
+        wait_ready(t)
+        bad = []
+        for i in range(5):  # the generator's item comes and goes
+            r = pystitch(["dump", "-p", str(t.pid), "--json"])
+            if r.returncode != 0:
+                return "dump exited %d: %s" % (r.returncode, r.stderr)
+            got = dict((th["name"], th["exception"])
+                       for th in json.loads(r.stdout)["threads"])
+            for name, want in sorted(truth.items()):
+                seen = got.get(name, "absent")
+                if isinstance(seen, str) and seen.startswith("exceptions."):
+                    seen = seen[len("exceptions."):]  # 2.7's tp_name
+                if seen != (want or False):
+                    bad.append("dump %d: %s: %r, the thread says %r" % (
+                        i, name, seen, want))
+        if bad:
+            return "\n".join(bad)
+        r = pystitch(["record", "-p", str(t.pid), "-d", "1", "--mode",
+                      "exception", "-f", "folded", "-o", out])
+        if r.returncode != 0:
+            return "record exited %d: %s" % (r.returncode, r.stderr)
+        per = {}
+        for frames, count in pytargets.folded(out):
+            names = [f.split(" (")[0] for f in frames]
+            for want in ("in_handler", "gen_in_handler", "plain",
+                         "handled_before"):
+                if want in names:
+                    per[want] = per.get(want, 0) + count
+        print("# %s: mode exception: %s" % (interp.label, per))
+        # each thread runs the function of its name (2.7 keeps what a
+        # function handled until it returns: handled_before has one there)
+        wrong = [n for n, want in truth.items() if bool(per.get(n)) !=
+                 bool(want)]
+        if wrong:
+            return "samples per thread function: %s, the threads say %s" % (
+                per, truth)
+        return ""
+    finally:
+        t.stop()
+
+
+def gc_figures(path):
+    with open(path) as f:
+        a, b = f.read().split()
+    return float(a), float(b)
+
+
+def check_gc(interp):
+    """A thread that collects (gc.collect() over 200k cycles) and runs
+    Python code in turn: the share of its samples under <GC> (record
+    --mode wall) within 0.15 of the share of time its collections took,
+    as gc.callbacks measured them in the target, over the same 2 s."""
+    stats = "gcstats-%d" % os.getpid()
+    t = pytargets.Target(interp, "gcwork.py", [stats])
+    out = os.path.join(TMP, "gc.folded")
+    path = os.path.join(t.src_dir, stats)
+    try:
+        wait_ready(t)
+        g0, t0 = gc_figures(path)
+        r = pystitch(["record", "-p", str(t.pid), "-d", "2", "--mode",
+                      "wall", "-f", "folded", "-o", out])
+        g1, t1 = gc_figures(path)
+        if r.returncode != 0:
+            return "record exited %d: %s" % (r.returncode, r.stderr)
+        in_gc = total = elsewhere = 0
+        for frames, count in pytargets.folded(out):
+            names = [f.split(" (")[0] for f in frames]
+            if "collector" in names:
+                total += count
+                in_gc += count if "<GC>" in names else 0
+            elif "<GC>" in names:
+                elsewhere += count
+        want = (g1 - g0) / (t1 - t0) if t1 > t0 else 0
+        got = in_gc / float(total) if total else 0
+        print("# %s: <GC> in %d of %d samples of the collector (%.2f), "
+              "the target timed %.2f in gc" % (interp.label, in_gc, total,
+                                               got, want))
+        if total < 50 or abs(got - want) > 0.15 or elsewhere:
+            return "<GC> share %.2f (%d of %d, %d on other threads), " \
+                "the target's %.2f" % (got, in_gc, total, elsewhere, want)
+        r = pystitch(["record", "-p", str(t.pid), "-d", "0.5", "--no-gc",
+                      "--mode", "wall", "-f", "folded", "-o", out])
+        if r.returncode != 0 or "<GC>" in open(out).read():
+            return "--no-gc: exit %s, <GC> frames written" % r.returncode
+        return ""
+    finally:
+        t.stop()
+        for f in (path, path + ".tmp"):
+            if os.path.exists(f):
+                os.unlink(f)
+
+
 def pick(found, prefixes):
     """The interpreters among found whose label starts with one of
     prefixes, one each."""
@@ -379,6 +482,12 @@ def main():
                   check_push_labels, modern[-1])
     TAP.check("speedscope %s" % main_interp.label, check_speedscope,
               main_interp)
+    for i in found:
+        TAP.check("exception states %s" % i.label, check_exceptions, i)
+    for i in found:
+        if i.label.startswith(("pyenv-2.", "pyenv-3.6")):
+            continue  # the collector's flag is a static there
+        TAP.check("<GC> frames %s" % i.label, check_gc, i, timed=True)
     shutil.rmtree(TMP, ignore_errors=True)
     return TAP.finish()
 

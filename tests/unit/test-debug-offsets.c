@@ -1,6 +1,7 @@
 /* test-debug-offsets.c: the layout read at run time from a live 3.13's
  * _Py_DebugOffsets equals the one generated from 3.13's headers, field by
- * field (so the 3.13 schema in debug_offsets.c is right). */
+ * field (so the 3.13 schema in debug_offsets.c is right, and the
+ * exception fields it derives). */
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
@@ -67,6 +68,12 @@ TEST_IMPL(debug_offsets_313) {
   ASSERT_EQ(lay.gil_locked, ref->is_gil_inline + ref->gil_locked);
   ASSERT_EQ(lay.gil_last_holder, ref->is_gil_inline + ref->gil_last_holder);
   ASSERT_GE(compared, 25);
+  /* Derived, not named by 3.13's _Py_DebugOffsets: present and equal. */
+  ASSERT_EQ(lay.ts_cur_exc, ref->ts_cur_exc);
+  ASSERT_EQ(lay.ts_exc_info, ref->ts_exc_info);
+  ASSERT_EQ(lay.ei_value, ref->ei_value);
+  ASSERT_EQ(lay.ei_previous, ref->ei_previous);
+  ASSERT_EQ(lay.is_gc_collecting, ref->is_gc_collecting);
   pst__elf_close(e);
   pst__maps_exit(&maps);
   kill(pid, SIGKILL);
