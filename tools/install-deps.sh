@@ -39,11 +39,11 @@ apt-get install -y -qq --no-install-recommends python3-uvloop \
 # that may come first in PATH). Optional: where the distribution lacks
 # them, those tests are skipped with the reason.
 if apt-get install -y -qq --no-install-recommends python3-torch \
-     python3-gunicorn >/dev/null 2>&1; then
-  /usr/bin/python3 -c "import torch, gunicorn" 2>/dev/null ||
-    echo "install-deps.sh: python3-torch/python3-gunicorn installed but" \
+     python3-gunicorn python3-uvicorn >/dev/null 2>&1; then
+  /usr/bin/python3 -c "import torch, gunicorn, uvicorn" 2>/dev/null ||
+    echo "install-deps.sh: python3-torch/-gunicorn/-uvicorn installed but" \
       "do not import; test_apps.py will skip" >&2
 else
-  echo "install-deps.sh: python3-torch or python3-gunicorn not available;" \
-    "test_apps.py will skip them" >&2
+  echo "install-deps.sh: python3-torch, -gunicorn or -uvicorn not" \
+    "available; test_apps.py will skip them" >&2
 fi

@@ -671,6 +671,53 @@ def check_gunicorn(interp, kind):
         stop_target(t)
 
 
+# ---- uvicorn ----
+
+def check_uvicorn(interp):
+    """An asyncio server under load, recorded with --async: its request
+    tasks, each auto-named Task-N, are grouped by coroutine (a handful of
+    roots for thousands of requests, not one per task), and the handler's
+    frames are under the request task's group."""
+    label = "uvicorn --async"
+    t = pytargets.Target(interp, "asgi_app.py", ["--seconds", "120"])
+    load = None
+    try:
+        port = int(t.readline(timeout=60).split()[1])
+        while t.readline(timeout=60).strip() != "ready":
+            pass
+        load = subprocess.Popen(
+            [interp.exe, os.path.join(pytargets.TARGETS, "wsgi_app.py"),
+             "load", str(port), "6", "8"], stdout=subprocess.PIPE)
+        time.sleep(0.5)
+        rec = Recording(["--async", "-d", "5", "-p", str(t.pid)])
+        served = load.communicate(timeout=60)[0].decode().split()
+        load = None
+        rec.figures(label)
+        if rec.failed():
+            report(False, label, rec.failed())
+            return
+        requests = int(served[1])
+        roots = set(s[0] for s, _ in rec.stacks)
+        handler = sum(c for s, c in rec.stacks
+                      if s[0].startswith("task Task-* (") and
+                      any(f.startswith("handle_request ") for f in s))
+        note("%s: %d requests, %d samples, %d distinct stacks, %d roots: %s"
+             % (label, requests, rec.samples, len(rec.stacks), len(roots),
+                "; ".join(sorted(r[:60] for r in roots))))
+        report(requests >= 300 and len(roots) < 10 and handler > 0,
+               "%s: request tasks grouped (fewer than 10 roots for "
+               "hundreds of requests, handle_request under a Task-* group)"
+               % label, "%d requests, %d roots, %d handler samples" % (
+                   requests, len(roots), handler))
+    except Exception as e:
+        report(False, label, "%s: %s" % (type(e).__name__, e))
+    finally:
+        if load:
+            load.kill()
+            load.wait()
+        stop_target(t)
+
+
 def main():
     t0 = time.time()
     host = pytargets.Interp("debian-static-3.11", PY311)
@@ -708,6 +755,14 @@ def main():
     else:
         check_gunicorn(host, "sync")
         check_gunicorn(host, "gthread")
+    uvicorn_why = (importable(PY311, ["uvicorn", "h11"])
+                   if os.access(PY311, os.X_OK) else "%s absent" % PY311)
+    if uvicorn_why:
+        report(None, "uvicorn on debian-static-3.11", "no uvicorn for %s "
+               "(%s): tools/install-deps.sh installs python3-uvicorn" % (
+                   PY311, uvicorn_why))
+    else:
+        check_uvicorn(host)
     shutil.rmtree(TMP, ignore_errors=True)
     note("test_apps.py took %.0f s" % (time.time() - t0))
     return TAP.finish()
