@@ -22,48 +22,19 @@ static const char *method_text(enum pst_map_method m) {
   }
 }
 
-/* Characters (code points) of the escaped, valid UTF-8 string s. */
-static int chars_of(const char *s) {
-  int n = 0;
-
-  for (; *s; s++)
-    n += ((unsigned char)*s & 0xc0) != 0x80;
-  return n;
-}
-
-/* The width of the name column: the widest escaped name in characters,
- * from 16 (a comm's 15 characters) to NAME_MAX_WIDTH. */
+/* The width of the name column: the widest escaped name in terminal
+ * columns, from 16 (a comm's 15 characters) to NAME_MAX_WIDTH. */
 #define NAME_MAX_WIDTH 40
 static int name_width(const struct pst_thread *th, int n) {
   char e[PST_ESC_SIZE];
   int w = 16;
 
   for (int k = 0; k < n; k++) {
-    int len = chars_of(pst__esc(e, sizeof(e), th[k].name));
+    int len = pst__utf8_columns(pst__esc(e, sizeof(e), th[k].name));
     if (len > w)
       w = len < NAME_MAX_WIDTH ? len : NAME_MAX_WIDTH;
   }
   return w;
-}
-
-/* name escaped into e (PST_ESC_SIZE bytes) and padded to w characters; a
- * longer one cut at a whole character, its end marked "..". */
-static const char *name_cell(char *e, const char *name, int w) {
-  size_t len = strlen(pst__esc(e, PST_ESC_SIZE, name)), at = 0;
-  int chars = chars_of(e);
-
-  if (chars > w) {
-    for (int c = 0; c < w - 2; c++) /* past w - 2 characters */
-      do
-        at++;
-      while (((unsigned char)e[at] & 0xc0) == 0x80);
-    memcpy(e + at, "..", 3);
-    return e;
-  }
-  for (; chars < w && len + 1 < PST_ESC_SIZE; chars++)
-    e[len++] = ' ';
-  e[len] = '\0';
-  return e;
 }
 
 int pst__cmd_info(const struct pst__cli_opts *o) {
@@ -120,8 +91,9 @@ int pst__cmd_info(const struct pst__cli_opts *o) {
          "PyThreadState", "mapped by");
   for (int k = 0; k < n; k++)
     printf("  %-8d %s 0x%-16llx 0x%-14llx %s\n", (int)th[k].tid,
-           name_cell(e, th[k].name, w), (unsigned long long)th[k].fsbase,
-           (unsigned long long)th[k].tstate, method_text(th[k].method));
+           pst__esc_cell(e, sizeof(e), th[k].name, w),
+           (unsigned long long)th[k].fsbase, (unsigned long long)th[k].tstate,
+           method_text(th[k].method));
   pst_target_close(t);
   return PST_EXIT_OK;
 }

@@ -304,12 +304,12 @@ static void print_table(struct printer *p, uint64_t t_ns,
   printf("%7s %7s %-5s %-4s %-24s %s\n", "PID", "TID", "STATE", "GIL", "THREAD",
          "TOP");
   for (size_t i = 0; i < nth; i++)
-    printf("%7d %7d %-5c %-4s %-24s %s\n", (int)th[i].pid, (int)th[i].tid,
+    printf("%7d %7d %-5c %-4s %s %s\n", (int)th[i].pid, (int)th[i].tid,
            th[i].state ? th[i].state : '?',
            th[i].holds_gil == 1   ? "yes"
            : th[i].holds_gil == 0 ? "no"
                                   : "?",
-           pst__esc(a, sizeof(a), th[i].name),
+           pst__esc_cell(a, sizeof(a), th[i].name, 24),
            th[i].active && th[i].top ? pst__esc(b, sizeof(b), th[i].top)
                                      : "(idle)");
   printf("\n");

@@ -209,14 +209,14 @@ void pst__top_screen_draw(const char *header, const char *procs,
     for (size_t i = first; i < nth && y < LINES; i++) {
       const struct pst__top_thread *x = &th[i];
       int sel = i == v->selected;
-      snprintf(
-          buf, sizeof(buf), "%c%6d %7d %-5c %-4s %-24s %s", sel ? '>' : ' ',
-          (int)x->pid, (int)x->tid, x->state ? x->state : '?',
-          x->holds_gil == 1   ? "yes"
-          : x->holds_gil == 0 ? "no"
-                              : "?",
-          pst__esc(a, sizeof(a), x->name),
-          x->active_p && x->top ? pst__esc(b, sizeof(b), x->top) : "(idle)");
+      snprintf(buf, sizeof(buf), "%c%6d %7d %-5c %-4s %s %s", sel ? '>' : ' ',
+               (int)x->pid, (int)x->tid, x->state ? x->state : '?',
+               x->holds_gil == 1   ? "yes"
+               : x->holds_gil == 0 ? "no"
+                                   : "?",
+               pst__esc_cell(a, sizeof(a), x->name, 24),
+               x->active_p && x->top ? pst__esc(b, sizeof(b), x->top)
+                                     : "(idle)");
       line_at(y++, sel ? A_REVERSE : 0, buf);
     }
   }

@@ -1,6 +1,8 @@
 /* esc.c: the escaper of esc.h for target-controlled names in text output. */
+#include <locale.h>
 #include <stdint.h>
 #include <string.h>
+#include <wchar.h>
 
 #include "util/esc.h"
 
@@ -157,4 +159,83 @@ void pst__esc_put(FILE *f, const char *s) {
     run = s;
   }
   fwrite(run, 1, (size_t)(s - run), f);
+}
+
+/* Terminal columns of code point cp: wcwidth() in the C.UTF-8 locale (2
+ * for East Asian wide and fullwidth characters, 0 for combining marks),
+ * without touching the process's locale; 1 where that locale is missing
+ * or wcwidth() has no answer. */
+static int cp_columns(uint32_t cp) {
+  static locale_t utf8;
+  static int tried;
+  locale_t old;
+  int w;
+
+  if (cp < 0x80)
+    return 1;
+  if (!tried) {
+    tried = 1;
+    utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+  }
+  if (!utf8)
+    return 1;
+  old = uselocale(utf8);
+  w = wcwidth((wchar_t)cp);
+  uselocale(old);
+  return w < 0 ? 1 : w;
+}
+
+/* The code point of the well-formed sequence of n bytes at s. */
+static uint32_t any_code_point(const unsigned char *s, size_t n) {
+  if (n == 1)
+    return s[0];
+  if (n == 4)
+    return (uint32_t)(s[0] & 0x07) << 18 | (uint32_t)(s[1] & 0x3f) << 12 |
+           (uint32_t)(s[2] & 0x3f) << 6 | (s[3] & 0x3f);
+  return code_point(s, n);
+}
+
+int pst__utf8_columns(const char *s) {
+  int cols = 0;
+
+  while (*s) {
+    size_t n = pst__utf8_len(s);
+    if (!n) { /* not from pst__esc(): a byte, one column */
+      cols++;
+      s++;
+      continue;
+    }
+    cols += cp_columns(any_code_point((const unsigned char *)s, n));
+    s += n;
+  }
+  return cols;
+}
+
+const char *pst__esc_cell(char *out, size_t size, const char *s, int width) {
+  size_t len = strlen(pst__esc(out, size, s)), at = 0;
+  int cols = pst__utf8_columns(out);
+
+  if (cols > width) { /* cut to width - 2 columns, then ".." */
+    cols = 0;
+    while (out[at]) {
+      size_t n = pst__utf8_len(out + at);
+      int w;
+      if (!n)
+        n = 1;
+      w = n == 1
+              ? 1
+              : cp_columns(any_code_point((const unsigned char *)out + at, n));
+      if (cols + w > width - 2)
+        break;
+      cols += w;
+      at += n;
+    }
+    len = at;
+    for (int i = 0; i < 2 && len + 1 < size; i++, cols++)
+      out[len++] = '.';
+  }
+  for (; cols < width && len + 1 < size; cols++)
+    out[len++] = ' ';
+  out[len] = '\0';
+  return out;
 }

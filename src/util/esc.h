@@ -48,4 +48,14 @@ const char *pst__esc(char *out, size_t size, const char *s);
  * byte of s. */
 void pst__esc_put(FILE *f, const char *s);
 
+/* Terminal columns of the valid UTF-8 string s (as pst__esc() returns):
+ * East Asian wide and fullwidth characters take 2, combining marks 0,
+ * others 1. */
+int pst__utf8_columns(const char *s);
+
+/* s escaped into out (size bytes, PST_ESC_SIZE) as a table cell of width
+ * columns: padded with spaces, or cut at a whole character and ended
+ * with ".." when wider. Returns out. */
+const char *pst__esc_cell(char *out, size_t size, const char *s, int width);
+
 #endif

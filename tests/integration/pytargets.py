@@ -139,7 +139,10 @@ class Target(object):
         """host tid -> tid inside the target's pid namespace."""
         out = {}
         for t in os.listdir("/proc/%d/task" % self.pid):
-            with open("/proc/%d/task/%s/status" % (self.pid, t)) as f:
+            # (its Name: line is the comm, which 3.14+ set from the
+            # thread's name, cut at 15 bytes: maybe inside a character)
+            with open("/proc/%d/task/%s/status" % (self.pid, t),
+                      errors="replace") as f:
                 for line in f:
                     if line.startswith("NSpid:"):
                         out[int(t)] = int(line.split()[-1])
@@ -148,7 +151,8 @@ class Target(object):
     def states(self):
         res = {}
         for t in os.listdir("/proc/%d/task" % self.pid):
-            with open("/proc/%d/task/%s/stat" % (self.pid, t)) as f:
+            with open("/proc/%d/task/%s/stat" % (self.pid, t),
+                      errors="replace") as f:
                 res[int(t)] = f.read().rsplit(")", 1)[1].split()[0]
         return res
 

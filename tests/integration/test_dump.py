@@ -6,6 +6,7 @@ import re
 import os
 import sys
 import time
+import unicodedata
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pytargets  # noqa: E402
@@ -111,12 +112,13 @@ def check_dump(interp):
         r = pystitch(["info", "-p", str(t.pid)])
         if r.returncode != 0 or b"version:" not in r.stdout:
             errors.append("info exited %d: %s" % (r.returncode, r.stderr))
-        # Its thread table's columns line up (in characters: one name is
-        # not ASCII), whatever the names' lengths.
+        # Its thread table's columns line up on a terminal (one name has
+        # an accent, and two East Asian wide characters: 2 columns each),
+        # whatever the names' lengths.
         lines = r.stdout.decode("utf-8", errors="replace").splitlines()
         head = [i for i, x in enumerate(lines) if x.startswith("  tid ")]
         col = lines[head[0]].find(" fsbase") + 1 if head else 0
-        rows = lines[head[0] + 1:] if head else []
+        rows = [on_screen(x) for x in lines[head[0] + 1:]] if head else []
         bad = [x for x in rows if x[col:col + 2] != "0x" or x[col - 1] != " "]
         if not col or len(rows) < len(expected) or bad:
             errors.append("info's thread table not aligned (fsbase at %d): "
@@ -125,6 +127,13 @@ def check_dump(interp):
         return "\n".join(errors)
     finally:
         t.stop()
+
+
+def on_screen(line):
+    """line as a terminal lays it out: a wide character (East Asian W, F)
+    followed by a filler, so that indexes are columns."""
+    return "".join(c + ("\0" if unicodedata.east_asian_width(c) in "WF"
+                        else "") for c in line)
 
 
 def check_many(interp):

@@ -54,7 +54,7 @@ def thread_states(pid):
     res = {}
     for path in glob.glob("/proc/%d/task/*/stat" % pid):
         try:
-            with open(path) as f:
+            with open(path, errors="replace") as f:  # comm: any bytes
                 res[int(path.split("/")[4])] = \
                     f.read().rsplit(")", 1)[1].split()[0]
         except (IOError, OSError, IndexError):
@@ -78,7 +78,7 @@ def traced_threads(pid):
     n = 0
     for path in glob.glob("/proc/%d/task/*/status" % pid):
         try:
-            with open(path) as f:
+            with open(path, errors="replace") as f:
                 n += "TracerPid:\t0\n" not in f.read()
         except (IOError, OSError):
             pass

@@ -82,7 +82,8 @@ def main():
         threading.Thread(target=recv_waiter, args=(b,), name="recv-waiter"),
         threading.Thread(target=recurse, args=(40,), name="deep"),
         threading.Thread(target=named_worker,
-                         name=u"custom \u00f1ame" if sys.version_info[0] > 2
+                         name=u"custom \u00f1ame \u6570\u636e"
+                         if sys.version_info[0] > 2
                          else "custom-name"),
         threading.Thread(target=second_busy, name="busy2"),
     ]

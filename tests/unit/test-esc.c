@@ -136,3 +136,28 @@ TEST_IMPL(esc_no_raw_controls) {
     }
   return 0;
 }
+
+/* Table cells in terminal columns: East Asian wide characters take two,
+ * combining marks none; a cell is padded or cut (at a whole character,
+ * ".." at its end) to exactly its width. */
+TEST_IMPL(esc_cell_columns) {
+  char e[PST_ESC_SIZE];
+
+  ASSERT_EQ(pst__utf8_columns("abc"), 3);
+  ASSERT_EQ(pst__utf8_columns("\xc3\xb1"), 1);                 /* ñ */
+  ASSERT_EQ(pst__utf8_columns("\xe6\x95\xb0\xe6\x8d\xae"), 4); /* 数据 */
+  ASSERT_EQ(pst__utf8_columns("e\xcc\x81"), 1); /* e + combining acute */
+  ASSERT_STR_EQ(pst__esc_cell(e, sizeof(e), "ab", 5), "ab   ");
+  ASSERT_STR_EQ(pst__esc_cell(e, sizeof(e), "\xe6\x95\xb0\xe6\x8d\xae", 6),
+                "\xe6\x95\xb0\xe6\x8d\xae  ");
+  /* 数据数据 (8 columns) in 5: one wide character fits before "..", and
+   * the cell is padded to 5 (2 + 2 + 1). */
+  ASSERT_STR_EQ(
+      pst__esc_cell(e, sizeof(e),
+                    "\xe6\x95\xb0\xe6\x8d\xae\xe6\x95\xb0\xe6\x8d\xae", 5),
+      "\xe6\x95\xb0.. ");
+  /* An escape counts as what is printed: "\x1b" is 4 columns. */
+  ASSERT_STR_EQ(pst__esc_cell(e, sizeof(e), "\x1b", 6), "\\x1b  ");
+  ASSERT_EQ(pst__utf8_columns(pst__esc_cell(e, sizeof(e), "abcdefgh", 6)), 6);
+  return 0;
+}

@@ -19,7 +19,7 @@
 #define PST_UTIL_TESTS(X)                                                      \
   X(strtab_intern)                                                             \
   X(profile_runs_and_dedup) X(hash_functions) X(hash_table) X(dmcache_slots)  \
-  X(esc_controls) X(esc_bounds) X(esc_no_raw_controls)                         \
+  X(esc_controls) X(esc_bounds) X(esc_no_raw_controls) X(esc_cell_columns)                       \
   X(proc_cgroup_name) X(proc_maps_refused) X(proc_env_and_children)
 
 /* The consumers (src/consumer/: top, window). */
