@@ -2,6 +2,7 @@
 #include <stdio.h>
 
 #include "cli/cli.h"
+#include "cli/dump.h"
 #include "cli/options.h"
 #include "output/json.h"
 #include "pystitch.h"
@@ -24,7 +25,7 @@ static const char *method_name(enum pst_map_method m) {
 }
 
 /* One frame's line: every name in it escaped (the target chose them). */
-static void print_frame_text(const struct pst_frame *f) {
+void pst__dump_frame_text(const struct pst_frame *f) {
   fputs("    ", stdout);
   pst__esc_put(stdout, f->name);
   if (f->kind == PST_FRAME_MARKER) {
@@ -39,9 +40,20 @@ static void print_frame_text(const struct pst_frame *f) {
     printf(":%d)\n", f->line);
 }
 
+const char *pst__dump_state_text(const struct pst_thread *x, char *buf) {
+  char a[PST_ESC_SIZE], b[PST_ESC_SIZE];
+
+  snprintf(buf, PST_ESC_SIZE, "%s%s%s%s%s%s%s", x->idle ? "idle" : "active",
+           x->holds_gil == 1 ? ", holds GIL" : "", x->gc ? ", in GC" : "",
+           x->exception == 1 ? ", exception " : "",
+           pst__esc(a, sizeof(a), x->exception == 1 ? x->exception_type : ""),
+           x->origin[0] ? ", native, " : "", pst__esc(b, sizeof(b), x->origin));
+  return buf;
+}
+
 static void print_text(const struct pst_target_info *info,
                        const struct pst_thread *th, int n) {
-  char a[PST_ESC_SIZE], b[PST_ESC_SIZE], c[PST_ESC_SIZE];
+  char a[PST_ESC_SIZE], b[PST_ESC_SIZE];
 
   printf("Process %d: %s\n", (int)info->pid, pst__esc(a, sizeof(a), info->exe));
   printf("Python %s%s%s%s\n\n", pst__esc(a, sizeof(a), info->version),
@@ -50,12 +62,8 @@ static void print_text(const struct pst_target_info *info,
          pst__esc(b, sizeof(b), info->libpython));
   for (int i = 0; i < n; i++) {
     const struct pst_thread *x = &th[i];
-    printf("Thread %d \"%s\" (%s%s%s%s%s%s%s)\n", (int)x->tid,
-           pst__esc(a, sizeof(a), x->name), x->idle ? "idle" : "active",
-           x->holds_gil == 1 ? ", holds GIL" : "", x->gc ? ", in GC" : "",
-           x->exception == 1 ? ", exception " : "",
-           pst__esc(c, sizeof(c), x->exception == 1 ? x->exception_type : ""),
-           x->origin[0] ? ", native, " : "", pst__esc(b, sizeof(b), x->origin));
+    printf("Thread %d \"%s\" (%s)\n", (int)x->tid,
+           pst__esc(a, sizeof(a), x->name), pst__dump_state_text(x, b));
     if (!x->tstate && !x->nframes) {
       if (x->error && x->error != PST_ENOTHREADSTATE)
         printf("    (no Python thread state: %s)\n", pst_strerror(x->error));
@@ -66,7 +74,7 @@ static void print_text(const struct pst_target_info *info,
     if (x->error)
       printf("    (stack unreadable: %s)\n", pst_strerror(x->error));
     for (size_t k = 0; k < x->nframes; k++)
-      print_frame_text(&x->frames[k]);
+      pst__dump_frame_text(&x->frames[k]);
   }
 }
 
@@ -81,11 +89,8 @@ static void print_frame_json(const struct pst_frame *f, int first) {
                                        : "python");
 }
 
-/* The dump as one JSON object; open: its closing brace left to the
- * caller (the tasks follow). */
-static void print_json(const struct pst_target_info *info,
-                       const struct pst_thread *th, int n, double snap_ms,
-                       int open) {
+void pst__dump_json_open(const struct pst_target_info *info,
+                         const struct pst_thread *th, int n, double snap_ms) {
   printf("{\"pid\": %d, \"analysis_ms\": %.3f, \"snapshot_ms\": %.3f, "
          "\"version\": ",
          (int)info->pid, info->analysis_ms, snap_ms);
@@ -123,7 +128,7 @@ static void print_json(const struct pst_target_info *info,
       print_frame_json(&x->frames[k], k == 0);
     printf("]}");
   }
-  printf("\n]%s", open ? "" : "}\n");
+  printf("\n]");
 }
 
 /* A task's name for text, escaped into buf (PST_ESC_SIZE bytes). */
@@ -134,7 +139,7 @@ static const char *task_label(const struct pst_task *k, char *buf) {
 /* Text: each task as a stack, innermost first: its coroutines, then a
  * "task NAME" root line, then the task awaiting it with its coroutines
  * and root, outwards (its first waiter each time; others are named). */
-static void print_tasks_text(const struct pst_task *tk, int n) {
+void pst__dump_tasks_text(const struct pst_task *tk, int n) {
   int chain[PST_TASK_CHAIN_MAX] = {0};
   char a[PST_ESC_SIZE];
 
@@ -159,13 +164,13 @@ static void print_tasks_text(const struct pst_task *tk, int n) {
     for (int c = 0; c < len; c++) {
       const struct pst_task *k = &tk[chain[c]];
       for (int f = 0; f < k->nframes; f++)
-        print_frame_text(&k->frames[f]);
+        pst__dump_frame_text(&k->frames[f]);
       printf("    task %s\n", task_label(k, a));
     }
   }
 }
 
-static void print_tasks_json(const struct pst_task *tk, int n) {
+void pst__dump_tasks_json(const struct pst_task *tk, int n) {
   printf(",\n\"tasks\": [");
   for (int i = 0; i < n; i++) {
     printf("%s\n  {\"id\": \"0x%llx\", \"name\": ", i ? "," : "",
@@ -195,9 +200,8 @@ static void print_tasks_json(const struct pst_task *tk, int n) {
   printf("\n]");
 }
 
-/* --async: the tasks, or a note on stderr saying why there are none. */
-static int read_tasks(struct pst_target *t, pid_t pid, int flags,
-                      const struct pst_task **tk) {
+int pst__dump_read_tasks(struct pst_target *t, pid_t pid, int flags,
+                         const struct pst_task **tk) {
   int n = pst_target_tasks(t, flags, tk);
   char type[PST_ESC_SIZE], why[160];
 
@@ -235,6 +239,8 @@ int pst__cmd_dump(const struct pst__cli_opts *o) {
   int n, rc, flags, ntasks = 0;
   struct pst_policy policy;
 
+  if (o->engine.npids > 1 || o->engine.subprocesses || o->engine.all)
+    return pst__dump_many(o);
   rc = pst__cli_open(o->pid, &t);
   if (rc)
     return rc;
@@ -258,17 +264,16 @@ int pst__cmd_dump(const struct pst__cli_opts *o) {
             "first line\n",
             (unsigned long long)pst_target_line_tables_cut(t), (int)o->pid);
   if (o->policy.async)
-    ntasks = read_tasks(t, o->pid, flags, &tasks);
+    ntasks = pst__dump_read_tasks(t, o->pid, flags, &tasks);
   if (o->json) {
-    print_json(pst_target_info(t), th, n, snap_ms, o->policy.async);
-    if (o->policy.async) {
-      print_tasks_json(tasks, ntasks);
-      printf("}\n");
-    }
+    pst__dump_json_open(pst_target_info(t), th, n, snap_ms);
+    if (o->policy.async)
+      pst__dump_tasks_json(tasks, ntasks);
+    printf("}\n");
   } else {
     print_text(pst_target_info(t), th, n);
     if (ntasks)
-      print_tasks_text(tasks, ntasks);
+      pst__dump_tasks_text(tasks, ntasks);
   }
   pst_target_close(t);
   return PST_EXIT_OK;

@@ -47,11 +47,11 @@ static const struct {
     [PST_CLI_O_PID] = {"pid", 'p', required_argument, R | T | D | I},
     [PST_CLI_O_RATE] = {"rate", 'r', required_argument, R | T},
     [PST_CLI_O_DURATION] = {"duration", 'd', required_argument, R | T},
-    [PST_CLI_O_SUBPROCESSES] = {"subprocesses", 's', no_argument, R | T,
+    [PST_CLI_O_SUBPROCESSES] = {"subprocesses", 's', no_argument, R | T | D,
                                 FLAG(engine.subprocesses)},
-    [PST_CLI_O_ALL] = {"all", 0, no_argument, R | T, FLAG(engine.all)},
-    [PST_CLI_O_MATCH] = {"match", 0, required_argument, R | T},
-    [PST_CLI_O_EXCLUDE] = {"exclude", 0, required_argument, R | T},
+    [PST_CLI_O_ALL] = {"all", 0, no_argument, R | T | D, FLAG(engine.all)},
+    [PST_CLI_O_MATCH] = {"match", 0, required_argument, R | T | D},
+    [PST_CLI_O_EXCLUDE] = {"exclude", 0, required_argument, R | T | D},
     [PST_CLI_O_NO_SANDBOX] = {"no-sandbox", 0, no_argument, R | T,
                               FLAG(engine.no_sandbox)},
     [PST_CLI_O_KEEP_RUNNING] = {"keep-running", 0, no_argument, R,
@@ -271,13 +271,15 @@ static int take(struct pst__cli_opts *o, enum pst__cli_opt id, const char *arg,
   }
   switch (id) {
   case PST_CLI_O_PID:
-    if (o->cmd & (PST_CLI_DUMP | PST_CLI_INFO)) {
+    if (o->cmd == PST_CLI_INFO) {
       if (pst__cli_parse_pid(arg, &o->pid))
         return pst__cli_usage(help, "--pid: '%s' is not a process id", arg);
     } else if (pst__cli_parse_pids(arg, e->pids, PST_SAMPLER_PIDS_MAX,
                                    &e->npids))
       return pst__cli_usage(help, "--pid: not a list of process ids: '%s'",
                             arg);
+    else
+      o->pid = e->pids[0];
     return 0;
   case PST_CLI_O_RATE:
     if (pst__cli_parse_double(arg, 0, RATE_MAX, &e->rate_hz))
@@ -411,7 +413,12 @@ int pst__cli_parse(int argc, char **argv, enum pst__cli_cmd cmd,
   }
   if (optind < argc)
     return pst__cli_usage(NULL, "unexpected argument '%s'", argv[optind]);
-  if (!o->pid)
+  if (cmd == PST_CLI_DUMP && (o->engine.match || o->engine.exclude) &&
+      !o->engine.all)
+    return pst__cli_usage(NULL, "--match and --exclude go with --all");
+  if (cmd == PST_CLI_DUMP && o->engine.all && o->engine.npids)
+    return pst__cli_usage(NULL, "give -p PID or --all, not both");
+  if (!o->pid && !(cmd == PST_CLI_DUMP && o->engine.all))
     return pst__cli_usage(NULL, "missing --pid PID");
   return 0;
 }

@@ -366,3 +366,41 @@ int pst__proc_next_pid(const char **p, pid_t *pid) {
     }
   }
 }
+
+/* Appends the children of every thread of pid to out[*n..max). */
+static int add_children(pid_t pid, pid_t *out, int *n, int max) {
+  pid_t *tids;
+  int k = pst__proc_tasks(pid, &tids);
+
+  if (k < 0)
+    return k;
+  for (int i = 0; i < k && *n < max; i++) {
+    char path[80], buf[4096];
+    const char *p = buf;
+    pid_t c;
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid,
+             (int)tids[i]);
+    if (pst__proc_read(path, buf, sizeof(buf)) <= 0)
+      continue;
+    while (*n < max && pst__proc_next_pid(&p, &c)) {
+      int seen = 0;
+      for (int j = 0; j < *n && !seen; j++)
+        seen = out[j] == c;
+      if (!seen && c != pid)
+        out[(*n)++] = c;
+    }
+  }
+  if (k > 0)
+    free(tids);
+  return 0;
+}
+
+int pst__proc_descendants(pid_t root, pid_t *out, int max) {
+  int n = 0, err = add_children(root, out, &n, max);
+
+  if (err)
+    return err;
+  for (int i = 0; i < n; i++) /* each found one's children, in turn */
+    add_children(out[i], out, &n, max);
+  return n;
+}

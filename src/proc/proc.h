@@ -114,4 +114,9 @@ void pst__proc_cgroup_name(char *buf, char *out, size_t len);
  * Numbers that are not a pid (0, negative, beyond INT_MAX) are skipped. */
 int pst__proc_next_pid(const char **p, pid_t *pid);
 
+/* The descendants of process root (children of any of its threads, theirs,
+ * ...), breadth first, into out (at most max; root not included). Returns
+ * how many, or -errno when root's own threads cannot be listed. */
+int pst__proc_descendants(pid_t root, pid_t *out, int max);
+
 #endif

@@ -1,0 +1,458 @@
+/* dump_many.c: `pystitch dump` of several processes (-p A,B, -s, --all):
+ * every process attached, then all read in one pass; the text output
+ * shows each distinct stack once with the processes and threads that
+ * have it (ranks, roles), the odd ones first; --json every process whole.
+ *
+ * Ownership: the process table and the targets are this file's, freed
+ * before pst__dump_many() returns.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cli/dump.h"
+#include "output/json.h"
+#include "proc/probe.h"
+#include "proc/proc.h"
+#include "pystitch.h"
+#include "util/clock.h"
+#include "util/esc.h"
+#include "util/log.h"
+
+#define PROCS_MAX 1024
+#define WHO_MAX 8 /* processes named in a group's line, then "N more" */
+
+struct proc {
+  pid_t pid;
+  struct pst_target *t; /* NULL: not read, err says why */
+  int err;
+  int given; /* named by -p: a failure is told (else only listed) */
+  int n;     /* its threads */
+  const struct pst_thread *th;
+  const struct pst_task *tasks;
+  int ntasks;
+  int rank, local_rank, world_size; /* from its environment, -1: none */
+  char role[64], container[64], cmd[256];
+};
+
+/* One thread of one process, for the grouping. */
+struct item {
+  const struct proc *p;
+  const struct pst_thread *x;
+  int order; /* as listed: process, then thread */
+};
+
+static int add_pid(struct proc *ps, int *np, pid_t pid, int given) {
+  for (int i = 0; i < *np; i++)
+    if (ps[i].pid == pid)
+      return 0;
+  if (*np == PROCS_MAX || pid == getpid())
+    return 0;
+  memset(&ps[*np], 0, sizeof(ps[*np]));
+  ps[*np].pid = pid;
+  ps[*np].given = given;
+  ps[*np].rank = ps[*np].local_rank = ps[*np].world_size = -1;
+  (*np)++;
+  return 1;
+}
+
+/* --all: the host's processes that look like Python and whose command
+ * line --match takes and --exclude does not. */
+static void scan_host(const struct pst__sampler_opts *e, struct proc *ps,
+                      int *np) {
+  struct dirent *de;
+  DIR *d = opendir("/proc");
+
+  while (d && (de = readdir(d))) {
+    char *end, cmd[4096];
+    long pid = strtol(de->d_name, &end, 10);
+    if (*end || pid <= 0 || !pst__probe_looks_python((pid_t)pid))
+      continue;
+    pst__probe_cmdline((pid_t)pid, cmd, sizeof(cmd));
+    if ((e->match && regexec(e->match, cmd, 0, NULL, 0)) ||
+        (e->exclude && !regexec(e->exclude, cmd, 0, NULL, 0)))
+      continue;
+    add_pid(ps, np, (pid_t)pid, 0);
+  }
+  if (d)
+    closedir(d);
+}
+
+/* The processes to dump: the -p list, each one's descendants with -s,
+ * or the host's Python processes with --all. */
+static int gather(const struct pst__cli_opts *o, struct proc *ps) {
+  const struct pst__sampler_opts *e = &o->engine;
+  pid_t kids[PROCS_MAX];
+  int np = 0;
+
+  for (int i = 0; i < e->npids; i++)
+    add_pid(ps, &np, e->pids[i], 1);
+  for (int i = 0; e->subprocesses && i < e->npids; i++) {
+    int k = pst__proc_descendants(e->pids[i], kids, PROCS_MAX);
+    for (int j = 0; j < k; j++)
+      add_pid(ps, &np, kids[j], 0);
+  }
+  if (e->all)
+    scan_host(e, ps, &np);
+  return np;
+}
+
+/* Attaches p quietly (a process caught starting up gets a second). */
+static void open_proc(struct proc *p) {
+  p->err = pst_target_open(p->pid, &p->t);
+  for (int i = 0; p->err == PST_ENOTREADY && i < 100; i++) {
+    usleep(10000);
+    p->err = pst_target_open(p->pid, &p->t);
+  }
+  if (p->err)
+    p->t = NULL;
+  pst__probe_cmdline(p->pid, p->cmd, sizeof(p->cmd));
+}
+
+/* Its labels: rank and world size from its environment (torchrun,
+ * torch.distributed), its container, its multiprocessing role. */
+static void label_proc(struct proc *p, uint64_t ns) {
+  pst__probe_env_int(p->pid, "RANK", &p->rank);
+  pst__probe_env_int(p->pid, "LOCAL_RANK", &p->local_rank);
+  pst__probe_env_int(p->pid, "WORLD_SIZE", &p->world_size);
+  pst__probe_container(p->pid, ns, p->container, sizeof(p->container));
+  if (p->t)
+    snprintf(p->role, sizeof(p->role), "%s", pst_target_role(p->t));
+}
+
+/* ---- the grouped view ---- */
+
+static int cmp_str(const char *a, const char *b) {
+  return strcmp(a ? a : "", b ? b : "");
+}
+
+/* The order of two threads' stacks: equal when they show the same. */
+static int cmp_stack(const struct pst_thread *a, const struct pst_thread *b) {
+  int c;
+
+  if (a->nframes != b->nframes)
+    return a->nframes < b->nframes ? -1 : 1;
+  for (size_t k = 0; k < a->nframes; k++) {
+    const struct pst_frame *f = &a->frames[k], *g = &b->frames[k];
+    if (f->kind != g->kind)
+      return f->kind < g->kind ? -1 : 1;
+    if (f->line != g->line)
+      return f->line < g->line ? -1 : 1;
+    if ((c = cmp_str(f->name, g->name)) ||
+        (c = cmp_str(f->filename, g->filename)))
+      return c;
+  }
+  if (a->error != b->error)
+    return a->error < b->error ? -1 : 1;
+  if ((c = cmp_str(a->exception == 1 ? a->exception_type : "",
+                   b->exception == 1 ? b->exception_type : "")))
+    return c;
+  /* Threads without a stack are told apart by what started them. */
+  return a->nframes ? 0 : cmp_str(a->origin, b->origin);
+}
+
+static int by_stack(const void *pa, const void *pb) {
+  const struct item *a = pa, *b = pb;
+  int c = cmp_stack(a->x, b->x);
+
+  return c ? c : a->order - b->order;
+}
+
+struct group {
+  int first, n; /* items[first .. first + n) */
+};
+
+static int by_size(const void *pa, const void *pb, void *items) {
+  const struct group *a = pa, *b = pb;
+  const struct item *it = items;
+
+  if (a->n != b->n)
+    return a->n - b->n; /* the odd ones out first */
+  return it[a->first].order - it[b->first].order;
+}
+
+/* "ranks 0-2,4", from the sorted distinct ranks r[0..n). */
+static void rank_ranges(const int *r, int n, char *out, size_t len) {
+  size_t at = (size_t)snprintf(out, len, "rank%s ", n > 1 ? "s" : "");
+
+  for (int i = 0; i < n && at < len; i++) {
+    int j = i;
+    while (j + 1 < n && r[j + 1] == r[j] + 1)
+      j++;
+    at += (size_t)snprintf(out + at, len - at, "%s%d", i ? "," : "", r[i]);
+    if (j > i && at < len)
+      at += (size_t)snprintf(out + at, len - at, "-%d", r[j]);
+    i = j;
+  }
+}
+
+static int cmp_int(const void *a, const void *b) {
+  return *(const int *)a - *(const int *)b;
+}
+
+/* Who has a group's stack: its processes (by rank when every one has
+ * one, else by pid and role) and its threads' names. */
+static void who(const struct item *it, int n, char *out, size_t len) {
+  int ranks[PROCS_MAX], nr = 0, all_ranked = 1, nproc = 0;
+  const struct proc *seen[PROCS_MAX];
+  char names[256] = "", e[PST_ESC_SIZE];
+  size_t at = 0, nat = 0;
+  int nnames = 0;
+
+  for (int i = 0; i < n; i++) {
+    const struct proc *p = it[i].p;
+    int dup = 0;
+    for (int k = 0; k < nproc && !dup; k++)
+      dup = seen[k] == p;
+    if (!dup && nproc < PROCS_MAX) {
+      seen[nproc++] = p;
+      if (p->rank < 0)
+        all_ranked = 0;
+      else
+        ranks[nr++] = p->rank;
+    }
+  }
+  if (all_ranked && nr) {
+    qsort(ranks, (size_t)nr, sizeof(*ranks), cmp_int);
+    rank_ranges(ranks, nr, out, len);
+    at = strlen(out);
+  } else {
+    for (int k = 0; k < nproc && k < WHO_MAX && at < len; k++)
+      at += (size_t)snprintf(
+          out + at, len - at, "%s%d%s%s%s", k ? ", " : "pid ",
+          (int)seen[k]->pid, seen[k]->role[0] ? " (" : "",
+          pst__esc(e, sizeof(e), seen[k]->role), seen[k]->role[0] ? ")" : "");
+    if (nproc > WHO_MAX && at < len)
+      at +=
+          (size_t)snprintf(out + at, len - at, " and %d more", nproc - WHO_MAX);
+  }
+  /* The distinct thread names, three at most. */
+  for (int i = 0; i < n; i++) {
+    int dup = 0;
+    for (int k = 0; k < i && !dup; k++)
+      dup = !strcmp(it[k].x->name, it[i].x->name);
+    if (dup)
+      continue;
+    if (++nnames <= 3 && nat < sizeof(names))
+      nat += (size_t)snprintf(names + nat, sizeof(names) - nat, "%s%s",
+                              nnames > 1 ? ", " : "",
+                              pst__esc(e, sizeof(e), it[i].x->name));
+  }
+  if (at < len)
+    snprintf(out + at, len - at, ": %d thread%s (%s%s)", n, n == 1 ? "" : "s",
+             names, nnames > 3 ? ", ..." : "");
+}
+
+static void print_group(const struct item *it, int n, int k, int ng) {
+  const struct pst_thread *x = it[0].x;
+  char line[2048], e[PST_ESC_SIZE];
+
+  who(it, n, line, sizeof(line));
+  printf("\nStack %d of %d, %s\n", k, ng, line);
+  if (x->exception == 1)
+    printf("    (exception %s)\n", pst__esc(e, sizeof(e), x->exception_type));
+  if (!x->nframes) {
+    if (x->origin[0])
+      printf("    (no Python thread state: native, %s)\n",
+             pst__esc(e, sizeof(e), x->origin));
+    else
+      printf("    (%s)\n",
+             x->error ? pst_strerror(x->error) : "no Python thread state");
+    return;
+  }
+  if (x->error)
+    printf("    (stack unreadable: %s)\n", pst_strerror(x->error));
+  for (size_t f = 0; f < x->nframes; f++)
+    pst__dump_frame_text(&x->frames[f]);
+}
+
+static void print_procs_text(const struct proc *ps, int np, int nread,
+                             int nthreads, double ms) {
+  char a[PST_ESC_SIZE], b[PST_ESC_SIZE];
+
+  printf("%d process%s read (%d threads), their stacks within %.1f ms", nread,
+         nread == 1 ? "" : "es", nthreads, ms);
+  if (np > nread)
+    printf(", %d not", np - nread);
+  printf("\n");
+  for (int i = 0; i < np; i++) {
+    const struct proc *p = &ps[i];
+    printf("  %d", (int)p->pid);
+    if (p->rank >= 0)
+      printf(" rank %d", p->rank);
+    if (p->rank >= 0 && p->world_size > 0)
+      printf(" of %d", p->world_size);
+    if (p->role[0])
+      printf(" %s", pst__esc(a, sizeof(a), p->role));
+    if (p->container[0])
+      printf(" [container %s]", pst__esc(a, sizeof(a), p->container));
+    if (p->t)
+      printf(": Python %s, %d thread%s",
+             pst__esc(b, sizeof(b), pst_target_info(p->t)->version), p->n,
+             p->n == 1 ? "" : "s");
+    else
+      printf(": not read (%s)",
+             p->err == PST_ENOTPY ? "not Python" : pst_strerror(p->err));
+    printf(": %s\n", pst__esc(a, sizeof(a), p->cmd));
+  }
+}
+
+static int print_grouped(const struct proc *ps, int np, int nthreads) {
+  struct item *it = calloc((size_t)nthreads + 1, sizeof(*it));
+  struct group *g = calloc((size_t)nthreads + 1, sizeof(*g));
+  int n = 0, ng = 0;
+
+  if (!it || !g) {
+    free(it);
+    free(g);
+    return -ENOMEM;
+  }
+  for (int i = 0; i < np; i++)
+    for (int k = 0; ps[i].t && k < ps[i].n; k++, n++)
+      it[n] = (struct item){&ps[i], &ps[i].th[k], n};
+  qsort(it, (size_t)n, sizeof(*it), by_stack);
+  for (int i = 0; i < n; i++) {
+    if (ng && !cmp_stack(it[g[ng - 1].first].x, it[i].x)) {
+      g[ng - 1].n++;
+      continue;
+    }
+    g[ng++] = (struct group){i, 1};
+  }
+  qsort_r(g, (size_t)ng, sizeof(*g), by_size, it);
+  printf("%d distinct stack%s, the rarest first (--json: every thread)\n", ng,
+         ng == 1 ? "" : "s");
+  for (int k = 0; k < ng; k++)
+    print_group(it + g[k].first, g[k].n, k + 1, ng);
+  free(it);
+  free(g);
+  return 0;
+}
+
+static void print_json(const struct proc *ps, int np, double ms, int async) {
+  int first = 1;
+
+  printf("{\"snapshot_ms\": %.3f, \"processes\": [", ms);
+  for (int i = 0; i < np; i++) {
+    const struct proc *p = &ps[i];
+    if (!p->t)
+      continue;
+    printf("%s\n", first ? "" : ",");
+    first = 0;
+    pst__dump_json_open(pst_target_info(p->t), p->th, p->n, ms);
+    printf(", \"role\": ");
+    pst__json_put_string(stdout, p->role);
+    printf(", \"rank\": %d, \"local_rank\": %d, \"world_size\": %d, "
+           "\"container\": ",
+           p->rank, p->local_rank, p->world_size);
+    pst__json_put_string(stdout, p->container);
+    printf(", \"cmdline\": ");
+    pst__json_put_string(stdout, p->cmd);
+    if (async)
+      pst__dump_tasks_json(p->tasks, p->ntasks);
+    printf("}");
+  }
+  printf("\n], \"not_read\": [");
+  first = 1;
+  for (int i = 0; i < np; i++) {
+    const struct proc *p = &ps[i];
+    if (p->t)
+      continue;
+    printf("%s\n  {\"pid\": %d, \"error\": \"%s\", \"cmdline\": ",
+           first ? "" : ",", (int)p->pid, pst_errname(p->err));
+    pst__json_put_string(stdout, p->cmd);
+    printf("}");
+    first = 0;
+  }
+  printf("\n]}\n");
+}
+
+int pst__dump_many(const struct pst__cli_opts *o) {
+  struct proc *ps = calloc(PROCS_MAX, sizeof(*ps));
+  struct pst_policy policy;
+  uint64_t ns = pst__probe_pidns(0);
+  int np, nread = 0, nthreads = 0, rc = PST_EXIT_OK, first_rc = 0, flags;
+  double t0, ms, ta = pst__now_ms(), tn;
+
+  if (!ps) {
+    fprintf(stderr, "pystitch: error: out of memory\n");
+    return PST_EXIT_ERROR;
+  }
+  np = gather(o, ps);
+  pst__cli_sampling(&o->policy, PST_CLI_DUMP, &policy);
+  flags = pst_policy_flags(&policy);
+  /* Attach every one first (analysis, thread pointers). */
+  for (int i = 0; i < np; i++) {
+    open_proc(&ps[i]);
+    /* A process that cannot be read is told, but one that is not Python
+     * (a shell, a launcher) given with -s or found under one or by --all
+     * is only listed. */
+    if (ps[i].err &&
+        ((ps[i].given && !o->engine.subprocesses) || ps[i].err != PST_ENOTPY)) {
+      int code = pst__cli_explain(ps[i].pid, ps[i].err);
+      first_rc = first_rc ? first_rc : code;
+    }
+  }
+  tn = pst__now_ms();
+  /* Their threads listed and named first (a new thread's pointer, a
+   * native thread's start routine), then every stack read in one pass:
+   * the stacks are of one moment, as near as can be. */
+  for (int i = 0; i < np; i++) {
+    int r = ps[i].t ? pst_target_refresh(ps[i].t) : 0;
+    if (r < 0)
+      ps[i].n = r;
+  }
+  t0 = pst__now_ms();
+  pst__info("dump: %d processes attached in %.1f ms, their threads listed "
+            "and named in %.1f ms",
+            np, tn - ta, t0 - tn);
+  for (int i = 0; i < np; i++)
+    if (ps[i].t && ps[i].n >= 0)
+      ps[i].n = pst_target_sample(ps[i].t, flags, &ps[i].th);
+  ms = pst__now_ms() - t0;
+  for (int i = 0; i < np; i++) {
+    struct proc *p = &ps[i];
+    if (p->t && p->n < 0) {
+      fprintf(stderr, "pystitch: error: cannot read process %d: %s\n",
+              (int)p->pid, pst_strerror(p->n));
+      p->err = p->n;
+      pst_target_close(p->t);
+      p->t = NULL;
+      first_rc = first_rc ? first_rc : PST_EXIT_ERROR;
+    }
+    label_proc(p, ns);
+    if (!p->t)
+      continue;
+    nread++;
+    nthreads += p->n;
+    if (o->policy.async)
+      p->ntasks = pst__dump_read_tasks(p->t, p->pid, flags, &p->tasks);
+  }
+  if (!nread) {
+    if (!first_rc)
+      fprintf(stderr, "pystitch: error: no Python process to dump%s\n",
+              o->engine.all ? ": none found (--match, --exclude?)"
+                            : " among the processes given and under them");
+    rc = first_rc ? first_rc : PST_EXIT_NOT_PYTHON;
+  } else if (o->json) {
+    print_json(ps, np, ms, o->policy.async);
+  } else {
+    print_procs_text(ps, np, nread, nthreads, ms);
+    if (print_grouped(ps, np, nthreads))
+      rc = PST_EXIT_ERROR;
+    for (int i = 0; i < np; i++)
+      if (ps[i].t && ps[i].ntasks) {
+        printf("\nProcess %d:", (int)ps[i].pid);
+        pst__dump_tasks_text(ps[i].tasks, ps[i].ntasks);
+      }
+  }
+  for (int i = 0; i < np; i++)
+    if (ps[i].t)
+      pst_target_close(ps[i].t);
+  free(ps);
+  return rc;
+}
