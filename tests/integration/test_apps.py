@@ -24,7 +24,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pytargets  # noqa: E402
 import tap  # noqa: E402
-from tap import PST, alive  # noqa: E402
+from tap import PST, alive, pystitch  # noqa: E402
 
 TAP = tap.Tap()
 TMP = tap.tmpdir("apps")
@@ -671,6 +671,67 @@ def check_gunicorn(interp, kind):
         stop_target(t)
 
 
+# ---- a hung torch.distributed job ----
+
+RANKS_GROUP = re.compile(r"Stack \d+ of \d+, ranks 0-2: 3 threads "
+                         r"\(MainThread\)\n((?:    .*\n)+)")
+RANK3 = re.compile(r"Stack \d+ of \d+, rank 3: 1 thread \(MainThread\)\n"
+                   r"((?:    .*\n)+)")
+
+
+def check_ddp_dump(interp):
+    """4 ranks on gloo, rank 3 sleeping before the all_reduce the others
+    wait in: dump -s on the launcher shows ranks 0-2 as one stack in the
+    collective and rank 3 apart, labelled by rank; the same with
+    --native (the gloo wait under all_reduce) and with --all --match."""
+    label = "hung ddp job"
+    t = pytargets.Target(interp, "ddp_hang.py", ["launch", "4", "120"])
+    try:
+        while t.readline(timeout=120).strip() != "ready":
+            pass
+        problems = []
+        for args in (["-s", "-p", str(t.pid)],
+                     ["-s", "-p", str(t.pid), "--native"],
+                     ["--all", "--match", "ddp_hang[.]py rank"]):
+            t0 = time.time()
+            r = pystitch(["dump"] + args, timeout=120)
+            wall = time.time() - t0
+            out = r.stdout.decode("utf-8", errors="replace")
+            head = out.splitlines()[0] if out else ""
+            note("%s: dump %s: %.0f ms wall; %s" % (label, " ".join(args[:1] +
+                                                                  args[3:]),
+                                                   1000 * wall, head))
+            g, l3 = RANKS_GROUP.search(out), RANK3.search(out)
+            if r.returncode != 0 or not g or not l3:
+                problems.append("dump %s: exit %d, groups not found:\n%s" % (
+                    " ".join(args), r.returncode, out[-3000:]))
+                continue
+            want = ["all_reduce (", "step ("] + (
+                ["c10d::Work::wait ("] if "--native" in args else [])
+            frames = g.group(1)
+            if any("    " + w not in frames for w in want) or \
+                    "    late_rank (" not in l3.group(1):
+                problems.append("dump %s: ranks 0-2 %s, rank 3 %s" % (
+                    " ".join(args), frames, l3.group(1)))
+        r = pystitch(["dump", "-s", "-p", str(t.pid), "--json"])
+        d = json.loads(r.stdout.decode("utf-8"))
+        ranks = sorted((p["rank"], p["world_size"]) for p in d["processes"])
+        if ranks != [(-1, -1), (0, 4), (1, 4), (2, 4), (3, 4)]:
+            problems.append("--json ranks: %s" % ranks)
+        report(not problems, "%s: dump -s groups ranks 0-2 in all_reduce, "
+               "rank 3 apart (also --native, --all --match)" % label,
+               "\n".join(problems))
+    except Exception as e:
+        report(False, label, "%s: %s" % (type(e).__name__, e))
+    finally:
+        for c in descendants(t.pid):
+            try:
+                os.kill(c, 9)
+            except OSError:
+                pass
+        stop_target(t)
+
+
 # ---- uvicorn ----
 
 def check_uvicorn(interp):
@@ -735,6 +796,7 @@ def main():
     else:
         check_torch(host, "torch 3.11")
         check_launch("torch 3.11")
+        check_ddp_dump(host)
     sid = os.path.join(pytargets.ROOTFS_DIR, "sid-rootfs")
     if not os.access(sid + "/usr/bin/python3.14", os.X_OK):
         report(None, "torch on sid-container-3.14",

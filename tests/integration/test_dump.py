@@ -4,6 +4,7 @@
 import json
 import re
 import os
+import subprocess
 import sys
 import time
 import unicodedata
@@ -477,6 +478,91 @@ def check_async_before(interp):
         t.stop()
 
 
+def check_tree(interp):
+    """dump -s of a shell running a multiprocessing parent with 2 children:
+    the shell listed as not Python (no error), the two children's
+    identical stacks shown once with both named by role, the parent
+    apart; --json keeps every process whole with its role; exit 0."""
+    script = os.path.join(pytargets.TARGETS, "mp.py")
+    sh = subprocess.Popen(["bash", "-c", "%s -u %s 60; true" % (interp.exe,
+                                                                 script)],
+                          stdout=subprocess.PIPE)
+    try:
+        if b"ready" not in sh.stdout.readline():
+            return "mp.py did not start"
+        r = pystitch(["dump", "-s", "-p", str(sh.pid)])
+        out = r.stdout.decode("utf-8", errors="replace")
+        err = r.stderr.decode(errors="replace")
+        if r.returncode != 0 or err.strip():
+            return "exit %d, stderr: %s" % (r.returncode, err)
+        problems = []
+        if not re.search(r"\n  %d: not read \(not Python\)" % sh.pid, out):
+            problems.append("the shell not listed as not Python")
+        m = re.search(r"Stack \d+ of \d+, pid \d+ \((Process-\d)\), \d+ "
+                      r"\((Process-\d)\): 2 threads \(MainThread\)\n"
+                      r"    child_work ", out)
+        if not m or set(m.groups()) != {"Process-1", "Process-2"}:
+            problems.append("the children's stack not grouped")
+        if not re.search(r"pid \d+: 1 thread \(MainThread\)\n(    .*\n)*"
+                         r"    parent_wait ", out):
+            problems.append("the parent's stack not apart")
+        r = pystitch(["dump", "-s", "-p", str(sh.pid), "--json"])
+        d = json.loads(r.stdout.decode("utf-8"))
+        roles = sorted(p["role"] for p in d["processes"])
+        bad = [x for x in d["not_read"] if x["pid"] == sh.pid and
+               x["error"] == "PST_ENOTPY"]
+        if roles != ["", "Process-1", "Process-2"] or not bad or \
+                any(not p["threads"] for p in d["processes"]):
+            problems.append("--json: roles %s, not read %s" % (
+                roles, d["not_read"]))
+        if problems:
+            return "\n".join(problems) + "\n" + out
+        return ""
+    finally:
+        for c in pytargets.children(sh.pid):
+            for g in pytargets.children(c) + [c]:
+                try:
+                    os.kill(g, 9)
+                except OSError:
+                    pass
+        sh.kill()
+        sh.wait()
+
+
+def check_several_bad(interp):
+    """dump -p of a Python process, a pid that is gone and a process that
+    is not Python: the Python one dumped, each other named in one line
+    saying why, exit 0; --all --match finds the Python one alone."""
+    t = pytargets.Target(interp, "sleeper.py")
+    other = subprocess.Popen(["sleep", "60"])
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    try:
+        t.readline()
+        r = pystitch(["dump", "-p", "%d,%d,%d" % (t.pid, gone.pid, other.pid)])
+        out = r.stdout.decode("utf-8", errors="replace")
+        err = r.stderr.decode(errors="replace").strip().splitlines()
+        problems = []
+        if r.returncode != 0 or "\n  %d: Python" % t.pid not in out:
+            problems.append("exit %d, the Python one not dumped" %
+                            r.returncode)
+        if len(err) != 2 or not any(str(gone.pid) in e for e in err) or \
+                not any(str(other.pid) in e and "not a Python" in e
+                        for e in err):
+            problems.append("stderr: %s" % err)
+        r = pystitch(["dump", "--all", "--match", "sleeper[.]py", "--json"])
+        d = json.loads(r.stdout.decode("utf-8")) if r.returncode == 0 else {}
+        pids = [p["pid"] for p in d.get("processes", [])]
+        if t.pid not in pids:
+            problems.append("--all --match: exit %d, pids %s" % (
+                r.returncode, pids))
+        return "\n".join(problems)
+    finally:
+        other.kill()
+        other.wait()
+        t.stop()
+
+
 def main():
     found, skipped = pytargets.interpreters()
     uvloops = 0
@@ -507,6 +593,14 @@ def main():
             uvloops += 1
             report(not err, "dump --async, 20 tasks on uvloop: " +
                    interp.label, err)
+    for interp in found:
+        # (roles: multiprocessing's BaseProcess, 3.x)
+        if interp.label.startswith(("pyenv-3.12", "debian-static",
+                                    "pyenv-3.8")):
+            check("dump -s of a shell's multiprocessing tree: " +
+                  interp.label, check_tree, interp)
+            check("dump -p with a gone and a non-Python pid: " +
+                  interp.label, check_several_bad, interp)
     if found and not uvloops:
         report(None, "dump --async on uvloop", "no interpreter here imports "
                "uvloop (tools/install-deps.sh installs python3-uvloop)")
