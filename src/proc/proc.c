@@ -369,12 +369,12 @@ int pst__proc_next_pid(const char **p, pid_t *pid) {
 
 /* Appends the children of every thread of pid to out[*n..max). */
 static int add_children(pid_t pid, pid_t *out, int *n, int max) {
-  pid_t *tids;
+  pid_t *tids = NULL;
   int k = pst__proc_tasks(pid, &tids);
 
   if (k < 0)
     return k;
-  for (int i = 0; i < k && *n < max; i++) {
+  for (int i = 0; tids && i < k && *n < max; i++) {
     char path[80], buf[4096];
     const char *p = buf;
     pid_t c;
@@ -390,13 +390,17 @@ static int add_children(pid_t pid, pid_t *out, int *n, int max) {
         out[(*n)++] = c;
     }
   }
-  if (k > 0)
-    free(tids);
+  free(tids);
   return 0;
 }
 
 int pst__proc_descendants(pid_t root, pid_t *out, int max) {
-  int n = 0, err = add_children(root, out, &n, max);
+  int n = 0, err;
+
+  if (max <= 0)
+    return 0;
+  memset(out, 0, (size_t)max * sizeof(*out));
+  err = add_children(root, out, &n, max);
 
   if (err)
     return err;
