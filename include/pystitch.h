@@ -361,6 +361,34 @@ PST_API void pst_target_set_period(struct pst_target *t, uint64_t period_ns);
 PST_API int pst_target_sample(struct pst_target *t, int flags,
                               const struct pst_thread **threads);
 
+/* One local variable of a frame (pst_target_locals()). */
+struct pst_local {
+  const char *name;
+  const char *value; /* a short text made from the object's bytes alone
+                        (no code of the target runs): 42, -7, 0.5,
+                        True, None, 'abc' (cut at 64 bytes), b'a\x00',
+                        list (len 3), dict (len 2), <Foo object> */
+};
+
+/* The locals of one frame of the stack pst_target_locals() read. */
+struct pst_frame_locals {
+  int n;                        /* shown: the bound ones, at most 64 */
+  int total;                    /* names the frame's code has */
+  const struct pst_local *vars; /* n of them */
+};
+
+/* Thread tid's Python stack read again with the thread stopped for the
+ * moment of the read (the values and the stack of one instant), with each
+ * frame's local variables: *th is that new read (tid, name, frames),
+ * (*locals)[k] the locals of th->frames[k]. Only Python frames (no
+ * native ones). Returns the frame count, -ENOENT when there is no such
+ * thread with a Python state, -ENOSYS when the version's layout does not
+ * say where locals are, or -errno. Both are owned by the target and valid
+ * until the next call or sample. */
+PST_API int pst_target_locals(struct pst_target *t, pid_t tid,
+                              const struct pst_thread **th,
+                              const struct pst_frame_locals **locals);
+
 /* Native sampling counters (PST_SAMPLE_NATIVE). */
 struct pst_native_stats {
   uint64_t samples;       /* thread-samples taken with native frames */

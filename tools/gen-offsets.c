@@ -328,6 +328,17 @@ static void code_fields(void) {
 #else
   NOFF(co_code_adaptive);
 #endif
+  /* The local variables' names (dump --locals): read on their own, not
+   * part of the header. */
+#if PY_VERSION_HEX >= 0x030b0000
+  NOFF(co_varnames);
+  NOFF(co_nlocals);
+  OFF(co_localsplusnames, PyCodeObject, co_localsplusnames);
+#else
+  OFF(co_varnames, PyCodeObject, co_varnames);
+  OFF(co_nlocals, PyCodeObject, co_nlocals);
+  NOFF(co_localsplusnames);
+#endif
 #undef CO
   if (end > sizeof(PyCodeObject)) {
     fprintf(stderr, "gen-offsets: code fields end past sizeof(PyCodeObject)\n");

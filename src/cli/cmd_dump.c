@@ -52,7 +52,8 @@ const char *pst__dump_state_text(const struct pst_thread *x, char *buf) {
 }
 
 static void print_text(const struct pst_target_info *info,
-                       const struct pst_thread *th, int n) {
+                       const struct pst_thread *th, int n,
+                       struct pst_target *locals_of) {
   char a[PST_ESC_SIZE], b[PST_ESC_SIZE];
 
   printf("Process %d: %s\n", (int)info->pid, pst__esc(a, sizeof(a), info->exe));
@@ -61,7 +62,9 @@ static void print_text(const struct pst_target_info *info,
          info->libpython[0] ? " " : "",
          pst__esc(b, sizeof(b), info->libpython));
   for (int i = 0; i < n; i++) {
-    const struct pst_thread *x = &th[i];
+    const struct pst_frame_locals *fl = NULL;
+    const struct pst_thread *x =
+        locals_of ? pst__dump_with_locals(locals_of, &th[i], &fl) : &th[i];
     printf("Thread %d \"%s\" (%s)\n", (int)x->tid,
            pst__esc(a, sizeof(a), x->name), pst__dump_state_text(x, b));
     if (!x->tstate && !x->nframes) {
@@ -73,24 +76,64 @@ static void print_text(const struct pst_target_info *info,
     }
     if (x->error)
       printf("    (stack unreadable: %s)\n", pst_strerror(x->error));
-    for (size_t k = 0; k < x->nframes; k++)
+    for (size_t k = 0; k < x->nframes; k++) {
       pst__dump_frame_text(&x->frames[k]);
+      pst__dump_frame_locals_text(fl ? &fl[k] : NULL);
+    }
   }
 }
 
-static void print_frame_json(const struct pst_frame *f, int first) {
+/* A frame as JSON; with fl, its "locals" too. */
+static void print_frame_json(const struct pst_frame *f, int first,
+                             const struct pst_frame_locals *fl) {
   printf("%s{\"name\": ", first ? "" : ", ");
   pst__json_put_string(stdout, f->name);
   printf(", \"file\": ");
   pst__json_put_string(stdout, f->filename);
-  printf(", \"line\": %d, \"kind\": \"%s\"}", f->line,
+  printf(", \"line\": %d, \"kind\": \"%s\"", f->line,
          f->kind == PST_FRAME_NATIVE   ? "native"
          : f->kind == PST_FRAME_MARKER ? "marker"
                                        : "python");
+  if (fl) {
+    printf(", \"locals_total\": %d, \"locals\": [", fl->total);
+    for (int v = 0; v < fl->n; v++) {
+      printf("%s{\"name\": ", v ? ", " : "");
+      pst__json_put_string(stdout, fl->vars[v].name);
+      printf(", \"value\": ");
+      pst__json_put_string(stdout, fl->vars[v].value);
+      printf("}");
+    }
+    printf("]");
+  }
+  printf("}");
+}
+
+const struct pst_thread *
+pst__dump_with_locals(struct pst_target *t, const struct pst_thread *x,
+                      const struct pst_frame_locals **fl) {
+  const struct pst_thread *lt;
+
+  *fl = NULL;
+  if (!t || !x->tstate || pst_target_locals(t, x->tid, &lt, fl) < 0) {
+    *fl = NULL;
+    return x;
+  }
+  return lt;
+}
+
+void pst__dump_frame_locals_text(const struct pst_frame_locals *fl) {
+  char a[PST_ESC_SIZE], b[PST_ESC_SIZE];
+
+  for (int v = 0; fl && v < fl->n; v++)
+    printf("        %s = %s\n", pst__esc(a, sizeof(a), fl->vars[v].name),
+           pst__esc(b, sizeof(b), fl->vars[v].value));
+  if (fl && fl->total > fl->n)
+    printf("        (%d more not bound or not shown)\n", fl->total - fl->n);
 }
 
 void pst__dump_json_open(const struct pst_target_info *info,
-                         const struct pst_thread *th, int n, double snap_ms) {
+                         const struct pst_thread *th, int n, double snap_ms,
+                         struct pst_target *locals_of) {
   printf("{\"pid\": %d, \"analysis_ms\": %.3f, \"snapshot_ms\": %.3f, "
          "\"version\": ",
          (int)info->pid, info->analysis_ms, snap_ms);
@@ -98,7 +141,9 @@ void pst__dump_json_open(const struct pst_target_info *info,
   printf(", \"free_threaded\": %s, \"threads\": [",
          info->free_threaded ? "true" : "false");
   for (int i = 0; i < n; i++) {
-    const struct pst_thread *x = &th[i];
+    const struct pst_frame_locals *fl = NULL;
+    const struct pst_thread *x =
+        locals_of ? pst__dump_with_locals(locals_of, &th[i], &fl) : &th[i];
     printf("%s\n  {\"tid\": %d, \"name\": ", i ? "," : "", (int)x->tid);
     pst__json_put_string(stdout, x->name);
     printf(", \"name_from_python\": %s, \"origin\": ",
@@ -125,7 +170,7 @@ void pst__dump_json_open(const struct pst_target_info *info,
     printf(", \"gc\": %s, \"truncated\": %s, \"frames\": [",
            x->gc ? "true" : "false", x->truncated ? "true" : "false");
     for (size_t k = 0; k < x->nframes; k++)
-      print_frame_json(&x->frames[k], k == 0);
+      print_frame_json(&x->frames[k], k == 0, fl ? &fl[k] : NULL);
     printf("]}");
   }
   printf("\n]");
@@ -189,7 +234,7 @@ void pst__dump_tasks_json(const struct pst_task *tk, int n) {
     printf("\"running\": %s, \"torn\": %s, \"frames\": [",
            tk[i].running ? "true" : "false", tk[i].torn ? "true" : "false");
     for (int f = 0; f < tk[i].nframes; f++)
-      print_frame_json(&tk[i].frames[f], f == 0);
+      print_frame_json(&tk[i].frames[f], f == 0, NULL);
     printf("], \"awaited_by\": [");
     for (int w = 0; w < tk[i].nwaiters; w++) {
       printf("%s", w ? ", " : "");
@@ -266,12 +311,13 @@ int pst__cmd_dump(const struct pst__cli_opts *o) {
   if (o->policy.async)
     ntasks = pst__dump_read_tasks(t, o->pid, flags, &tasks);
   if (o->json) {
-    pst__dump_json_open(pst_target_info(t), th, n, snap_ms);
+    pst__dump_json_open(pst_target_info(t), th, n, snap_ms,
+                        o->locals ? t : NULL);
     if (o->policy.async)
       pst__dump_tasks_json(tasks, ntasks);
     printf("}\n");
   } else {
-    print_text(pst_target_info(t), th, n);
+    print_text(pst_target_info(t), th, n, o->locals ? t : NULL);
     if (ntasks)
       pst__dump_tasks_text(tasks, ntasks);
   }

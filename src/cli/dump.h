@@ -19,9 +19,24 @@ void pst__dump_frame_text(const struct pst_frame *f);
 const char *pst__dump_state_text(const struct pst_thread *x, char *buf);
 
 /* One process as a JSON object (pid, version, threads...), its closing
- * brace left out: the caller adds fields, then closes it. */
+ * brace left out: the caller adds fields, then closes it. With locals_of
+ * (--locals: the process's target), each thread with a Python state is
+ * read again with its locals (pst__dump_with_locals()). */
 void pst__dump_json_open(const struct pst_target_info *info,
-                         const struct pst_thread *th, int n, double snap_ms);
+                         const struct pst_thread *th, int n, double snap_ms,
+                         struct pst_target *locals_of);
+
+/* --locals: thread x of target t read again, stopped, with its frames'
+ * locals (*fl, one per frame; NULL when they cannot be read, or x has no
+ * Python state: x itself is returned then). Valid until the next call on
+ * t. */
+const struct pst_thread *
+pst__dump_with_locals(struct pst_target *t, const struct pst_thread *x,
+                      const struct pst_frame_locals **fl);
+
+/* A frame's locals as text lines under it ("        name = value"),
+ * escaped; nothing for NULL. */
+void pst__dump_frame_locals_text(const struct pst_frame_locals *fl);
 
 /* --async: the tasks as text, each as a stack under its waiters,
  * starting with a line "asyncio tasks: N". */

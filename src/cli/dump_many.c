@@ -45,6 +45,11 @@ struct item {
   const struct proc *p;
   const struct pst_thread *x;
   int order; /* as listed: process, then thread */
+  /* --locals: the thread read again with its locals (own, with its
+   * frames: copies, on the heap), each frame's locals as one text
+   * (locals_text()) */
+  struct pst_thread *own;
+  char **loc;
 };
 
 static int add_pid(struct proc *ps, int *np, pid_t pid, int given) {
@@ -195,15 +200,15 @@ static int cmp_int(const void *a, const void *b) {
   return *(const int *)a - *(const int *)b;
 }
 
-/* Who has a group's stack: its processes (by rank when every one has
- * one, else by pid and role) and its threads' names. */
-static void who(const struct item *it, int n, char *out, size_t len) {
+/* The processes of items it[0..n): by rank when every one has one
+ * ("ranks 0-2,4"), else by pid and role; into out. */
+static void procs_label(const struct item *it, int n, char *out, size_t len) {
   int ranks[PROCS_MAX], nr = 0, all_ranked = 1, nproc = 0;
   const struct proc *seen[PROCS_MAX];
-  char names[256] = "", e[PST_ESC_SIZE];
-  size_t at = 0, nat = 0;
-  int nnames = 0;
+  char e[PST_ESC_SIZE];
+  size_t at = 0;
 
+  out[0] = 0;
   for (int i = 0; i < n; i++) {
     const struct proc *p = it[i].p;
     int dup = 0;
@@ -220,17 +225,25 @@ static void who(const struct item *it, int n, char *out, size_t len) {
   if (all_ranked && nr) {
     qsort(ranks, (size_t)nr, sizeof(*ranks), cmp_int);
     rank_ranges(ranks, nr, out, len);
-    at = strlen(out);
-  } else {
-    for (int k = 0; k < nproc && k < WHO_MAX && at < len; k++)
-      at += (size_t)snprintf(
-          out + at, len - at, "%s%d%s%s%s", k ? ", " : "pid ",
-          (int)seen[k]->pid, seen[k]->role[0] ? " (" : "",
-          pst__esc(e, sizeof(e), seen[k]->role), seen[k]->role[0] ? ")" : "");
-    if (nproc > WHO_MAX && at < len)
-      at +=
-          (size_t)snprintf(out + at, len - at, " and %d more", nproc - WHO_MAX);
+    return;
   }
+  for (int k = 0; k < nproc && k < WHO_MAX && at < len; k++)
+    at += (size_t)snprintf(out + at, len - at, "%s%d%s%s%s", k ? ", " : "pid ",
+                           (int)seen[k]->pid, seen[k]->role[0] ? " (" : "",
+                           pst__esc(e, sizeof(e), seen[k]->role),
+                           seen[k]->role[0] ? ")" : "");
+  if (nproc > WHO_MAX && at < len)
+    snprintf(out + at, len - at, " and %d more", nproc - WHO_MAX);
+}
+
+/* Who has a group's stack: its processes and its threads' names. */
+static void who(const struct item *it, int n, char *out, size_t len) {
+  char names[256] = "", e[PST_ESC_SIZE];
+  size_t at, nat = 0;
+  int nnames = 0;
+
+  procs_label(it, n, out, len);
+  at = strlen(out);
   /* The distinct thread names, three at most. */
   for (int i = 0; i < n; i++) {
     int dup = 0;
@@ -248,7 +261,124 @@ static void who(const struct item *it, int n, char *out, size_t len) {
              names, nnames > 3 ? ", ..." : "");
 }
 
-static void print_group(const struct item *it, int n, int k, int ng) {
+/* ---- --locals in the grouped view ----
+ *
+ * A frame's locals are kept per thread as one text, "name\x1fvalue\x1e"
+ * for each (a value's own \x1e and \x1f made '?'), so that equal locals
+ * are equal texts. A group's frame shows its locals once when every
+ * thread has the same; else each variable once, with its values and who
+ * has each ("step = 41 (ranks 0-2); 40 (rank 3)"). */
+
+static char *locals_text(const struct pst_frame_locals *fl) {
+  size_t len = 1;
+  char *s, *at;
+
+  for (int v = 0; fl && v < fl->n; v++)
+    len += strlen(fl->vars[v].name) + strlen(fl->vars[v].value) + 2;
+  s = at = malloc(len);
+  if (!s)
+    return NULL;
+  for (int v = 0; fl && v < fl->n; v++) {
+    for (const char *c = fl->vars[v].name; *c; c++)
+      *at++ = *c == 0x1e || *c == 0x1f ? '?' : *c;
+    *at++ = 0x1f;
+    for (const char *c = fl->vars[v].value; *c; c++)
+      *at++ = *c == 0x1e || *c == 0x1f ? '?' : *c;
+    *at++ = 0x1e;
+  }
+  *at = 0;
+  return s;
+}
+
+/* Variable name's value in a locals text, into out ("" when absent). */
+static void var_value(const char *text, const char *name, char *out,
+                      size_t len) {
+  size_t nl = strlen(name);
+
+  out[0] = 0;
+  while (text && *text) {
+    const char *sep = strchr(text, 0x1f), *end = strchr(text, 0x1e);
+    if (!sep || !end)
+      return;
+    if ((size_t)(sep - text) == nl && !strncmp(text, name, nl)) {
+      snprintf(out, len, "%.*s", (int)(end - sep - 1), sep + 1);
+      return;
+    }
+    text = end + 1;
+  }
+}
+
+/* Does variable name of frame f have value val in every one of it[0..n)? */
+static int same_in_all(const struct item *it, int n, size_t f, const char *name,
+                       const char *val) {
+  char va[PST_ESC_SIZE];
+
+  for (int a = 0; a < n; a++) {
+    var_value(it[a].loc ? it[a].loc[f] : NULL, name, va, sizeof(va));
+    if (strcmp(va, val))
+      return 0;
+  }
+  return 1;
+}
+
+/* Frame f's locals of a group's n threads. */
+static void print_group_locals(struct item *it, int n, size_t f) {
+  char e[PST_ESC_SIZE], b[PST_ESC_SIZE], who_[512];
+  const char *first = it[0].loc ? it[0].loc[f] : NULL;
+  int same = 1;
+
+  for (int i = 1; i < n && same; i++)
+    same = it[i].loc && first && it[i].loc[f] && !strcmp(first, it[i].loc[f]);
+  /* Each variable of any of them, once, in the order first seen. */
+  for (int i = 0; i < n; i++) {
+    const char *text = it[i].loc ? it[i].loc[f] : NULL;
+    while (text && *text) {
+      const char *sep = strchr(text, 0x1f), *end = strchr(text, 0x1e);
+      char name[128], val[PST_ESC_SIZE];
+      int seen = 0;
+      if (!sep || !end)
+        break;
+      snprintf(name, sizeof(name), "%.*s", (int)(sep - text), text);
+      text = end + 1;
+      for (int j = 0; j < i && !seen; j++) {
+        var_value(it[j].loc ? it[j].loc[f] : NULL, name, val, sizeof(val));
+        seen = val[0] != 0;
+      }
+      if (seen)
+        continue;
+      printf("        %s = ", pst__esc(e, sizeof(e), name));
+      var_value(first, name, val, sizeof(val));
+      if (same || same_in_all(it, n, f, name, val)) {
+        printf("%s\n", pst__esc(b, sizeof(b), val));
+        continue;
+      }
+      /* Its distinct values, each with who has it. */
+      for (int a = 0, nv = 0; a < n; a++) {
+        struct item sub[64];
+        int k = 0, dup = 0;
+        char va[PST_ESC_SIZE];
+        var_value(it[a].loc ? it[a].loc[f] : NULL, name, val, sizeof(val));
+        for (int c = 0; c < a && !dup; c++) {
+          var_value(it[c].loc ? it[c].loc[f] : NULL, name, va, sizeof(va));
+          dup = !strcmp(va, val);
+        }
+        if (dup)
+          continue;
+        for (int c = a; c < n && k < 64; c++) {
+          var_value(it[c].loc ? it[c].loc[f] : NULL, name, va, sizeof(va));
+          if (!strcmp(va, val))
+            sub[k++] = it[c];
+        }
+        procs_label(sub, k, who_, sizeof(who_));
+        printf("%s%s (%s)", nv++ ? "; " : "",
+               val[0] ? pst__esc(b, sizeof(b), val) : "(not bound)", who_);
+      }
+      printf("\n");
+    }
+  }
+}
+
+static void print_group(struct item *it, int n, int k, int ng) {
   const struct pst_thread *x = it[0].x;
   char line[2048], e[PST_ESC_SIZE];
 
@@ -267,8 +397,50 @@ static void print_group(const struct item *it, int n, int k, int ng) {
   }
   if (x->error)
     printf("    (stack unreadable: %s)\n", pst_strerror(x->error));
-  for (size_t f = 0; f < x->nframes; f++)
+  for (size_t f = 0; f < x->nframes; f++) {
     pst__dump_frame_text(&x->frames[f]);
+    if (it[0].loc)
+      print_group_locals(it, n, f);
+  }
+}
+
+/* --locals: item it read again with its locals, kept (its frames and the
+ * locals' texts copied: the target's are overwritten by the next read). */
+static void keep_locals(struct item *it) {
+  const struct pst_frame_locals *fl;
+  const struct pst_thread *lt;
+  struct pst_frame *frames;
+
+  lt = pst__dump_with_locals(it->p->t, it->x, &fl);
+  if (!fl || lt == it->x)
+    return;
+  frames = malloc((lt->nframes + 1) * sizeof(*frames));
+  it->loc = calloc(lt->nframes + 1, sizeof(*it->loc));
+  it->own = malloc(sizeof(*it->own));
+  if (!frames || !it->loc || !it->own) {
+    free(frames);
+    free(it->loc);
+    free(it->own);
+    it->loc = NULL;
+    it->own = NULL;
+    return;
+  }
+  memcpy(frames, lt->frames, lt->nframes * sizeof(*frames));
+  *it->own = *lt;
+  it->own->frames = frames;
+  for (size_t f = 0; f < lt->nframes; f++)
+    it->loc[f] = locals_text(&fl[f]);
+  it->x = it->own;
+}
+
+static void free_locals(struct item *it) {
+  if (!it->loc)
+    return;
+  for (size_t f = 0; f < it->own->nframes; f++)
+    free(it->loc[f]);
+  free(it->loc);
+  free(it->own->frames);
+  free(it->own);
 }
 
 static void print_procs_text(const struct proc *ps, int np, int nread,
@@ -302,7 +474,8 @@ static void print_procs_text(const struct proc *ps, int np, int nread,
   }
 }
 
-static int print_grouped(const struct proc *ps, int np, int nthreads) {
+static int print_grouped(const struct proc *ps, int np, int nthreads,
+                         int locals) {
   struct item *it = calloc((size_t)nthreads + 1, sizeof(*it));
   struct group *g = calloc((size_t)nthreads + 1, sizeof(*g));
   int n = 0, ng = 0;
@@ -313,8 +486,11 @@ static int print_grouped(const struct proc *ps, int np, int nthreads) {
     return -ENOMEM;
   }
   for (int i = 0; i < np; i++)
-    for (int k = 0; ps[i].t && k < ps[i].n; k++, n++)
-      it[n] = (struct item){&ps[i], &ps[i].th[k], n};
+    for (int k = 0; ps[i].t && k < ps[i].n; k++, n++) {
+      it[n] = (struct item){.p = &ps[i], .x = &ps[i].th[k], .order = n};
+      if (locals)
+        keep_locals(&it[n]);
+    }
   qsort(it, (size_t)n, sizeof(*it), by_stack);
   for (int i = 0; i < n; i++) {
     if (ng && !cmp_stack(it[g[ng - 1].first].x, it[i].x)) {
@@ -328,12 +504,15 @@ static int print_grouped(const struct proc *ps, int np, int nthreads) {
          ng == 1 ? "" : "s");
   for (int k = 0; k < ng; k++)
     print_group(it + g[k].first, g[k].n, k + 1, ng);
+  for (int i = 0; i < n; i++)
+    free_locals(&it[i]);
   free(it);
   free(g);
   return 0;
 }
 
-static void print_json(const struct proc *ps, int np, double ms, int async) {
+static void print_json(const struct proc *ps, int np, double ms, int async,
+                       int locals) {
   int first = 1;
 
   printf("{\"snapshot_ms\": %.3f, \"processes\": [", ms);
@@ -343,7 +522,8 @@ static void print_json(const struct proc *ps, int np, double ms, int async) {
       continue;
     printf("%s\n", first ? "" : ",");
     first = 0;
-    pst__dump_json_open(pst_target_info(p->t), p->th, p->n, ms);
+    pst__dump_json_open(pst_target_info(p->t), p->th, p->n, ms,
+                        locals ? p->t : NULL);
     printf(", \"role\": ");
     pst__json_put_string(stdout, p->role);
     printf(", \"rank\": %d, \"local_rank\": %d, \"world_size\": %d, "
@@ -439,10 +619,10 @@ int pst__dump_many(const struct pst__cli_opts *o) {
                             : " among the processes given and under them");
     rc = first_rc ? first_rc : PST_EXIT_NOT_PYTHON;
   } else if (o->json) {
-    print_json(ps, np, ms, o->policy.async);
+    print_json(ps, np, ms, o->policy.async, o->locals);
   } else {
     print_procs_text(ps, np, nread, nthreads, ms);
-    if (print_grouped(ps, np, nthreads))
+    if (print_grouped(ps, np, nthreads, o->locals))
       rc = PST_EXIT_ERROR;
     for (int i = 0; i < np; i++)
       if (ps[i].t && ps[i].ntasks) {

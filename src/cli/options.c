@@ -69,6 +69,7 @@ static const struct {
                               FLAG(policy.full_names)},
     [PST_CLI_O_NO_GC] = {"no-gc", 0, no_argument, R | T | D,
                          FLAG(policy.no_gc)},
+    [PST_CLI_O_LOCALS] = {"locals", 0, no_argument, D, FLAG(locals)},
     [PST_CLI_O_ASYNC] = {"async", 0, no_argument, R | D | I,
                          FLAG(policy.async)},
     [PST_CLI_O_JSON] = {"json", 0, no_argument, D | I, FLAG(json)},
@@ -416,6 +417,9 @@ int pst__cli_parse(int argc, char **argv, enum pst__cli_cmd cmd,
   if (cmd == PST_CLI_DUMP && (o->engine.match || o->engine.exclude) &&
       !o->engine.all)
     return pst__cli_usage(NULL, "--match and --exclude go with --all");
+  if (cmd == PST_CLI_DUMP && o->locals && o->policy.native)
+    return pst__cli_usage(NULL, "--locals reads Python frames only: not with "
+                                "--native");
   if (cmd == PST_CLI_DUMP && o->engine.all && o->engine.npids)
     return pst__cli_usage(NULL, "give -p PID or --all, not both");
   if (!o->pid && !(cmd == PST_CLI_DUMP && o->engine.all))

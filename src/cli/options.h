@@ -44,6 +44,7 @@ enum pst__cli_opt {
   PST_CLI_O_NATIVE_ALL,
   PST_CLI_O_FULL_NAMES,
   PST_CLI_O_NO_GC,
+  PST_CLI_O_LOCALS,
   PST_CLI_O_ASYNC,
   /* output */
   PST_CLI_O_JSON,
@@ -108,6 +109,7 @@ struct pst__cli_opts {
   struct pst__cli_policy policy;
   /* output */
   int json;                             /* dump --json */
+  int locals;                           /* dump --locals */
   const struct pst__writer_ops *format; /* record -f, NULL: not given */
   const char *output;                   /* record -o, NULL: not given */
   int threads, function;                /* record --threads, --function */

@@ -35,6 +35,8 @@ struct schema {
   /* Fields that 3.15 added (0: absent, the fixed values below apply). */
   int type_basicsize, type_dictoffset, ht_cached_keys, uni_compact_size;
   int ts_cur_exc, ei_value; /* current_exception, err_stackitem.exc_value */
+  int co_localsplusnames;   /* the locals' names (dump --locals) */
+  int tuple_item;           /* PyTupleObject.ob_item */
   /* The interpreter's struct _gc_runtime_state and its collecting flag. */
   int is_gc, gc_collecting;
   int words; /* words to read */
@@ -86,7 +88,9 @@ static const struct schema s313 = {
     .uni_length = 66,
     .uni_ascii_size = 67,
     .is_gc = 7,
-    .gc_collecting = 69, /* gc 68-69 */
+    .gc_collecting = 69,      /* gc 68-69 */
+    .co_localsplusnames = 38, /* code 31-40: ... argcount, names, kinds */
+    .tuple_item = 48,
     .words = 70,
 };
 
@@ -144,8 +148,10 @@ static const struct schema s314 = {
     .uni_length = 76,
     .uni_ascii_size = 77,
     .is_gc = 8,
-    .gc_collecting = 79, /* gc 78-79, gen_object 80-83 */
-    .words = 87,         /* through gen_object */
+    .gc_collecting = 79,      /* gc 78-79, gen_object 80-83 */
+    .co_localsplusnames = 43, /* code 36-46 */
+    .tuple_item = 54,
+    .words = 87, /* through gen_object */
 };
 
 /* 3.15: runtime 3, interp 16, tstate 16 (base_frame, the profiler's
@@ -212,8 +218,10 @@ static const struct schema s315 = {
                          current_exception, exc_state */
     .ei_value = 35,
     .is_gc = 8,
-    .gc_collecting = 92, /* gc 91-93 (size, collecting, frame) */
-    .words = 103,        /* through gen_object */
+    .gc_collecting = 92,      /* gc 91-93 (size, collecting, frame) */
+    .co_localsplusnames = 51, /* code 44-54 */
+    .tuple_item = 66,
+    .words = 103, /* through gen_object */
 };
 
 #define MAX_WORDS 104 /* the most any schema reads */
@@ -408,6 +416,13 @@ int pst__py_debug_offsets(struct pst__mem *mem, uint64_t runtime,
   lay->long_tag = (int32_t)w[s->long_tag];
   lay->long_digit = (int32_t)w[s->long_digit];
   exc_fields(s, w, lay);
+  if (s->co_localsplusnames && inside(w, s->co_localsplusnames, s->co_size))
+    lay->co_localsplusnames = (int32_t)w[s->co_localsplusnames];
+  /* ob_item: at least PyVarObject's size in, at most 2 words more. */
+  lay->tuple_item = PST_NOFF;
+  if (s->tuple_item && w[s->tuple_item] >= (uint64_t)head + 8 &&
+      w[s->tuple_item] <= (uint64_t)head + 24)
+    lay->tuple_item = (int32_t)w[s->tuple_item];
   /* The collector's flag, inside the interpreter's gc state (whose size
    * is the word before it). */
   if (s->is_gc && w[s->gc_collecting] + 4 <= w[s->gc_collecting - 1] &&

@@ -796,6 +796,17 @@ static int walk_rest(struct pst__py *py, struct pst__mem *mem, uint64_t tstate,
   return n;
 }
 
+int pst__py_walked_frame(const struct pst__py *py, int i, int n,
+                         uint64_t *frame, uint64_t *code) {
+  const struct raw_frame *raw = py->scratch.raw;
+
+  if (!raw || i < 0 || i >= n || (size_t)n > py->scratch.raw_cap)
+    return -EINVAL;
+  *frame = raw[i].frame;
+  *code = raw[i].code;
+  return 0;
+}
+
 int pst__py_walk(struct pst__py *py, struct pst__mem *mem, uint64_t tstate,
                  struct pst__py_hint *hint, struct pst__py_check *carry,
                  struct pst_frame *frames, int max, int *truncated,

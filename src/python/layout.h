@@ -72,10 +72,13 @@
   X(co_name)                                                                   \
   X(co_qualname) /* 3.11+ */                                                   \
   X(co_firstlineno)                                                            \
-  X(co_lnotab)        /* bytes (<=3.9) */                                      \
-  X(co_linetable)     /* bytes (3.10+) */                                      \
-  X(co_code_adaptive) /* first code unit (3.11+) */                            \
-  X(co_size)          /* bytes to read to get every field above */             \
+  X(co_lnotab)          /* bytes (<=3.9) */                                    \
+  X(co_linetable)       /* bytes (3.10+) */                                    \
+  X(co_code_adaptive)   /* first code unit (3.11+) */                          \
+  X(co_varnames)        /* tuple of the locals' names (<=3.10) */              \
+  X(co_nlocals)         /* int: how many (<=3.10) */                           \
+  X(co_localsplusnames) /* tuple of locals, cells, frees (3.11+) */            \
+  X(co_size)            /* bytes to read to get every field above */           \
   /* unicode (3.x) / str (2.7) */                                              \
   X(str_length)       /* PyASCIIObject.length, PyStringObject.ob_size */       \
   X(str_state)        /* PyASCIIObject.state (3.x) */                          \
@@ -121,6 +124,9 @@ struct pst__py_layout {
    * coroutine's embedded frame and its state (int8), a set's mask and
    * table (awaited_by sets). */
   int32_t if_stackpointer, gen_iframe, gen_frame_state, set_mask, set_table;
+  /* PyTupleObject.ob_item: sizeof(PyVarObject) up to 3.13, then after
+   * 3.14's cached hash (from _Py_DebugOffsets for 3.13+). */
+  int32_t tuple_item;
 };
 
 /* The generated table for a minor version (0x0207, 0x0306..0x030c), or NULL

@@ -542,6 +542,33 @@ int pst__py_exceptions(struct pst__py *py, struct pst__mem *mem,
 void pst__py_exception_name(struct pst__py *py, struct pst__mem *mem,
                             uint64_t obj, int inst, char *type, size_t len);
 
+/* ---- local variables (locals.c) ---- */
+
+#define PST_PY_LOCALS_MAX 64 /* locals of one frame read at most */
+
+/* One local variable, as dump --locals shows it. */
+struct pst__py_local {
+  char name[64];   /* UTF-8, as in the code object */
+  char value[128]; /* a short text: 42, -7, 0.5, True, None, 'abc',
+                      b'ab\x00', list (len 3), <Foo object> */
+};
+
+/* The bound local variables of frame (a PyFrameObject <= 3.10, a
+ * _PyInterpreterFrame 3.11+) running code, into out (at most max, <=
+ * PST_PY_LOCALS_MAX); *total: how many names the code has (more than
+ * shown when over max). Values are read, never computed: no code of the
+ * target runs. Returns how many, -ENOSYS when the version's layout does
+ * not say where names are, or -errno / PST_EBADDATA. */
+int pst__py_frame_locals(struct pst__py *py, struct pst__mem *mem,
+                         uint64_t frame, uint64_t code,
+                         struct pst__py_local *out, int max, int *total);
+
+/* After a walk that returned n frames: frame i's address and its code
+ * object (0 and -EINVAL when i is not one of them). Valid until the next
+ * walk on py. */
+int pst__py_walked_frame(const struct pst__py *py, int i, int n,
+                         uint64_t *frame, uint64_t *code);
+
 /* Where the main interpreter's collector keeps its flag
  * (_gc_runtime_state.collecting, an int): 0 and *addr, or -ENOSYS for 2.7
  * and 3.6 (a static variable there) or a layout without it. */

@@ -101,6 +101,13 @@ struct pst_target {
   struct pst_frame *task_frames;
   uint64_t *task_tstates;
   struct pst_frame *task_stack;   /* pst_target_task_stack()'s frames */
+  /* pst_target_locals()'s: the thread read, its frames, the locals of
+   * each frame and their texts (target/locals.c). */
+  struct pst_thread loc_thread;
+  struct pst_frame *loc_frames;
+  struct pst_frame_locals *loc_per_frame;
+  struct pst_local *loc_vars;
+  struct pst__py_local *loc_text;
   struct pst__strtab *task_names; /* its "task NAME" markers */
   /* The threads of running tasks whose sample missed them (tasks.c): read
    * again, stopped. */

@@ -181,6 +181,10 @@ void pst_target_close(struct pst_target *t) {
   pst__py_batch_exit(&t->batch);
   free(t->pf);
   free(t->excp);
+  free(t->loc_frames);
+  free(t->loc_per_frame);
+  free(t->loc_vars);
+  free(t->loc_text);
   free(t->acts);
   free(t->probe);
   free(t->tasks);

@@ -683,7 +683,8 @@ def check_ddp_dump(interp):
     """4 ranks on gloo, rank 3 sleeping before the all_reduce the others
     wait in: dump -s on the launcher shows ranks 0-2 as one stack in the
     collective and rank 3 apart, labelled by rank; the same with
-    --native (the gloo wait under all_reduce) and with --all --match."""
+    --native (the gloo wait under all_reduce), with --all --match, and
+    with --locals (where the ranks' locals differ: rank)."""
     label = "hung ddp job"
     t = pytargets.Target(interp, "ddp_hang.py", ["launch", "4", "120"])
     try:
@@ -692,7 +693,8 @@ def check_ddp_dump(interp):
         problems = []
         for args in (["-s", "-p", str(t.pid)],
                      ["-s", "-p", str(t.pid), "--native"],
-                     ["--all", "--match", "ddp_hang[.]py rank"]):
+                     ["--all", "--match", "ddp_hang[.]py rank"],
+                     ["-s", "-p", str(t.pid), "--locals"]):
             t0 = time.time()
             r = pystitch(["dump"] + args, timeout=120)
             wall = time.time() - t0
@@ -707,7 +709,9 @@ def check_ddp_dump(interp):
                     " ".join(args), r.returncode, out[-3000:]))
                 continue
             want = ["all_reduce (", "step ("] + (
-                ["c10d::Work::wait ("] if "--native" in args else [])
+                ["c10d::Work::wait ("] if "--native" in args else []) + (
+                ["    rank = 0 (rank 0); 1 (rank 1); 2 (rank 2)\n",
+                 "    world = 4\n"] if "--locals" in args else [])
             frames = g.group(1)
             if any("    " + w not in frames for w in want) or \
                     "    late_rank (" not in l3.group(1):
@@ -719,7 +723,8 @@ def check_ddp_dump(interp):
         if ranks != [(-1, -1), (0, 4), (1, 4), (2, 4), (3, 4)]:
             problems.append("--json ranks: %s" % ranks)
         report(not problems, "%s: dump -s groups ranks 0-2 in all_reduce, "
-               "rank 3 apart (also --native, --all --match)" % label,
+               "rank 3 apart (also --native, --all --match, --locals)" %
+               label,
                "\n".join(problems))
     except Exception as e:
         report(False, label, "%s: %s" % (type(e).__name__, e))

@@ -563,6 +563,45 @@ def check_several_bad(interp):
         t.stop()
 
 
+def check_locals(interp):
+    """dump --locals --json: the parked frame's locals as the target says
+    they should read (ints, a negative one, one over 64 bits, a float, a
+    non-ASCII str, bytes with a NUL, True, None, containers by length),
+    and a 31-frame recursion's counter in every frame, innermost first;
+    the text output names them too."""
+    t = pytargets.Target(interp, "locals.py")
+    try:
+        want = json.loads(t.readline())
+        t.readline()
+        time.sleep(0.2)
+        r = pystitch(["dump", "--locals", "--json", "-p", str(t.pid)])
+        if r.returncode != 0:
+            return "exit %d: %s" % (r.returncode, r.stderr)
+        d = json.loads(r.stdout.decode("utf-8"))
+        by = dict((th["name"], th) for th in d["threads"])
+        problems = []
+        frames = by.get("values", {}).get("frames", [])
+        got = dict((v["name"], v["value"]) for v in
+                   (frames[0].get("locals", []) if frames else []))
+        for k, v in sorted(want.items()):
+            if got.get(k) != v:
+                problems.append("values: %s = %r, want %r" % (k, got.get(k),
+                                                              v))
+        depths = [dict((v["name"], v["value"]) for v in f.get("locals", []))
+                  .get("depth") for f in by.get("deep", {}).get("frames", [])
+                  if f["name"].split(".")[-1] == "deep"]
+        if depths != [str(i) for i in range(31)]:
+            problems.append("deep: depth %s" % depths)
+        r = pystitch(["dump", "--locals", "-p", str(t.pid)])
+        if r.returncode != 0 or "        neg = -7\n" not in \
+                r.stdout.decode("utf-8", errors="replace"):
+            problems.append("text: exit %d, no 'neg = -7' line" %
+                            r.returncode)
+        return "\n".join(problems)
+    finally:
+        t.stop()
+
+
 def main():
     found, skipped = pytargets.interpreters()
     uvloops = 0
@@ -576,6 +615,7 @@ def main():
               interp)
         check("dump --json of non-UTF-8 names: " + interp.label,
               check_bad_names, interp)
+        check("dump --locals: " + interp.label, check_locals, interp)
         if re.search(r"3\.7\b", interp.label):
             check("dump --async before 3.8: " + interp.label,
                   check_async_before, interp)
