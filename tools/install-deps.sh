@@ -14,7 +14,7 @@ apt-get install -y -qq --no-install-recommends \
   musl-tools debootstrap python3 util-linux procps ca-certificates strace \
   protobuf-c-compiler libprotobuf-c-dev zlib1g-dev protobuf-compiler \
   liblzma-dev libiberty-dev xz-utils libcurl4-openssl-dev libcap-dev \
-  libseccomp-dev \
+  libseccomp-dev libjansson-dev \
   chromium clang clang-tidy clang-format cppcheck \
   >/dev/null
 # Separate debug files for tests/unit/test-debuginfo.c and test-origin.c:

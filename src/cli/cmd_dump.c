@@ -5,6 +5,7 @@
 #include "cli/dump.h"
 #include "cli/options.h"
 #include "output/json.h"
+#include "proc/probe.h"
 #include "pystitch.h"
 #include "util/clock.h"
 #include "util/esc.h"
@@ -134,9 +135,13 @@ void pst__dump_frame_locals_text(const struct pst_frame_locals *fl) {
 void pst__dump_json_open(const struct pst_target_info *info,
                          const struct pst_thread *th, int n, double snap_ms,
                          struct pst_target *locals_of) {
-  printf("{\"pid\": %d, \"analysis_ms\": %.3f, \"snapshot_ms\": %.3f, "
-         "\"version\": ",
-         (int)info->pid, info->analysis_ms, snap_ms);
+  char host[64];
+
+  pst__dump_hostname(host, sizeof(host));
+  printf("{\"pid\": %d, \"host\": ", (int)info->pid);
+  pst__json_put_string(stdout, host);
+  printf(", \"analysis_ms\": %.3f, \"snapshot_ms\": %.3f, \"version\": ",
+         info->analysis_ms, snap_ms);
   pst__json_put_string(stdout, info->version);
   printf(", \"free_threaded\": %s, \"threads\": [",
          info->free_threaded ? "true" : "false");
@@ -284,6 +289,8 @@ int pst__cmd_dump(const struct pst__cli_opts *o) {
   int n, rc, flags, ntasks = 0;
   struct pst_policy policy;
 
+  if (o->merge)
+    return pst__dump_merge(o);
   if (o->engine.npids > 1 || o->engine.subprocesses || o->engine.all)
     return pst__dump_many(o);
   rc = pst__cli_open(o->pid, &t);
@@ -311,8 +318,13 @@ int pst__cmd_dump(const struct pst__cli_opts *o) {
   if (o->policy.async)
     ntasks = pst__dump_read_tasks(t, o->pid, flags, &tasks);
   if (o->json) {
+    struct pst__dump_proc me = {.pid = o->pid, .t = t};
+    char host[64];
+    pst__dump_hostname(host, sizeof(host));
+    pst__dump_proc_label(&me, pst__probe_pidns(0), host);
     pst__dump_json_open(pst_target_info(t), th, n, snap_ms,
                         o->locals ? t : NULL);
+    pst__dump_proc_json_fields(&me);
     if (o->policy.async)
       pst__dump_tasks_json(tasks, ntasks);
     printf("}\n");

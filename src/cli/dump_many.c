@@ -27,29 +27,19 @@
 #define PROCS_MAX 1024
 #define WHO_MAX 8 /* processes named in a group's line, then "N more" */
 
-struct proc {
-  pid_t pid;
-  struct pst_target *t; /* NULL: not read, err says why */
-  int err;
-  int given; /* named by -p: a failure is told (else only listed) */
-  int n;     /* its threads */
-  const struct pst_thread *th;
-  const struct pst_task *tasks;
-  int ntasks;
-  int rank, local_rank, world_size; /* from its environment, -1: none */
-  char role[64], container[64], cmd[256];
-};
+#define proc pst__dump_proc
 
 /* One thread of one process, for the grouping. */
 struct item {
   const struct proc *p;
   const struct pst_thread *x;
-  int order; /* as listed: process, then thread */
   /* --locals: the thread read again with its locals (own, with its
    * frames: copies, on the heap), each frame's locals as one text
-   * (locals_text()) */
+   * (pst__dump_locals_text()) */
   struct pst_thread *own;
   char **loc;
+  int order; /* as listed: process, then thread */
+  int owned; /* own and loc are this item's to free */
 };
 
 static int add_pid(struct proc *ps, int *np, pid_t pid, int given) {
@@ -121,13 +111,31 @@ static void open_proc(struct proc *p) {
 
 /* Its labels: rank and world size from its environment (torchrun,
  * torch.distributed), its container, its multiprocessing role. */
-static void label_proc(struct proc *p, uint64_t ns) {
+void pst__dump_proc_label(struct proc *p, uint64_t ns, const char *host) {
+  p->rank = p->local_rank = p->world_size = -1;
   pst__probe_env_int(p->pid, "RANK", &p->rank);
   pst__probe_env_int(p->pid, "LOCAL_RANK", &p->local_rank);
   pst__probe_env_int(p->pid, "WORLD_SIZE", &p->world_size);
   pst__probe_container(p->pid, ns, p->container, sizeof(p->container));
-  if (p->t)
+  if (!p->cmd[0])
+    pst__probe_cmdline(p->pid, p->cmd, sizeof(p->cmd));
+  snprintf(p->host, sizeof(p->host), "%s", host);
+  if (p->t) {
     snprintf(p->role, sizeof(p->role), "%s", pst_target_role(p->t));
+    snprintf(p->version, sizeof(p->version), "%s",
+             pst_target_info(p->t)->version);
+  }
+}
+
+void pst__dump_proc_json_fields(const struct proc *p) {
+  printf(", \"role\": ");
+  pst__json_put_string(stdout, p->role);
+  printf(", \"rank\": %d, \"local_rank\": %d, \"world_size\": %d, "
+         "\"container\": ",
+         p->rank, p->local_rank, p->world_size);
+  pst__json_put_string(stdout, p->container);
+  printf(", \"cmdline\": ");
+  pst__json_put_string(stdout, p->cmd);
 }
 
 /* ---- the grouped view ---- */
@@ -227,11 +235,17 @@ static void procs_label(const struct item *it, int n, char *out, size_t len) {
     rank_ranges(ranks, nr, out, len);
     return;
   }
-  for (int k = 0; k < nproc && k < WHO_MAX && at < len; k++)
-    at += (size_t)snprintf(out + at, len - at, "%s%d%s%s%s", k ? ", " : "pid ",
-                           (int)seen[k]->pid, seen[k]->role[0] ? " (" : "",
-                           pst__esc(e, sizeof(e), seen[k]->role),
-                           seen[k]->role[0] ? ")" : "");
+  for (int k = 0; k < nproc && k < WHO_MAX && at < len; k++) {
+    char h[PST_ESC_SIZE];
+    /* a pid of a merge is named with its host */
+    int at_host = seen[k]->from_merge;
+    at += (size_t)snprintf(
+        out + at, len - at, "%s%d%s%s%s%s%s", k ? ", " : "pid ",
+        (int)seen[k]->pid, at_host ? "@" : "",
+        at_host ? pst__esc(h, sizeof(h), seen[k]->host) : "",
+        seen[k]->role[0] ? " (" : "", pst__esc(e, sizeof(e), seen[k]->role),
+        seen[k]->role[0] ? ")" : "");
+  }
   if (nproc > WHO_MAX && at < len)
     snprintf(out + at, len - at, " and %d more", nproc - WHO_MAX);
 }
@@ -269,24 +283,23 @@ static void who(const struct item *it, int n, char *out, size_t len) {
  * thread has the same; else each variable once, with its values and who
  * has each ("step = 41 (ranks 0-2); 40 (rank 3)"). */
 
-static char *locals_text(const struct pst_frame_locals *fl) {
-  size_t len = 1;
-  char *s, *at;
+char *pst__dump_locals_text(const struct pst_frame_locals *fl) {
+  size_t len = 1, k = 0;
+  char *s;
 
   for (int v = 0; fl && v < fl->n; v++)
     len += strlen(fl->vars[v].name) + strlen(fl->vars[v].value) + 2;
-  s = at = malloc(len);
+  s = calloc(len, 1);
   if (!s)
     return NULL;
   for (int v = 0; fl && v < fl->n; v++) {
     for (const char *c = fl->vars[v].name; *c; c++)
-      *at++ = *c == 0x1e || *c == 0x1f ? '?' : *c;
-    *at++ = 0x1f;
+      s[k++] = *c == 0x1e || *c == 0x1f ? '?' : *c;
+    s[k++] = 0x1f;
     for (const char *c = fl->vars[v].value; *c; c++)
-      *at++ = *c == 0x1e || *c == 0x1f ? '?' : *c;
-    *at++ = 0x1e;
+      s[k++] = *c == 0x1e || *c == 0x1f ? '?' : *c;
+    s[k++] = 0x1e;
   }
-  *at = 0;
   return s;
 }
 
@@ -429,12 +442,13 @@ static void keep_locals(struct item *it) {
   *it->own = *lt;
   it->own->frames = frames;
   for (size_t f = 0; f < lt->nframes; f++)
-    it->loc[f] = locals_text(&fl[f]);
+    it->loc[f] = pst__dump_locals_text(&fl[f]);
   it->x = it->own;
+  it->owned = 1;
 }
 
 static void free_locals(struct item *it) {
-  if (!it->loc)
+  if (!it->owned)
     return;
   for (size_t f = 0; f < it->own->nframes; f++)
     free(it->loc[f]);
@@ -443,18 +457,35 @@ static void free_locals(struct item *it) {
   free(it->own);
 }
 
-static void print_procs_text(const struct proc *ps, int np, int nread,
-                             int nthreads, double ms) {
-  char a[PST_ESC_SIZE], b[PST_ESC_SIZE];
+/* Do ps[0..np) come from more than one host (a merge)? */
+static int several_hosts(const struct proc *ps, int np) {
+  for (int i = 1; i < np; i++)
+    if (strcmp(ps[i].host, ps[0].host))
+      return 1;
+  return 0;
+}
 
-  printf("%d process%s read (%d threads), their stacks within %.1f ms", nread,
-         nread == 1 ? "" : "es", nthreads, ms);
+static void print_procs_text(const struct proc *ps, int np, double ms) {
+  char a[PST_ESC_SIZE], b[PST_ESC_SIZE];
+  int nread = 0, nthreads = 0, hosts = several_hosts(ps, np);
+
+  for (int i = 0; i < np; i++)
+    if (ps[i].read) {
+      nread++;
+      nthreads += ps[i].n;
+    }
+  printf("%d process%s read (%d threads)", nread, nread == 1 ? "" : "es",
+         nthreads);
+  if (ms >= 0)
+    printf(", their stacks within %.1f ms", ms);
   if (np > nread)
     printf(", %d not", np - nread);
   printf("\n");
   for (int i = 0; i < np; i++) {
     const struct proc *p = &ps[i];
     printf("  %d", (int)p->pid);
+    if (hosts)
+      printf("@%s", pst__esc(a, sizeof(a), p->host));
     if (p->rank >= 0)
       printf(" rank %d", p->rank);
     if (p->rank >= 0 && p->world_size > 0)
@@ -463,10 +494,9 @@ static void print_procs_text(const struct proc *ps, int np, int nread,
       printf(" %s", pst__esc(a, sizeof(a), p->role));
     if (p->container[0])
       printf(" [container %s]", pst__esc(a, sizeof(a), p->container));
-    if (p->t)
-      printf(": Python %s, %d thread%s",
-             pst__esc(b, sizeof(b), pst_target_info(p->t)->version), p->n,
-             p->n == 1 ? "" : "s");
+    if (p->read)
+      printf(": Python %s, %d thread%s", pst__esc(b, sizeof(b), p->version),
+             p->n, p->n == 1 ? "" : "s");
     else
       printf(": not read (%s)",
              p->err == PST_ENOTPY ? "not Python" : pst_strerror(p->err));
@@ -474,11 +504,16 @@ static void print_procs_text(const struct proc *ps, int np, int nread,
   }
 }
 
-static int print_grouped(const struct proc *ps, int np, int nthreads,
-                         int locals) {
-  struct item *it = calloc((size_t)nthreads + 1, sizeof(*it));
-  struct group *g = calloc((size_t)nthreads + 1, sizeof(*g));
-  int n = 0, ng = 0;
+int pst__dump_print_many(struct proc *ps, int np, double ms, int locals) {
+  struct item *it;
+  struct group *g;
+  int n = 0, ng = 0, nthreads = 0;
+
+  print_procs_text(ps, np, ms);
+  for (int i = 0; i < np; i++)
+    nthreads += ps[i].read ? ps[i].n : 0;
+  it = calloc((size_t)nthreads + 1, sizeof(*it));
+  g = calloc((size_t)nthreads + 1, sizeof(*g));
 
   if (!it || !g) {
     free(it);
@@ -486,9 +521,11 @@ static int print_grouped(const struct proc *ps, int np, int nthreads,
     return -ENOMEM;
   }
   for (int i = 0; i < np; i++)
-    for (int k = 0; ps[i].t && k < ps[i].n; k++, n++) {
+    for (int k = 0; ps[i].read && k < ps[i].n; k++, n++) {
       it[n] = (struct item){.p = &ps[i], .x = &ps[i].th[k], .order = n};
-      if (locals)
+      if (ps[i].loc)
+        it[n].loc = ps[i].loc[k];
+      else if (locals && ps[i].t)
         keep_locals(&it[n]);
     }
   qsort(it, (size_t)n, sizeof(*it), by_stack);
@@ -524,14 +561,7 @@ static void print_json(const struct proc *ps, int np, double ms, int async,
     first = 0;
     pst__dump_json_open(pst_target_info(p->t), p->th, p->n, ms,
                         locals ? p->t : NULL);
-    printf(", \"role\": ");
-    pst__json_put_string(stdout, p->role);
-    printf(", \"rank\": %d, \"local_rank\": %d, \"world_size\": %d, "
-           "\"container\": ",
-           p->rank, p->local_rank, p->world_size);
-    pst__json_put_string(stdout, p->container);
-    printf(", \"cmdline\": ");
-    pst__json_put_string(stdout, p->cmd);
+    pst__dump_proc_json_fields(p);
     if (async)
       pst__dump_tasks_json(p->tasks, p->ntasks);
     printf("}");
@@ -555,13 +585,15 @@ int pst__dump_many(const struct pst__cli_opts *o) {
   struct proc *ps = calloc(PROCS_MAX, sizeof(*ps));
   struct pst_policy policy;
   uint64_t ns = pst__probe_pidns(0);
-  int np, nread = 0, nthreads = 0, rc = PST_EXIT_OK, first_rc = 0, flags;
+  char host[64] = "";
+  int np, nread = 0, rc = PST_EXIT_OK, first_rc = 0, flags;
   double t0, ms, ta = pst__now_ms(), tn;
 
   if (!ps) {
     fprintf(stderr, "pystitch: error: out of memory\n");
     return PST_EXIT_ERROR;
   }
+  pst__dump_hostname(host, sizeof(host));
   np = gather(o, ps);
   pst__cli_sampling(&o->policy, PST_CLI_DUMP, &policy);
   flags = pst_policy_flags(&policy);
@@ -604,11 +636,11 @@ int pst__dump_many(const struct pst__cli_opts *o) {
       p->t = NULL;
       first_rc = first_rc ? first_rc : PST_EXIT_ERROR;
     }
-    label_proc(p, ns);
+    pst__dump_proc_label(p, ns, host);
     if (!p->t)
       continue;
+    p->read = 1;
     nread++;
-    nthreads += p->n;
     if (o->policy.async)
       p->ntasks = pst__dump_read_tasks(p->t, p->pid, flags, &p->tasks);
   }
@@ -621,8 +653,7 @@ int pst__dump_many(const struct pst__cli_opts *o) {
   } else if (o->json) {
     print_json(ps, np, ms, o->policy.async, o->locals);
   } else {
-    print_procs_text(ps, np, nread, nthreads, ms);
-    if (print_grouped(ps, np, nthreads, o->locals))
+    if (pst__dump_print_many(ps, np, ms, o->locals))
       rc = PST_EXIT_ERROR;
     for (int i = 0; i < np; i++)
       if (ps[i].t && ps[i].ntasks) {
@@ -635,4 +666,10 @@ int pst__dump_many(const struct pst__cli_opts *o) {
       pst_target_close(ps[i].t);
   free(ps);
   return rc;
+}
+
+void pst__dump_hostname(char *out, size_t len) {
+  if (gethostname(out, len) != 0)
+    out[0] = 0;
+  out[len - 1] = 0;
 }

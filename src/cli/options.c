@@ -70,6 +70,7 @@ static const struct {
     [PST_CLI_O_NO_GC] = {"no-gc", 0, no_argument, R | T | D,
                          FLAG(policy.no_gc)},
     [PST_CLI_O_LOCALS] = {"locals", 0, no_argument, D, FLAG(locals)},
+    [PST_CLI_O_MERGE] = {"merge", 0, no_argument, D, FLAG(merge)},
     [PST_CLI_O_ASYNC] = {"async", 0, no_argument, R | D | I,
                          FLAG(policy.async)},
     [PST_CLI_O_JSON] = {"json", 0, no_argument, D | I, FLAG(json)},
@@ -410,6 +411,14 @@ int pst__cli_parse(int argc, char **argv, enum pst__cli_cmd cmd,
   if (engine) {
     if (optind < argc)
       o->engine.argv = argv + optind;
+    return 0;
+  }
+  if (cmd == PST_CLI_DUMP && o->merge) { /* the files to merge */
+    if (optind == argc || o->engine.npids || o->engine.all)
+      return pst__cli_usage(NULL, "--merge takes the files of 'dump --json' "
+                                  "runs, and no -p or --all");
+    o->merge_files = argv + optind;
+    o->nmerge = argc - optind;
     return 0;
   }
   if (optind < argc)

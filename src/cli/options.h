@@ -45,6 +45,7 @@ enum pst__cli_opt {
   PST_CLI_O_FULL_NAMES,
   PST_CLI_O_NO_GC,
   PST_CLI_O_LOCALS,
+  PST_CLI_O_MERGE,
   PST_CLI_O_ASYNC,
   /* output */
   PST_CLI_O_JSON,
@@ -108,8 +109,11 @@ struct pst__cli_opts {
   struct pst__sampler_opts engine;
   struct pst__cli_policy policy;
   /* output */
-  int json;                             /* dump --json */
-  int locals;                           /* dump --locals */
+  int json;           /* dump --json */
+  int locals;         /* dump --locals */
+  int merge;          /* dump --merge FILE... */
+  char **merge_files; /* its files (argv's) */
+  int nmerge;
   const struct pst__writer_ops *format; /* record -f, NULL: not given */
   const char *output;                   /* record -o, NULL: not given */
   int threads, function;                /* record --threads, --function */

@@ -100,7 +100,7 @@ struct pst_target {
   struct pst__py_task *py_tasks;
   struct pst_frame *task_frames;
   uint64_t *task_tstates;
-  struct pst_frame *task_stack;   /* pst_target_task_stack()'s frames */
+  struct pst_frame *task_stack; /* pst_target_task_stack()'s frames */
   /* pst_target_locals()'s: the thread read, its frames, the locals of
    * each frame and their texts (target/locals.c). */
   struct pst_thread loc_thread;

@@ -684,7 +684,8 @@ def check_ddp_dump(interp):
     wait in: dump -s on the launcher shows ranks 0-2 as one stack in the
     collective and rank 3 apart, labelled by rank; the same with
     --native (the gloo wait under all_reduce), with --all --match, and
-    with --locals (where the ranks' locals differ: rank)."""
+    with --locals (where the ranks' locals differ: rank); and two nodes'
+    --json dumps merged with --merge."""
     label = "hung ddp job"
     t = pytargets.Target(interp, "ddp_hang.py", ["launch", "4", "120"])
     try:
@@ -722,8 +723,29 @@ def check_ddp_dump(interp):
         ranks = sorted((p["rank"], p["world_size"]) for p in d["processes"])
         if ranks != [(-1, -1), (0, 4), (1, 4), (2, 4), (3, 4)]:
             problems.append("--json ranks: %s" % ranks)
+        # Two nodes' dumps (ranks 0-1 and 2-3, the second host renamed),
+        # merged: the same view.
+        by_rank = dict((p["rank"], p["pid"]) for p in d["processes"])
+        files = []
+        for node, pair in enumerate(((0, 1), (2, 3))):
+            r = pystitch(["dump", "--json", "--locals", "-p",
+                          "%d,%d" % (by_rank[pair[0]], by_rank[pair[1]])])
+            f = os.path.join(TMP, "node%d.json" % node)
+            with open(f, "wb") as w:
+                w.write(r.stdout.replace(b'"host": "',
+                                         b'"host": "node%d-' % node))
+            files.append(f)
+        r = pystitch(["dump", "--merge"] + files)
+        out = r.stdout.decode("utf-8", errors="replace")
+        g, l3 = RANKS_GROUP.search(out), RANK3.search(out)
+        if r.returncode != 0 or not g or not l3 or \
+                "    rank = 0 (rank 0); 1 (rank 1); 2 (rank 2)\n" not in \
+                g.group(1) or "@node1-" not in out:
+            problems.append("--merge: exit %d\n%s" % (r.returncode,
+                                                        out[-3000:]))
         report(not problems, "%s: dump -s groups ranks 0-2 in all_reduce, "
-               "rank 3 apart (also --native, --all --match, --locals)" %
+               "rank 3 apart (also --native, --all --match, --locals, "
+               "--merge)" %
                label,
                "\n".join(problems))
     except Exception as e:

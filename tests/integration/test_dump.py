@@ -3,6 +3,7 @@
 # line and name. Prints TAP lines and "N passed, M failed, K skipped".
 import json
 import re
+import shutil
 import os
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from tap import attempt, pystitch  # noqa: E402
 
 TAP = tap.Tap()
 report = TAP.report
+TMP = tap.tmpdir("dump")
 
 
 def check(name, fn, *args):
@@ -482,10 +484,13 @@ def check_tree(interp):
     """dump -s of a shell running a multiprocessing parent with 2 children:
     the shell listed as not Python (no error), the two children's
     identical stacks shown once with both named by role, the parent
-    apart; --json keeps every process whole with its role; exit 0."""
+    apart; --json keeps every process whole with its role; exit 0.
+    --merge of the two children's own --json dumps (their hosts renamed,
+    as two nodes would write them) groups them again, named by host; a
+    file that is not a dump is named and the others merged (exit 1)."""
     script = os.path.join(pytargets.TARGETS, "mp.py")
-    sh = subprocess.Popen(["bash", "-c", "%s -u %s 60; true" % (interp.exe,
-                                                                 script)],
+    sh = subprocess.Popen(["bash", "-c", "%s -u %s 60 park; true" % (
+        interp.exe, script)],
                           stdout=subprocess.PIPE)
     try:
         if b"ready" not in sh.stdout.readline():
@@ -515,6 +520,31 @@ def check_tree(interp):
                 any(not p["threads"] for p in d["processes"]):
             problems.append("--json: roles %s, not read %s" % (
                 roles, d["not_read"]))
+        # --merge of two one-process dumps (as two hosts would write
+        # them): the children's stacks grouped again, named by host
+        kids = [p["pid"] for p in d["processes"] if p["role"]]
+        files = []
+        for i, k in enumerate(kids):
+            r = pystitch(["dump", "--json", "-p", str(k)])
+            f = os.path.join(TMP, "merge-%d.json" % i)
+            with open(f, "wb") as w:
+                w.write(r.stdout.replace(b'"host": "', b'"host": "node%d-' % i))
+            files.append(f)
+        r = pystitch(["dump", "--merge"] + files)
+        out = r.stdout.decode("utf-8", errors="replace")
+        if r.returncode != 0 or not re.search(
+                r"pid \d+@node0-[^ ]* \(Process-\d\), \d+@node1-[^ ]* "
+                r"\(Process-\d\): 2 threads \(MainThread\)\n    child_work ",
+                out):
+            problems.append("--merge: exit %d\n%s" % (r.returncode, out))
+        bad = os.path.join(TMP, "bad.json")
+        with open(bad, "w") as w:
+            w.write("{not json")
+        r = pystitch(["dump", "--merge", bad, files[0]])
+        if r.returncode != 1 or b"bad.json: line 1" not in r.stderr or \
+                b"child_work" not in r.stdout:
+            problems.append("--merge with a bad file: exit %d, %s" % (
+                r.returncode, r.stderr))
         if problems:
             return "\n".join(problems) + "\n" + out
         return ""
@@ -646,6 +676,7 @@ def main():
                "uvloop (tools/install-deps.sh installs python3-uvloop)")
     if not found:
         report(False, "at least one interpreter", "no CPython found")
+    shutil.rmtree(TMP, ignore_errors=True)
     return TAP.finish()
 
 

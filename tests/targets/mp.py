@@ -1,5 +1,6 @@
 # mp.py: a parent that starts 2 multiprocessing children (fork), each
-# spinning in child_work, while the parent waits in parent_wait.
+# spinning in child_work (or, with argv[2] "park", sleeping there, all at
+# one line), while the parent waits in parent_wait.
 # Prints "ready" once the children run; exits after argv[1] seconds.
 from __future__ import print_function
 import multiprocessing
@@ -7,11 +8,14 @@ import sys
 import time
 
 LIFE = float(sys.argv[1]) if len(sys.argv) > 1 else 3600
+PARK = sys.argv[2:3] == ["park"]
 
 
 def child_work(q):
     q.put(1)
     end = time.time() + LIFE
+    if PARK:
+        time.sleep(LIFE)
     while time.time() < end:
         sum(range(1000))
 
