@@ -361,6 +361,14 @@ PST_API void pst_target_set_period(struct pst_target *t, uint64_t period_ns);
 PST_API int pst_target_sample(struct pst_target *t, int flags,
                               const struct pst_thread **threads);
 
+/* Makes t use other's cache of opened modules (ELF files, their unwind
+ * and symbol tables): a library mapped by many processes (libtorch in
+ * every rank of a job) is then opened and its symbols read once for all.
+ * Both must be used from one thread. 0, -EBUSY when t has opened modules
+ * of its own already (call it right after pst_target_open()), -ENOMEM. */
+PST_API int pst_target_share_modules(struct pst_target *t,
+                                     struct pst_target *other);
+
 /* One local variable of a frame (pst_target_locals()). */
 struct pst_local {
   const char *name;

@@ -600,6 +600,14 @@ int pst__dump_many(const struct pst__cli_opts *o) {
   /* Attach every one first (analysis, thread pointers). */
   for (int i = 0; i < np; i++) {
     open_proc(&ps[i]);
+    /* One module cache for all: libtorch's symbols read once, not per
+     * rank. */
+    if (ps[i].t && ps[0].t != ps[i].t)
+      for (int k = 0; k < i; k++)
+        if (ps[k].t) {
+          pst_target_share_modules(ps[i].t, ps[k].t);
+          break;
+        }
     /* A process that cannot be read is told, but one that is not Python
      * (a shell, a launcher) given with -s or found under one or by --all
      * is only listed. */

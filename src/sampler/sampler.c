@@ -146,6 +146,13 @@ static int attach(struct pst__rec *r, struct pst__entry *e) {
     return err;
   }
   pst_target_set_period(e->t, r->period_ns);
+  /* One module cache for every target: a library many of them map
+   * (libtorch in each worker) is opened and its symbols read once. */
+  for (size_t i = 0; i < r->n; i++)
+    if (r->e[i] != e && r->e[i]->t) {
+      pst_target_share_modules(e->t, r->e[i]->t);
+      break;
+    }
   /* Read after the open: a pid reused before this point was attached as
    * the new process, which is then the one we record. */
   if (pst__proc_image(e->pid, &e->image) < 0)

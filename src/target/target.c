@@ -202,3 +202,14 @@ void pst_target_close(struct pst_target *t) {
 const struct pst_target_info *pst_target_info(const struct pst_target *t) {
   return &t->info;
 }
+
+int pst_target_share_modules(struct pst_target *t, struct pst_target *other) {
+  if (t == other)
+    return 0;
+  if (t->modcache)
+    return -EBUSY;
+  if (!other->modcache && pst__modcache_new(&other->modcache))
+    return -ENOMEM;
+  t->modcache = pst__modcache_get(other->modcache);
+  return 0;
+}
