@@ -232,6 +232,37 @@ static int nothing(const struct pst__sampler_opts *o,
   return PST_EXIT_OK; /* the threads may just have waited */
 }
 
+/* The rate asked for, when it was not kept (5% short or more): by how
+ * much, and why: pystitch's own work on its loop thread (each tick's
+ * reads, and the refreshes of thread lists and children between them)
+ * took about a period or more, or else the ticks came late (a busy
+ * machine). A late tick is not caught up: its samples are worth the time
+ * since the tick before (wall time) or the CPU time used (mode cpu). */
+static void rate_kept(const struct pst__sampler_stats *st, double rate_hz) {
+  double got, period_ms = 1000.0 / rate_hz, tick_ms, refresh_ms;
+
+  if (st->elapsed_s < 0.5 || !st->ticks || rate_hz <= 0)
+    return;
+  got = (double)st->ticks / st->elapsed_s;
+  if (got >= 0.95 * rate_hz)
+    return;
+  tick_ms = st->tick_ms_total / (double)st->ticks;
+  refresh_ms = st->refresh_ms_total / (double)st->ticks;
+  fprintf(stderr,
+          "pystitch: warning: the rate was not kept: %.1f Hz of the %.0f Hz "
+          "asked (%llu ticks in %.1f s): %s (per tick, its reads took %.2f "
+          "ms on average, %.1f ms at most, and the refreshes of threads and "
+          "children %.2f ms, for a period of %.2f ms)\n",
+          got, rate_hz, (unsigned long long)st->ticks, st->elapsed_s,
+          tick_ms + refresh_ms > 0.8 * period_ms
+              ? "pystitch's own reads take about a period or more; a lower "
+                "--rate, or fewer threads (--mode cpu reads only those that "
+                "ran), keeps it"
+              : "the ticks came late: the machine was busy (or pystitch "
+                "waited for a CPU)",
+          tick_ms, st->tick_ms_max, refresh_ms, period_ms);
+}
+
 static void summary(const struct pst__sampler_stats *st, enum pst_mode mode) {
   uint64_t all = st->samples + st->errors;
   char kinds[1024];
@@ -411,6 +442,7 @@ int pst__cmd_record(int argc, char **argv) {
             (unsigned long long)st.samples, st.processes,
             st.processes == 1 ? "" : "es", st.elapsed_s);
     summary(&st, o->policy.mode);
+    rate_kept(&st, o->rate_hz);
     rc = nothing(o, &st);
     return pst__sandbox_violations() ? PST_EXIT_SANDBOX : rc;
   }
@@ -423,6 +455,7 @@ int pst__cmd_record(int argc, char **argv) {
   }
   summary_file(output, w, &st, prof);
   summary(&st, o->policy.mode);
+  rate_kept(&st, o->rate_hz);
   pst__profile_free(prof);
   rc = nothing(o, &st);
   return pst__sandbox_violations() ? PST_EXIT_SANDBOX : rc;

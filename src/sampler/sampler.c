@@ -494,6 +494,12 @@ static void on_tick(uv_poll_t *h, int status, int events) {
   for (size_t i = 0; i < r->n; i++)
     if (r->e[i]->t)
       sample_entry(r, r->e[i], now - r->start_ns, weight);
+  /* What the tick's reads took: when the rate is not kept, is it them or
+   * a busy machine? */
+  lag_ms = (double)(pst__now_ns() - now) / 1e6;
+  r->st->tick_ms_total += lag_ms;
+  if (lag_ms > r->st->tick_ms_max)
+    r->st->tick_ms_max = lag_ms;
   for (int k = 0; k < r->nc; k++)
     if (r->c[k].ops->tick &&
         r->c[k].ops->tick(r->c[k].ctx, now - r->start_ns, r->st))
@@ -640,6 +646,7 @@ static int check_watched(struct pst__rec *r, struct pst__entry *e) {
 
 static void on_refresh(uv_timer_t *h) {
   struct pst__rec *r = h->data;
+  uint64_t t0 = pst__now_ns();
 
   for (size_t i = 0; i < r->n; i++) {
     struct pst__entry *e = r->e[i];
@@ -656,6 +663,7 @@ static void on_refresh(uv_timer_t *h) {
       find_children(r, e->pid, 0);
   }
   pst__try_attach_pending(r);
+  r->st->refresh_ms_total += (double)(pst__now_ns() - t0) / 1e6;
   if (!live_targets(r) && !r->child_running && !r->o->all)
     stop_all(r);
 }

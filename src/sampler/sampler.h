@@ -89,6 +89,10 @@ struct pst__sampler_stats {
                                  module truncated under the unwind) */
   uint64_t late_ticks;        /* ticks more than one period behind schedule */
   double max_lag_ms;          /* worst lag behind the schedule */
+  double tick_ms_total;       /* time the ticks' reads took, all of them */
+  double tick_ms_max;         /* the longest */
+  double refresh_ms_total;    /* time the refreshes took (threads and
+                                 children listed, attaches), all of them */
   double elapsed_s;
   int processes;          /* processes sampled */
   int watched;            /* processes watched for Python ones under them

@@ -384,6 +384,32 @@ def check_exceptions(interp):
         t.stop()
 
 
+def check_rate_warning(interp):
+    """A rate that cannot be kept (20 kHz, 50 threads read each tick)
+    is said so in the summary, with the rate reached and why; one that
+    is kept (100 Hz) is not."""
+    t = pytargets.Target(interp, "many.py", ["50", "5", "1"])
+    out = os.path.join(TMP, "rate.folded")
+    try:
+        wait_ready(t)
+        r = pystitch(["record", "-p", str(t.pid), "-d", "1", "-r", "20000",
+                      "--mode", "wall", "-f", "folded", "-o", out])
+        err = r.stderr.decode(errors="replace")
+        m = re.search(r"warning: the rate was not kept: ([\d.]+) Hz of the "
+                      r"20000 Hz asked \((\d+) ticks in ([\d.]+) s\): "
+                      r"pystitch's own reads", err)
+        if r.returncode != 0 or not m or float(m.group(1)) >= 19000:
+            return "20 kHz: exit %d: %s" % (r.returncode, err)
+        r = pystitch(["record", "-p", str(t.pid), "-d", "1", "-r", "100",
+                      "--mode", "wall", "-f", "folded", "-o", out])
+        err = r.stderr.decode(errors="replace")
+        if r.returncode != 0 or "rate was not kept" in err:
+            return "100 Hz: exit %d: %s" % (r.returncode, err)
+        return ""
+    finally:
+        t.stop()
+
+
 def gc_figures(path):
     with open(path) as f:
         a, b = f.read().split()
@@ -482,6 +508,8 @@ def main():
                   check_push_labels, modern[-1])
     TAP.check("speedscope %s" % main_interp.label, check_speedscope,
               main_interp)
+    TAP.check("a rate not kept is said %s" % main_interp.label,
+              check_rate_warning, main_interp)
     for i in found:
         TAP.check("exception states %s" % i.label, check_exceptions, i)
     for i in found:
