@@ -300,10 +300,11 @@ PST_API int pst_task_chain(const struct pst_task *tasks, int i, int *chain,
   4096 /* while the garbage collector runs, the
                                   thread running it gets a "<GC>" frame
                                   above its innermost Python frame (the
-                                  GIL holder; free-threaded: the threads
-                                  on a CPU, the others being stopped for
-                                  the collection). One read per sample;
-                                  CPython 3.7+ */
+                                  GIL holder; free-threaded: a thread
+                                  attached and on a CPU, the others being
+                                  stopped for most of the collection).
+                                  No read of its own: the flag rides in
+                                  the sample's first read. CPython 3.7+ */
 
 /* Which threads a sample reads, as the peers name it (--mode). */
 enum pst_mode {

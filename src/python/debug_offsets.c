@@ -37,6 +37,7 @@ struct schema {
   int ts_cur_exc, ei_value; /* current_exception, err_stackitem.exc_value */
   int co_localsplusnames;   /* the locals' names (dump --locals) */
   int tuple_item;           /* PyTupleObject.ob_item */
+  int ts_status;            /* PyThreadState._status (its bits) */
   /* The interpreter's struct _gc_runtime_state and its collecting flag. */
   int is_gc, gc_collecting;
   int words; /* words to read */
@@ -60,6 +61,7 @@ static const struct schema s313 = {
     .ts_thread_id = 21,
     .ts_native_thread_id = 22,
     .ts_datastack_chunk = 23,
+    .ts_status = 24,
     .if_size = 25,
     .if_previous = 26,
     .if_executable = 27,
@@ -114,6 +116,7 @@ static const struct schema s314 = {
     .ts_thread_id = 24,
     .ts_native_thread_id = 25,
     .ts_datastack_chunk = 26,
+    .ts_status = 27,
     .if_size = 28,
     .if_previous = 29,
     .if_executable = 30,
@@ -176,6 +179,7 @@ static const struct schema s315 = {
     .ts_thread_id = 27,
     .ts_native_thread_id = 28,
     .ts_datastack_chunk = 29,
+    .ts_status = 30,
     .if_size = 36,
     .if_previous = 37,
     .if_executable = 38,
@@ -372,6 +376,9 @@ int pst__py_debug_offsets(struct pst__mem *mem, uint64_t runtime,
   lay->ts_native_thread_id = (int32_t)w[s->ts_native_thread_id];
   lay->ts_size = (int32_t)w[s->ts_size];
   lay->ts_datastack_chunk = (int32_t)w[s->ts_datastack_chunk];
+  lay->ts_status = s->ts_status && inside(w, s->ts_status, s->ts_size)
+                       ? (int32_t)w[s->ts_status]
+                       : PST_NOFF;
   lay->if_code = (int32_t)w[s->if_executable];
   lay->if_previous = (int32_t)w[s->if_previous];
   lay->if_instr = (int32_t)w[s->if_instr_ptr];

@@ -127,6 +127,10 @@ struct pst__py_layout {
   /* PyTupleObject.ob_item: sizeof(PyVarObject) up to 3.13, then after
    * 3.14's cached hash (from _Py_DebugOffsets for 3.13+). */
   int32_t tuple_item;
+  /* PyThreadState._status (3.13+, from _Py_DebugOffsets), else PST_NOFF:
+   * a bitfield whose fifth bit, active, is set while the thread state is
+   * attached to its thread (free-threaded: running Python). */
+  int32_t ts_status;
 };
 
 /* The generated table for a minor version (0x0207, 0x0306..0x030c), or NULL

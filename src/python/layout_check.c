@@ -104,5 +104,6 @@ int pst__py_layout_builtin_copy(int version, struct pst__py_layout *out) {
   out->if_tlbc_index = out->if_stackpointer = out->gen_iframe = PST_NOFF;
   out->gen_frame_state = out->set_mask = out->set_table = PST_NOFF;
   out->tuple_item = 24; /* PyVarObject: 3 words */
+  out->ts_status = PST_NOFF;
   return 0;
 }

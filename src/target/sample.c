@@ -402,6 +402,30 @@ static void gc_marker(struct pst_thread *th) {
   th->gc = 1;
 }
 
+/* Free-threaded: may thread i be the collector? While the collection
+ * has stopped the world, the collector is the one thread whose state is
+ * attached (running Python: the _status word's active bit, 3.13+) and on
+ * a CPU; a thread running C code (detached) may be on a CPU too, and
+ * before and after the stop (callbacks, finalizers) other threads run
+ * Python while the flag is set: both tests together, each where it can
+ * be read. */
+static int attached(struct pst_target *t, size_t i) {
+  struct pst_thread *th = &t->view[i];
+  uint32_t status = 0;
+
+  if (!th->tstate || !th->nframes)
+    return 0;
+  if (t->py.lay.ts_status != PST_NOFF &&
+      (pst__mem_read(&t->mem, th->tstate + (uint64_t)t->py.lay.ts_status,
+                     &status, sizeof(status)) ||
+       !(status & 0x10))) /* initialized, bound, unbound, bound_gilstate,
+                             active: bit 4 */
+    return 0;
+  if (th->state == '?')
+    th->state = pst__tthread_state(&t->threads[i], NULL); /* not read */
+  return th->state == 'R';
+}
+
 /* The flag was read with the walks' first reads (and the holder, when
  * the states are read, before them); the collection may have ended since,
  * and the GIL gone to another thread: both are read again after the
@@ -422,10 +446,10 @@ static void mark_gc(struct pst_target *t, int gil_err, uint64_t gil) {
   for (size_t i = 0; i < t->nthreads; i++) {
     struct pst_thread *th = &t->view[i];
     int runs;
-    if (t->py.lay.free_threaded && th->state == '?' && th->nframes)
-      th->state = pst__tthread_state(&t->threads[i], NULL); /* not read */
-    runs = t->py.lay.free_threaded ? th->state == 'R'
-                                   : !gil_err && gil && th->tstate == gil;
+    if (t->py.lay.free_threaded)
+      runs = attached(t, i);
+    else
+      runs = !gil_err && gil && th->tstate == gil;
     if (runs && !th->error && !th->skipped && th->nframes)
       gc_marker(th);
   }

@@ -420,7 +420,8 @@ def check_gc(interp):
     """A thread that collects (gc.collect() over 200k cycles) and runs
     Python code in turn: the share of its samples under <GC> (record
     --mode wall) within 0.15 of the share of time its collections took,
-    as gc.callbacks measured them in the target, over the same 2 s."""
+    as gc.callbacks measured them in the target, over the same 2 s; none
+    on another thread (free-threaded: at most 3%)."""
     stats = "gcstats-%d" % os.getpid()
     t = pytargets.Target(interp, "gcwork.py", [stats])
     out = os.path.join(TMP, "gc.folded")
@@ -446,7 +447,12 @@ def check_gc(interp):
         print("# %s: <GC> in %d of %d samples of the collector (%.2f), "
               "the target timed %.2f in gc" % (interp.label, in_gc, total,
                                                got, want))
-        if total < 50 or abs(got - want) > 0.15 or elsewhere:
+        # Free-threaded, other threads run Python while a collection
+        # starts and ends (callbacks, finalizers) with the flag set: a few
+        # marks may land on them (1-3 in 200 seen); with a GIL, none.
+        allowed = 0.03 * total if interp.label.startswith("freethreaded") \
+            else 0
+        if total < 50 or abs(got - want) > 0.15 or elsewhere > allowed:
             return "<GC> share %.2f (%d of %d, %d on other threads), " \
                 "the target's %.2f" % (got, in_gc, total, elsewhere, want)
         r = pystitch(["record", "-p", str(t.pid), "-d", "0.5", "--no-gc",
