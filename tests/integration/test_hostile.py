@@ -63,6 +63,13 @@ def spawn(interp, code, env=None):
 
 
 def stop(p):
+    """Kills p and, first, its children (unshare --fork's python: killing
+    unshare alone would leave it running)."""
+    for c in pytargets.children(p.pid):
+        try:
+            os.kill(c, 9)
+        except OSError:
+            pass
     try:
         p.kill()
     except OSError:
