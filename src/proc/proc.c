@@ -367,8 +367,7 @@ int pst__proc_next_pid(const char **p, pid_t *pid) {
   }
 }
 
-/* Appends the children of every thread of pid to out[*n..max). */
-static int add_children(pid_t pid, pid_t *out, int *n, int max) {
+int pst__proc_children(pid_t pid, pid_t *out, int *n, int max) {
   pid_t *tids = NULL;
   int k = pst__proc_tasks(pid, &tids);
 
@@ -400,11 +399,11 @@ int pst__proc_descendants(pid_t root, pid_t *out, int max) {
   if (max <= 0)
     return 0;
   memset(out, 0, (size_t)max * sizeof(*out));
-  err = add_children(root, out, &n, max);
+  err = pst__proc_children(root, out, &n, max);
 
   if (err)
     return err;
   for (int i = 0; i < n; i++) /* each found one's children, in turn */
-    add_children(out[i], out, &n, max);
+    pst__proc_children(out[i], out, &n, max);
   return n;
 }

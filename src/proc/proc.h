@@ -114,6 +114,11 @@ void pst__proc_cgroup_name(char *buf, char *out, size_t len);
  * Numbers that are not a pid (0, negative, beyond INT_MAX) are skipped. */
 int pst__proc_next_pid(const char **p, pid_t *pid);
 
+/* Appends the children of every thread of process pid to out[*n..max)
+ * (*n moved on), leaving out those already there. 0, or -errno when its
+ * threads cannot be listed. */
+int pst__proc_children(pid_t pid, pid_t *out, int *n, int max);
+
 /* The descendants of process root (children of any of its threads, theirs,
  * ...), breadth first, into out (at most max; root not included). Returns
  * how many, or -errno when root's own threads cannot be listed. */

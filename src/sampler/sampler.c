@@ -535,29 +535,21 @@ static void stop_all(struct pst__rec *r) {
     uv_close((uv_handle_t *)&r->grace, pst__on_close);
 }
 
+#define PST__CHILDREN_MAX 1024 /* of one process, looked at per refresh */
+
 /* The children of process pid become entries (attached next); from a
  * watched process they may be watched in turn. */
 static void find_children(struct pst__rec *r, pid_t pid, int watched) {
-  pid_t *tids;
-  int n = pst__proc_tasks(pid, &tids);
+  pid_t kids[PST__CHILDREN_MAX];
+  int n = 0;
 
+  pst__proc_children(pid, kids, &n, PST__CHILDREN_MAX);
   for (int i = 0; i < n; i++) {
-    char path[80], buf[4096];
-    const char *p = buf;
-    pid_t c;
-    snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid,
-             (int)tids[i]);
-    if (pst__proc_read(path, buf, sizeof(buf)) <= 0)
-      continue;
-    while (pst__proc_next_pid(&p, &c)) {
-      size_t had = r->n;
-      struct pst__entry *e = pst__add_entry(r, c);
-      if (e && r->n > had)
-        e->from_watch = watched;
-    }
+    size_t had = r->n;
+    struct pst__entry *e = pst__add_entry(r, kids[i]);
+    if (e && r->n > had)
+      e->from_watch = watched;
   }
-  if (n > 0)
-    free(tids);
 }
 
 void pst__try_attach_pending(struct pst__rec *r) {
