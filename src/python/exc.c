@@ -15,20 +15,27 @@
 #define ITEM_READ 32 /* bytes of a _PyErr_StackItem read (layout_check) */
 #define TORN_RETRIES 2
 
-void pst__py_exception_name(struct pst__py *py, struct pst__mem *mem,
-                            uint64_t obj, int inst, char *type, size_t len) {
-  uint64_t tp = obj, name = 0;
+int pst__py_type_name(struct pst__py *py, struct pst__mem *mem, uint64_t type,
+                      char *name, size_t len) {
+  uint64_t at = 0;
   char buf[64];
 
-  snprintf(type, len, "?");
-  if (inst && pst__mem_read_u64(mem, obj + (uint64_t)py->lay.ob_type, &tp))
-    return;
   /* tp_name is the word after PyVarObject's ob_size. */
-  if (pst__mem_read_u64(mem, tp + (uint64_t)py->lay.ob_type + 16, &name) ||
-      !name || pst__mem_read(mem, name, buf, sizeof(buf) - 1))
-    return;
+  if (pst__mem_read_u64(mem, type + (uint64_t)py->lay.ob_type + 16, &at) ||
+      !at || pst__mem_read(mem, at, buf, sizeof(buf) - 1))
+    return -EFAULT;
   buf[sizeof(buf) - 1] = 0;
-  pst__utf8_copy(type, len, buf);
+  pst__utf8_copy(name, len, buf);
+  return 0;
+}
+
+void pst__py_exception_name(struct pst__py *py, struct pst__mem *mem,
+                            uint64_t obj, int inst, char *type, size_t len) {
+  uint64_t tp = obj;
+
+  if ((inst && pst__mem_read_u64(mem, obj + (uint64_t)py->lay.ob_type, &tp)) ||
+      pst__py_type_name(py, mem, tp, type, len))
+    snprintf(type, len, "?");
 }
 
 #define CHUNK 64 /* thread states per syscall (a stack buffer's worth) */

@@ -63,23 +63,17 @@ static enum kind kind_of(const struct pst__py *py, const char *name,
 static int type_of(struct pst__py *py, struct pst__mem *mem, uint64_t obj,
                    char *name, size_t len, enum kind *kind) {
   const struct pst__py_layout *l = &py->lay;
-  uint64_t tp, at = 0, flags = 0;
-  char buf[64];
+  uint64_t tp, flags = 0;
   int err;
 
   err = pst__mem_read_u64(mem, obj + (uint64_t)l->ob_type, &tp);
-  if (err == 0)
-    err = pst__mem_read_u64(mem, tp + (uint64_t)l->ob_type + 16, &at);
   if (err == 0 && l->type_flags != PST_NOFF)
     err = pst__mem_read_u64(mem, tp + (uint64_t)l->type_flags, &flags);
-  if (err == 0 && (!at || pst__mem_read(mem, at, buf, sizeof(buf) - 1)))
-    err = -EFAULT;
-  if (err)
-    return err;
-  buf[sizeof(buf) - 1] = 0;
-  pst__utf8_copy(name, len, buf);
-  *kind = kind_of(py, name, flags);
-  return 0;
+  if (err == 0)
+    err = pst__py_type_name(py, mem, tp, name, len);
+  if (err == 0)
+    *kind = kind_of(py, name, flags);
+  return err;
 }
 
 /* An int's value (PyLong; 2.7's PyInt), signed, from its first bytes. 0,

@@ -536,6 +536,11 @@ struct pst__py_exc {
 int pst__py_exceptions(struct pst__py *py, struct pst__mem *mem,
                        struct pst__py_exc **e, size_t n);
 
+/* The name of type object type (its tp_name, UTF-8, into name, len > 0).
+ * 0 or -EFAULT. Two reads. */
+int pst__py_type_name(struct pst__py *py, struct pst__mem *mem, uint64_t type,
+                      char *name, size_t len);
+
 /* The name of exception obj (an instance when inst, else a type): its
  * type's tp_name ("ValueError"), "?" when unreadable, into type (len >
  * 0). 2-3 reads. */
