@@ -1,8 +1,9 @@
 /* fuzz_frame.c: libFuzzer harness for the Python frame walker
  * (src/python/frame.c) and what it calls: code objects and their line
  * tables (code.c), str objects, thread names (threadname.c), the thread
- * registry and its dict reader (registry.c, dict.c), the 3.13+
- * _Py_DebugOffsets reader (debug_offsets.c) and the layout check.
+ * registry and its dict reader (registry.c, dict.c), a frame's locals
+ * (locals.c), a thread's exception and the collector's flag (exc.c), the
+ * 3.13+ _Py_DebugOffsets reader (debug_offsets.c) and the layout check.
  *
  * The target's memory is a random image (frame_image.h) read through the
  * replay mode of the one memory reader (pst__mem_init_image, proc/mem.h):
@@ -93,6 +94,35 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (int i = 0; i < n; i++) /* strings must be readable C strings */
     if (strlen(frames[i].name) + strlen(frames[i].filename) > 2 * 4096 * 4)
       abort();
+  /* dump --locals: the walked frames' locals (names from the code
+   * object, values decoded from their bytes), at most 4 frames. */
+  for (int i = 0; i < n && i < 4; i++) {
+    struct pst__py_local loc[8];
+    uint64_t frame, code;
+    int total, k;
+    if (pst__py_walked_frame(&py, i, n, &frame, &code))
+      abort(); /* i < n: the walk's own frame */
+    k = pst__py_frame_locals(&py, &mem, frame, code, loc, 8, &total);
+    if (k > 8)
+      abort();
+    for (int j = 0; j < k; j++)
+      if (strlen(loc[j].name) >= sizeof(loc[j].name) ||
+          strlen(loc[j].value) >= sizeof(loc[j].value))
+        abort();
+  }
+  /* --mode exception and <GC>: the thread's exception, its type's name,
+   * the collector's flag. */
+  {
+    struct pst__py_exc exc = {.tstate = at(h.tstate)};
+    struct pst__py_exc *excp = &exc;
+    char type[64];
+    if (pst__py_exceptions(&py, &mem, &excp, 1) == 0 && exc.obj) {
+      pst__py_exception_name(&py, &mem, exc.obj, exc.inst, type, sizeof(type));
+      if (strlen(type) >= sizeof(type))
+        abort();
+    }
+    (void)pst__py_gc_collecting(&py, &mem);
+  }
   /* A second walk goes through the code cache's hit path and the
    * guessed reads, carrying the first walk's torn-read check. */
   pst__py_check_prepare(&py, at(h.tstate), &hint, top, &check);
