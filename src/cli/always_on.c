@@ -90,6 +90,12 @@ int pst__always_option(struct pst__always *a, enum pst__cli_opt id,
   case PST_CLI_O_AUTH_FILE:
     a->auth_file = arg;
     return 0;
+  case PST_CLI_O_PUSH_CA:
+    if (access(arg, R_OK))
+      return pst__cli_usage("record", "--push-ca: cannot read '%s': %s", arg,
+                            strerror(errno));
+    a->po.ca_file = arg;
+    return 0;
   case PST_CLI_O_ROTATE:
     if (pst__cli_parse_double(arg, 0, 30 * 86400.0, &a->rotate_s) ||
         a->rotate_s < 0.1)
@@ -242,7 +248,7 @@ int pst__always_start(struct pst__always *a, const struct pst__sampler_opts *o,
 
   if (!a->url && (a->po.app || a->po.nlabels || a->po.tenant || a->queue ||
                   a->interval_s > 0 || a->timeout_s > 0 || a->token_file ||
-                  a->auth_file)) {
+                  a->auth_file || a->po.ca_file)) {
     fprintf(stderr, "pystitch: error: --app, --label, --tenant and the "
                     "--push-* options go with --push URL\n");
     return PST_EXIT_USAGE;

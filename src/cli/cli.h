@@ -60,5 +60,8 @@ const char *pst__cli_error_reason(int err);
  * pst__writer_save()'s err, with the fix when there is one (static text,
  * for "cannot write PATH: %s"). */
 const char *pst__cli_output_why(int err);
+/* Prints the version, the build (static or not) and each feature's library
+ * with its version (version.c); returns PST_EXIT_OK. */
+int pst__cli_version(void);
 
 #endif

@@ -81,6 +81,8 @@ static const char record_usage[] =
     "                         $PYSTITCH_PUSH_TOKEN)\n"
     "      --push-auth-file F USER:PASSWORD from a file (else from\n"
     "                         $PYSTITCH_PUSH_BASIC_AUTH)\n"
+    "      --push-ca FILE     CA certificates for https (default: the\n"
+    "                         system's bundle, where distributions keep it)\n"
     "      --push-queue N     profiles kept while the server is away\n"
     "                         (default 60; the oldest are dropped)\n"
     "      --push-timeout S   per request (default 10)\n"

@@ -45,7 +45,7 @@ static const char usage_text[] =
     "                         its coroutine chain under the tasks awaiting it\n"
     "  -v, --verbose          more diagnostics on stderr (repeatable)\n"
     "  -h, --help             this help\n"
-    "  -V, --version          print the version\n"
+    "  -V, --version          print the version, the build and its libraries\n"
     "\n"
     "Examples:\n"
     "  pystitch record -p 1234 -d 30 -o profile.svg\n"
@@ -62,11 +62,6 @@ static int help(void) {
   return PST_EXIT_OK;
 }
 
-static int version(void) {
-  printf("pystitch %s\n", PACKAGE_VERSION);
-  return PST_EXIT_OK;
-}
-
 int main(int argc, char **argv) {
   struct pst__cli_opts o;
   const char *cmd;
@@ -78,7 +73,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help"))
     return help();
   if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version"))
-    return version();
+    return pst__cli_version();
   if (!strcmp(cmd, "record"))
     return pst__cmd_record(argc, argv);
   /* Secrets are record's: never passed on to top's -- COMMAND. */
@@ -97,7 +92,7 @@ int main(int argc, char **argv) {
   if (rc)
     return rc;
   if (o.help || o.version)
-    return o.help ? help() : version();
+    return o.help ? help() : pst__cli_version();
   pst_log_set_level(o.verbose);
   return !strcmp(cmd, "dump") ? pst__cmd_dump(&o) : pst__cmd_info(&o);
 }

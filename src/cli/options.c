@@ -95,6 +95,7 @@ static const struct {
     [PST_CLI_O_PUSH_TIMEOUT] = {"push-timeout", 0, required_argument, R},
     [PST_CLI_O_TOKEN_FILE] = {"push-token-file", 0, required_argument, R},
     [PST_CLI_O_AUTH_FILE] = {"push-auth-file", 0, required_argument, R},
+    [PST_CLI_O_PUSH_CA] = {"push-ca", 0, required_argument, R},
     [PST_CLI_O_ROTATE] = {"rotate", 0, required_argument, R},
     [PST_CLI_O_VERBOSE] = {"verbose", 'v', no_argument, R | T | D | I},
     [PST_CLI_O_HELP] = {"help", 'h', no_argument, R | T | D | I, FLAG(help)},

@@ -71,6 +71,7 @@ enum pst__cli_opt {
   PST_CLI_O_PUSH_TIMEOUT,
   PST_CLI_O_TOKEN_FILE,
   PST_CLI_O_AUTH_FILE,
+  PST_CLI_O_PUSH_CA,
   PST_CLI_O_ROTATE,
   /* every command */
   PST_CLI_O_VERBOSE,

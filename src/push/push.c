@@ -34,6 +34,7 @@ struct pst__push {
   char *where; /* the same without user info (for logs) */
   char *keys[PST_PUSH_LABELS_MAX], *values[PST_PUSH_LABELS_MAX];
   char *app, *tenant_hdr, *bearer_hdr, *basic;
+  char *ca; /* CURLOPT_CAINFO, or NULL */
   char host[256];
   pthread_t thread;
   int started; /* the sender thread runs (from the first profile on, so
@@ -399,8 +400,15 @@ static int send_one(struct pst__push *ps, CURL *h, const struct item *it,
     curl_easy_setopt(h, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
     curl_easy_setopt(h, CURLOPT_USERPWD, ps->basic);
   }
+  if (ps->ca)
+    curl_easy_setopt(h, CURLOPT_CAINFO, ps->ca);
   rc = curl_easy_perform(h);
-  if (rc != CURLE_OK) {
+  if (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE) {
+    snprintf(why, len,
+             "%s (CA certificates from %s; --push-ca FILE names "
+             "others)",
+             curl_easy_strerror(rc), ps->ca ? ps->ca : "libcurl's default");
+  } else if (rc != CURLE_OK) {
     snprintf(why, len, "%s", curl_easy_strerror(rc));
   } else {
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
@@ -608,13 +616,30 @@ static void push_free(struct pst__push *ps) {
   free(ps->where);
   free(ps->app);
   free(ps->tenant_hdr);
+  free(ps->ca);
   pst__secret_free(ps->bearer_hdr); /* secrets: wiped */
   pst__secret_free(ps->basic);
   free(ps);
 }
 
+static const char *const ca_bundles[] = {
+    "/etc/ssl/certs/ca-certificates.crt",                /* Debian, Alpine */
+    "/etc/pki/tls/certs/ca-bundle.crt",                  /* Fedora, RHEL */
+    "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem", /* RHEL 7+ */
+    "/etc/ssl/ca-bundle.pem",                            /* openSUSE */
+    "/etc/ssl/cert.pem",                                 /* Alpine, BSDs */
+};
+
+const char *pst__push_ca_default(void) {
+  for (size_t i = 0; i < sizeof(ca_bundles) / sizeof(*ca_bundles); i++)
+    if (!access(ca_bundles[i], R_OK))
+      return ca_bundles[i];
+  return NULL;
+}
+
 int pst__push_new(const struct pst__push_opts *o, struct pst__push **out) {
   struct pst__push *ps;
+  const char *o_ca = o->ca_file;
   char why[128];
   int err = -ENOMEM;
 
@@ -639,7 +664,12 @@ int pst__push_new(const struct pst__push_opts *o, struct pst__push **out) {
       (o->bearer && !(ps->bearer_hdr = bearer(o->bearer))) ||
       (o->basic && !(ps->basic = pst__secret_dup(o->basic))))
     goto fail;
+  if (!o->ca_file)
+    o_ca = pst__push_ca_default();
+  if (o_ca && !(ps->ca = strdup(o_ca)))
+    goto fail;
   ps->o.app = ps->o.tenant = ps->o.bearer = ps->o.basic = ps->o.url = NULL;
+  ps->o.ca_file = NULL;
   if ((err = endpoint(ps, o->url)))
     goto fail;
   ps->q = calloc((size_t)o->queue_max + 1, sizeof(*ps->q));

@@ -44,12 +44,15 @@ struct pst__push_opts {
   const char *label_keys[PST_PUSH_LABELS_MAX]; /* the user's labels */
   const char *label_values[PST_PUSH_LABELS_MAX];
   int nlabels;
-  const char *tenant; /* X-Scope-OrgID, or NULL */
-  const char *bearer; /* Authorization: Bearer, or NULL */
-  const char *basic;  /* "user:password" for basic auth, or NULL */
-  double rate_hz;     /* sampleRate */
-  int queue_max;      /* profiles waiting at most */
-  double timeout_s;   /* per request */
+  const char *tenant;  /* X-Scope-OrgID, or NULL */
+  const char *bearer;  /* Authorization: Bearer, or NULL */
+  const char *basic;   /* "user:password" for basic auth, or NULL */
+  double rate_hz;      /* sampleRate */
+  int queue_max;       /* profiles waiting at most */
+  double timeout_s;    /* per request */
+  const char *ca_file; /* CA certificates for https (PEM), or NULL: the
+                          first bundle found where distributions keep one
+                          (pst__push_ca_default()), else libcurl's own */
 };
 
 struct pst__push_stats {
@@ -74,6 +77,12 @@ int pst__push_check_url(const char *url, char *why, size_t len);
 int pst__push_check_name(const char *s);
 int pst__push_check_key(const char *s);
 int pst__push_check_value(const char *s);
+
+/* The first CA bundle found where distributions keep theirs (Debian,
+ * Ubuntu and Alpine's ca-certificates, Fedora/RHEL, openSUSE), or NULL.
+ * A static pystitch carries no CA path of its own that fits every
+ * distribution; a container's bundle is not looked at (pystitch's root's). */
+const char *pst__push_ca_default(void);
 
 struct pst__push;
 

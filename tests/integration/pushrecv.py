@@ -22,7 +22,8 @@ class Receiver:
     """An ingest endpoint. mode: "ok", "500", "429", "hang" (answers
     after hang_s seconds), changeable while it runs."""
 
-    def __init__(self, mode="ok", port=0, hang_s=30):
+    def __init__(self, mode="ok", port=0, hang_s=30, tls=None):
+        """tls: (certificate file, key file) to serve https."""
         self.mode = mode
         self.hang_s = hang_s
         self.requests = []  # every request, as a dict
@@ -96,6 +97,13 @@ class Receiver:
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         self.url = "http://127.0.0.1:%d" % self.port
+        if tls:
+            import ssl
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(*tls)
+            self.server.socket = ctx.wrap_socket(self.server.socket,
+                                                 server_side=True)
+            self.url = "https://localhost:%d" % self.port
         self.thread = threading.Thread(target=self.server.serve_forever,
                                        daemon=True)
         self.thread.start()
