@@ -53,7 +53,12 @@ suite python3 "$top/tests/integration/test_push.py"
 suite python3 "$top/tests/integration/test_apps.py"
 suite python3 "$top/tests/integration/test_hostile.py"
 suite python3 "$top/tests/integration/test_figures.py"
-suite python3 "$top/tests/integration/test_static.py"
+# The packages (static program, wheel, .deb, tarball): not again in the
+# sanitizer rerun (tests/asan.sh sets PST_NO_PACKAGES), they test the build.
+if [ -z "${PST_NO_PACKAGES:-}" ]; then
+  suite python3 "$top/tests/integration/test_static.py"
+  suite python3 "$top/tests/integration/test_packages.py"
+fi
 # Whole-tree checks, skipped with PST_QUICK=1 (as in the sanitizer rerun,
 # tests/asan.sh): static analysis, each fuzz harness for PST_FUZZ_SECONDS
 # (default 60, as issue 5 asks), and every suite above again on an ASan/UBSan build.

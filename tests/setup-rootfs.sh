@@ -68,4 +68,12 @@ if [ "${PST_ROOTFS_MORE:-1}" != 0 ] && [ -x "$sid/usr/bin/python3.14" ] &&
       "in $sid (see $dir/sid-more.log); the absent ones' tests are skipped" >&2
   fi
 fi
+# pip and venv in sid, for the wheel's test (test_packages.py installs it
+# in a venv of python3.14 there).
+if [ -x "$sid/usr/bin/python3.14" ] && [ ! -d "$sid/usr/lib/python3.14/ensurepip" ]; then
+  echo "setup-rootfs: adding python3.14-venv and python3-pip to $sid"
+  add_packages "$sid" "$dir/sid-venv.log" python3.14-venv python3-pip ||
+    echo "setup-rootfs: no python3.14-venv in $sid (see $dir/sid-venv.log);" \
+      "the wheel's test will be skipped" >&2
+fi
 exit $status

@@ -101,8 +101,7 @@ fi
 (cd "$b/obj" && make -j"$jobs" pystitch) >>"$log" 2>&1 || die "make"
 # Statically linked glibc warns that getaddrinfo/getpwnam load NSS
 # modules; "files" and "dns" are in libc itself (see above).
-file "$b/obj/pystitch" 2>/dev/null | grep -q 'statically linked' ||
-  ldd "$b/obj/pystitch" 2>&1 | grep -q 'not a dynamic executable' ||
+readelf -l "$b/obj/pystitch" | grep -q INTERP &&
   die "build-static/obj/pystitch is not statically linked"
 strip -o "$top/pystitch-static" "$b/obj/pystitch"
 echo "build-static.sh: $top/pystitch-static," \

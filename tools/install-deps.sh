@@ -15,6 +15,7 @@ apt-get install -y -qq --no-install-recommends \
   protobuf-c-compiler libprotobuf-c-dev zlib1g-dev protobuf-compiler \
   liblzma-dev libiberty-dev xz-utils libcurl4-openssl-dev libcap-dev \
   libseccomp-dev libjansson-dev \
+  openssl python3-pip python3-setuptools python3-wheel \
   chromium clang clang-tidy clang-format cppcheck \
   >/dev/null
 # Separate debug files for tests/unit/test-debuginfo.c and test-origin.c:
