@@ -64,6 +64,8 @@ static const char record_usage[] =
     "      --no-sandbox       keep every privilege (default: only those\n"
     "                         sampling needs, and with --all a system-call\n"
     "                         filter)\n"
+    "      --realtime         the sampling thread under SCHED_FIFO (root):\n"
+    "                         ticks on time even when every CPU is busy\n"
     "      --keep-running     with -- COMMAND: leave it running when the\n"
     "                         recording ends first (by default it gets\n"
     "                         SIGINT, then SIGTERM 3 s later)\n"
@@ -246,6 +248,12 @@ static void rate_kept(const struct pst__sampler_stats *st, double rate_hz) {
   if (st->elapsed_s < 0.5 || !st->ticks || rate_hz <= 0)
     return;
   got = (double)st->ticks / st->elapsed_s;
+  pst__info("ticks: %llu of the %.0f asked, %.1f%% of them on time (at most "
+            "a period late); sampling thread: %s",
+            (unsigned long long)st->ticks, st->elapsed_s * rate_hz,
+            100.0 * (double)(st->ticks - st->late_ticks) /
+                (st->elapsed_s * rate_hz),
+            st->sched ? st->sched : "default");
   if (got >= 0.95 * rate_hz)
     return;
   tick_ms = st->tick_ms_total / (double)st->ticks;
@@ -260,8 +268,10 @@ static void rate_kept(const struct pst__sampler_stats *st, double rate_hz) {
               ? "pystitch's own reads take about a period or more; a lower "
                 "--rate, or fewer threads (--mode cpu reads only those that "
                 "ran), keeps it"
-              : "the ticks came late: the machine was busy (or pystitch "
-                "waited for a CPU)",
+          : st->sched_err || !st->sched || strncmp(st->sched, "SCHED_FIFO", 10)
+              ? "the ticks came late: the machine was busy (or pystitch "
+                "waited for a CPU; --realtime, as root, puts its ticks first)"
+              : "the ticks came late: the machine was busy",
           tick_ms, st->tick_ms_max, refresh_ms, period_ms);
 }
 

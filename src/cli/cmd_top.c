@@ -55,6 +55,7 @@ static const char top_usage[] =
     "      --full-names       C++ names whole, not ns::Class::method\n"
     "      --nonblocking      never stop a thread\n"
     "      --no-sandbox       keep every privilege\n"
+    "      --realtime         the sampling thread under SCHED_FIFO (root)\n"
     "  -v, --verbose          more diagnostics on stderr\n"
     "\n"
     "Examples:\n"

@@ -54,6 +54,8 @@ static const struct {
     [PST_CLI_O_EXCLUDE] = {"exclude", 0, required_argument, R | T | D},
     [PST_CLI_O_NO_SANDBOX] = {"no-sandbox", 0, no_argument, R | T,
                               FLAG(engine.no_sandbox)},
+    [PST_CLI_O_REALTIME] = {"realtime", 0, no_argument, R | T,
+                            FLAG(engine.realtime)},
     [PST_CLI_O_KEEP_RUNNING] = {"keep-running", 0, no_argument, R,
                                 FLAG(engine.keep_running)},
     [PST_CLI_O_MODE] = {"mode", 0, required_argument, R | T},

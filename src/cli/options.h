@@ -33,6 +33,7 @@ enum pst__cli_opt {
   PST_CLI_O_MATCH,
   PST_CLI_O_EXCLUDE,
   PST_CLI_O_NO_SANDBOX,
+  PST_CLI_O_REALTIME,
   PST_CLI_O_KEEP_RUNNING,
   /* which threads are read, and how: the sampling policy */
   PST_CLI_O_MODE,

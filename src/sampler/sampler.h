@@ -49,6 +49,9 @@ struct pst__sampler_opts {
   const regex_t *exclude;   /* all: command lines to leave (NULL: none) */
   int no_sandbox;           /* --no-sandbox: the CLI's ready() leaves the
                              system-call filter out */
+  int realtime;             /* --realtime: the loop thread runs under
+                             SCHED_FIFO (priority 1) while it samples;
+                             else a short EEVDF slice (sampler.c) */
   /* Called once on the loop thread when the given pids are attached and
    * the command started, before the first tick (the CLI enters its
    * sandbox there: src/sandbox/sandbox.h). NULL: none. */
@@ -88,6 +91,10 @@ struct pst__sampler_stats {
   uint64_t native_errors;     /* of which the native stack was lost (a
                                  module truncated under the unwind) */
   uint64_t late_ticks;        /* ticks more than one period behind schedule */
+  const char *sched;          /* how the loop thread is scheduled while it
+                                 samples ("SCHED_FIFO 1", "0.1 ms slice",
+                                 "default"; static text) */
+  int sched_err;              /* -errno: --realtime was refused (EPERM) */
   double max_lag_ms;          /* worst lag behind the schedule */
   double tick_ms_total;       /* time the ticks' reads took, all of them */
   double tick_ms_max;         /* the longest */

@@ -410,6 +410,69 @@ def check_rate_warning(interp):
         t.stop()
 
 
+def policy_of(pid):
+    """{tid: scheduling policy} of pid's threads (stat field 41: 0 normal,
+    1 FIFO, 2 RR, 3 batch, 5 idle)."""
+    out = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                out[int(tid)] = int(f.read().rsplit(")", 1)[1].split()[38])
+        except (IOError, ValueError, IndexError):
+            pass
+    return out
+
+
+def check_sched(interp):
+    """--realtime: the sampling thread under SCHED_FIFO while it records,
+    the threads it starts (the push sender) not, and -v says so; without
+    CAP_SYS_NICE a warning and the default; by default a 0.1 ms slice
+    where the kernel has custom slices (6.12+), else "default"."""
+    t = pytargets.Target(interp, "many.py", ["4", "5", "1"])
+    recv = pushrecv.Receiver()
+    out = os.path.join(TMP, "sched.folded")
+    try:
+        wait_ready(t)
+        p = subprocess.Popen([PST, "record", "-p", str(t.pid), "-d", "2.5",
+                              "-v", "--realtime", "--push", recv.url,
+                              "--push-interval", "1"],
+                             stderr=subprocess.PIPE)
+        time.sleep(1.8)
+        pol = policy_of(p.pid)
+        _, err = p.communicate(timeout=30)
+        err = err.decode(errors="replace")
+        if p.returncode != 0 or "sampling thread: SCHED_FIFO 1" not in err:
+            return "--realtime: exit %s: %s" % (p.returncode, err)
+        others = [tid for tid in pol if tid != p.pid]
+        if pol.get(p.pid) != 1 or not others or \
+                any(pol[tid] != 0 for tid in others):
+            return "--realtime: thread policies %s (the loop thread is " \
+                "%d: want 1, the others 0)" % (pol, p.pid)
+        r = pystitch(["record", "-p", str(t.pid), "-d", "0.6", "-v",
+                      "--realtime", "-f", "folded", "-o", out],
+                     wrapper=["setpriv", "--bounding-set", "-sys_nice", "--"])
+        err = r.stderr.decode(errors="replace")
+        if r.returncode != 0 or "--realtime: SCHED_FIFO refused" not in err \
+                or "sampling thread: SCHED_FIFO" in err:
+            return "--realtime without CAP_SYS_NICE: exit %s: %s" % (
+                r.returncode, err)
+        r = pystitch(["record", "-p", str(t.pid), "-d", "0.6", "-v", "-f",
+                      "folded", "-o", out])
+        err = r.stderr.decode(errors="replace")
+        rel = tuple(int(x) for x in re.findall(r"\d+",
+                                               os.uname().release)[:2])
+        want = "0.1 ms slice" if rel >= (6, 12) else "default"
+        if r.returncode != 0 or "sampling thread: %s" % want not in err:
+            return "default (kernel %s): exit %s, want %r: %s" % (
+                os.uname().release, r.returncode, want, err)
+        print("# --realtime: loop thread FIFO, %d others normal; default: "
+              "%s" % (len(others), want))
+        return ""
+    finally:
+        recv.stop()
+        t.stop()
+
+
 def gc_figures(path):
     with open(path) as f:
         a, b = f.read().split()
@@ -518,6 +581,8 @@ def main():
               main_interp)
     TAP.check("a rate not kept is said %s" % main_interp.label,
               check_rate_warning, main_interp)
+    TAP.check("sampling thread's scheduling %s" % main_interp.label,
+              check_sched, main_interp)
     for i in found:
         TAP.check("exception states %s" % i.label, check_exceptions, i)
     for i in found:
