@@ -127,8 +127,10 @@ struct raw_frame {
  * correctness. */
 
 #define CHUNK_MAX (64 * 1024)
-#define CHUNK_HEADER 24  /* _PyStackChunk {previous, size, top} */
-#define CHUNK_SLACK 2048 /* guessed chunk reads allow this much growth */
+#define CHUNK_HEADER 24 /* _PyStackChunk {previous, size, top} */
+/* Guessed chunk reads allow this much growth: a frame or two (2048
+ * copied 8% more for nothing). */
+#define CHUNK_SLACK 256
 
 struct region {
   uint64_t addr;
@@ -968,7 +970,9 @@ int pst__py_prefetch_add(struct pst__py *py, struct pst__py_batch *b,
   return err;
 }
 
-#define RANGE_GAP 512        /* pieces this close are read as one range */
+/* Pieces this close are read as one range: at most a page, so that the
+ * bytes between lie in the pages the two pieces touch. */
+#define RANGE_GAP 4096
 #define RANGE_MAX (64 << 10) /* bytes of a range at most */
 
 static const struct pst__py_batch *sort_batch;
