@@ -76,6 +76,10 @@ EOF
   [ -f "$curl_dir/lib/libcurl.a" ] || die "no $curl_dir/lib/libcurl.a"
 fi
 
+# libtool takes a libcurl.la beside libcurl.a for its own and then drops
+# -lcurl from the static link: only the archive is kept.
+rm -f "$curl_dir"/lib/*.la
+
 # 2. pystitch, out of tree, against that libcurl and Debian's archives.
 # A tree configured in place cannot host a VPATH build: its sources (as
 # git lists them) are copied to build-static/src, as tests/asan.sh does.
