@@ -132,8 +132,11 @@ static int attach(struct pst__rec *r, struct pst__entry *e) {
    * Not (yet) Python, or not yet readable as one: a child about to exec,
    * a program exec'd a moment ago (for EXEC_TRIES), but a given pid is
    * what it is. */
-  if ((err == PST_ENOTREADY ||
-       ((!e->given || e->execd || e->watch) && not_python)) &&
+  /* -EINVAL from a process we started or that exec'd: a value read
+   * before the interpreter set it (2.7's TSS key is -1 until
+   * PyThread_create_key: one ASan run in CI); starting up too. */
+  if ((err == PST_ENOTREADY || ((!e->given || e->execd || e->watch) &&
+                                (not_python || err == -EINVAL))) &&
       ++e->tries < ATTACH_TRIES) {
     if (not_python) /* its children are followed meanwhile */
       watch(r, e);
