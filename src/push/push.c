@@ -639,7 +639,7 @@ const char *pst__push_ca_default(void) {
 
 int pst__push_new(const struct pst__push_opts *o, struct pst__push **out) {
   struct pst__push *ps;
-  const char *o_ca = o->ca_file;
+  const char *ca_file = o->ca_file ? o->ca_file : pst__push_ca_default();
   char why[128];
   int err = -ENOMEM;
 
@@ -664,9 +664,7 @@ int pst__push_new(const struct pst__push_opts *o, struct pst__push **out) {
       (o->bearer && !(ps->bearer_hdr = bearer(o->bearer))) ||
       (o->basic && !(ps->basic = pst__secret_dup(o->basic))))
     goto fail;
-  if (!o->ca_file)
-    o_ca = pst__push_ca_default();
-  if (o_ca && !(ps->ca = strdup(o_ca)))
+  if (ca_file && !(ps->ca = strdup(ca_file)))
     goto fail;
   ps->o.app = ps->o.tenant = ps->o.bearer = ps->o.basic = ps->o.url = NULL;
   ps->o.ca_file = NULL;
