@@ -162,8 +162,9 @@ static void parse_eh_frame_hdr(struct pst__module *m, const char *name) {
               name);
     return;
   }
-  if (off > m->len || size > m->len - off || size < 4)
-    goto bad;
+  if (off > m->len || size > m->len - off || size < 4 ||
+      vaddr > UINT64_MAX - size)
+    goto bad; /* outside the file, or an address range that wraps */
   hdr = (const unsigned char *)m->image + off;
   end = hdr + size;
   /* version, eh_frame_ptr encoding, fde_count encoding, table encoding */
