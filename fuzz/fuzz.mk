@@ -22,7 +22,7 @@ SRCS := $(wildcard $(addprefix $(TOP)/src/,util/*.c proc/*.c elf/*.c \
 	native/resolve.c))
 OBJS := $(patsubst $(TOP)/%.c,obj/%.o,$(SRCS)) obj/proto/profile.pb-c.o
 
-all: $(HARNESSES) gen-frame-seeds
+all: $(HARNESSES) gen-frame-seeds capture-pyimage
 
 config.h:
 	printf '%s\n' '#define _GNU_SOURCE 1' '#define PACKAGE_NAME "pystitch"' \
@@ -56,6 +56,11 @@ fuzz_disasm_aarch64: $(TOP)/fuzz/fuzz_disasm.c libpst-fuzz.a
 fuzz_%: $(TOP)/fuzz/fuzz_%.c $(TOP)/fuzz/frame_image.h libpst-fuzz.a
 	$(CC) $(CFLAGS) -fsanitize=fuzzer $(CPPFLAGS) -o $@ $< libpst-fuzz.a \
 	  $(LIBS)
+
+# Not a harness: fuzz_pyimage's steps on a live target, its reads written
+# as an input (fuzz/make_seeds.py).
+capture-pyimage: $(TOP)/fuzz/fuzz_pyimage.c libpst-fuzz.a
+	$(CC) $(CFLAGS) $(CPPFLAGS) -DFUZZ_CAPTURE -o $@ $< libpst-fuzz.a $(LIBS)
 
 # Not a harness: writes the frame walker's seeds (fuzz/build.sh --seeds).
 gen-frame-seeds: $(TOP)/fuzz/gen_frame_seeds.c $(TOP)/fuzz/frame_image.h \

@@ -19,6 +19,7 @@ void pst__mem_init(struct pst__mem *m, pid_t pid) {
   m->reads = 0;
   m->image = NULL;
   m->image_n = 0;
+  m->image_sorted = 0;
   m->record = NULL;
   m->record_arg = NULL;
 }
@@ -34,22 +35,46 @@ void pst__mem_init_image(struct pst__mem *m, const struct pst__mem_region *r,
   pst__mem_init(m, 0);
   m->image = r;
   m->image_n = n;
+  m->image_sorted = 1;
+  for (size_t i = 1; i < n && m->image_sorted; i++)
+    m->image_sorted =
+        r[i].addr > r[i - 1].addr && r[i].addr - r[i - 1].addr >= r[i - 1].len;
+}
+
+/* Whether region r holds all of [addr, addr + len). Written with
+ * subtractions: addr + len may wrap. */
+static int region_holds(const struct pst__mem_region *r, uint64_t addr,
+                        size_t len) {
+  return addr >= r->addr && addr - r->addr <= r->len &&
+         len <= r->len - (addr - r->addr);
 }
 
 /* Replay: copies [addr, addr + len) from the region that holds all of it. */
 static int image_read(const struct pst__mem *m, uint64_t addr, void *buf,
                       size_t len) {
-  for (size_t i = 0; i < m->image_n; i++) {
-    const struct pst__mem_region *r = &m->image[i];
-    /* Written with subtractions: addr + len may wrap. */
-    if (addr >= r->addr && addr - r->addr <= r->len &&
-        len <= r->len - (addr - r->addr)) {
-      if (len)
-        memcpy(buf, (const char *)r->bytes + (addr - r->addr), len);
-      return 0;
+  const struct pst__mem_region *r = NULL;
+
+  if (m->image_sorted) { /* the last region starting at or before addr */
+    size_t lo = 0, hi = m->image_n;
+    while (lo < hi) {
+      size_t mid = lo + (hi - lo) / 2;
+      if (m->image[mid].addr <= addr)
+        lo = mid + 1;
+      else
+        hi = mid;
     }
+    if (lo && region_holds(&m->image[lo - 1], addr, len))
+      r = &m->image[lo - 1];
+  } else {
+    for (size_t i = 0; i < m->image_n && !r; i++)
+      if (region_holds(&m->image[i], addr, len))
+        r = &m->image[i];
   }
-  return -EFAULT;
+  if (!r)
+    return -EFAULT;
+  if (len)
+    memcpy(buf, (const char *)r->bytes + (addr - r->addr), len);
+  return 0;
 }
 
 void pst__mem_exit(struct pst__mem *m) {

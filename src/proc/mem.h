@@ -46,6 +46,7 @@ struct pst__mem {
                           (diagnostics: which address a sample lost) */
   const struct pst__mem_region *image; /* replay regions, or NULL (live) */
   size_t image_n;
+  int image_sorted; /* regions in address order, none overlapping: bisect */
   pst__mem_record_cb record; /* told of every piece read live, or NULL */
   void *record_arg;
 };
@@ -64,7 +65,9 @@ void pst__mem_exit(struct pst__mem *m);
 
 /* Prepares m to read the n regions instead of a process (borrowed: they
  * must outlive m). A read succeeds when it lies wholly inside one region,
- * else fails with -EFAULT as an unmapped page would. pst__mem_exit() is a
+ * else fails with -EFAULT as an unmapped page would. Regions in address
+ * order that do not overlap are found by bisection, others by a scan in
+ * order (the first that holds the read serves it). pst__mem_exit() is a
  * no-op on such a reader. */
 void pst__mem_init_image(struct pst__mem *m, const struct pst__mem_region *r,
                          size_t n);

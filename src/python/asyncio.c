@@ -52,35 +52,15 @@ static int match_python(const char *base) {
 
 /* The section's 13 words from the file behind mapping mp: 0, or
  * PST_ENOSYM when the file has no such section. */
-static int read_section(pid_t pid, const struct pst__map *mp,
-                        struct pst__py_aio *a) {
-  struct pst__elf *e = NULL;
-  const uint8_t *b;
-  uint64_t size = 0, w[13];
-  int fd, err;
-
-  fd = pst__maps_open(pid, mp);
-  if (fd < 0)
-    return fd;
-  err = pst__elf_open(fd, &e); /* owns fd from here */
-  if (err)
-    return err;
-  b = pst__elf_section_bytes(e, SECTION, &size);
-  if (!b || size < sizeof(w)) {
-    pst__elf_close(e);
-    return PST_ENOSYM;
-  }
-  memcpy(w, b, sizeof(w));
-  err = pst__elf_faulted(e) ? PST_EBADDATA : 0; /* truncated: zeros read */
-  pst__elf_close(e);
-  if (err)
-    return err;
+int pst__py_aio_offsets(struct pst__py_aio *a, const uint64_t w[13],
+                        const char *where) {
   for (size_t i = 0; i < 13; i++)
     if (w[i] > (1u << 24)) {
-      pst__warn("%s of %s: word %zu is 0x%llx, not an offset", SECTION,
-                mp->path, i, (unsigned long long)w[i]);
+      pst__warn("%s of %s: word %zu is 0x%llx, not an offset", SECTION, where,
+                i, (unsigned long long)w[i]);
       return PST_EBADDATA;
     }
+  memcpy(a->words, w, sizeof(a->words));
   a->task_size = w[0];
   a->task_name = w[1];
   a->task_awaited_by = w[2];
@@ -105,10 +85,34 @@ static int read_section(pid_t pid, const struct pst__map *mp,
       a->ts_tasks + 8 > w[9] || a->ts_task + 8 > w[9] ||
       a->ts_loop + 8 > w[9]) {
     pst__warn("%s of %s does not look like _Py_AsyncioModuleDebugOffsets",
-              SECTION, mp->path);
+              SECTION, where);
     return PST_EBADDATA;
   }
   return 0;
+}
+
+static int read_section(pid_t pid, const struct pst__map *mp,
+                        struct pst__py_aio *a) {
+  struct pst__elf *e = NULL;
+  const uint8_t *b;
+  uint64_t size = 0, w[13];
+  int fd, err;
+
+  fd = pst__maps_open(pid, mp);
+  if (fd < 0)
+    return fd;
+  err = pst__elf_open(fd, &e); /* owns fd from here */
+  if (err)
+    return err;
+  b = pst__elf_section_bytes(e, SECTION, &size);
+  if (!b || size < sizeof(w)) {
+    pst__elf_close(e);
+    return PST_ENOSYM;
+  }
+  memcpy(w, b, sizeof(w));
+  err = pst__elf_faulted(e) ? PST_EBADDATA : 0; /* truncated: zeros read */
+  pst__elf_close(e);
+  return err ? err : pst__py_aio_offsets(a, w, mp->path);
 }
 
 int pst__py_aio_find(struct pst__py *py, pid_t pid,

@@ -188,6 +188,7 @@ struct pst__py_aio {
       task_coro, task_node;            /* in a Task object */
   uint64_t interp_tasks;               /* in PyInterpreterState */
   uint64_t ts_loop, ts_task, ts_tasks; /* in a thread state */
+  uint64_t words[13];  /* the .AsyncioDebug section as read (3.14+) */
   uint64_t chk_off[4]; /* words of a task read again after its chain */
   int nchk;
   /* legacy only */
@@ -392,6 +393,12 @@ int64_t pst__py_frame_lasti(const struct pst__py *py, const uint8_t *fr,
  * PST_EPYVERSION (before 3.8), PST_EBADDATA, -errno. */
 int pst__py_aio_find(struct pst__py *py, pid_t pid,
                      const struct pst__maps *maps, struct pst__mem *mem);
+
+/* Takes the 13 words of an .AsyncioDebug section (3.14+:
+ * _Py_AsyncioModuleDebugOffsets) into a, checked; where names their file
+ * in messages. 0 or PST_EBADDATA. */
+int pst__py_aio_offsets(struct pst__py_aio *a, const uint64_t w[13],
+                        const char *where);
 
 /* asyncio_legacy.c (3.8-3.13), called by asyncio.c. _find: where
  * asyncio.tasks keeps its tasks and whether _asyncio.Task has the layout
