@@ -1,7 +1,8 @@
 /* fuzz_pyimage.c: libFuzzer harness for the readers of a real interpreter's
  * objects: dicts of every layout and sys.modules (src/python/dict.c), the
  * thread registry (registry.c), thread names and instance attributes
- * (threadname.c), and both asyncio task readers (asyncio_legacy.c for
+ * (threadname.c), every thread's frames with their local variables
+ * (frame.c, locals.c), and both asyncio task readers (asyncio_legacy.c for
  * 3.8-3.13 through sys.modules, asyncio.c's task lists and coroutine
  * chains for 3.14+, with the .AsyncioDebug offsets given in the header),
  * over a mutated memory image of a real process.
@@ -14,10 +15,11 @@
  * memory is hostile. Seeds: the registry fixtures captured from pyenv's
  * CPythons 2.7, 3.6, 3.11, 3.12 and the sid rootfs's 3.14
  * (tests/fixtures/registry-*.txt, converted by make_seeds.py), and images
- * of tests/targets/tasks.py (20 waiting tasks) captured by this same file
- * built with -DFUZZ_CAPTURE (capture-pyimage PID OUT: the harness's steps
- * run on a live target with every piece read recorded, written as an
- * input; make_seeds.py runs it on 3.8-3.14). */
+ * of tests/targets/tasks.py (20 waiting tasks) and locals.py (frames
+ * holding each kind of value) captured by this same file built with
+ * -DFUZZ_CAPTURE (capture-pyimage PID OUT: the harness's steps run on a
+ * live target with every piece read recorded, written as an input;
+ * make_seeds.py runs it on every interpreter found). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,6 +163,39 @@ static void tasks(struct pst__py *py, struct pst__mem *mem) {
   }
 }
 
+/* Every thread's frames walked, and each frame's locals read
+ * (python/locals.c, `dump --locals`). */
+static void locals(struct pst__py *py, struct pst__mem *mem) {
+  static struct pst_frame frames[FRAMES_MAX];
+  static struct pst__py_local loc[PST_PY_LOCALS_MAX];
+  uint64_t ts[16], top[2], frame, code;
+  int nts, n, got, total, truncated;
+
+  nts = pst__py_tstates(py, mem, ts, 16);
+  for (int i = 0; i < nts; i++) {
+    n = pst__py_walk(py, mem, ts[i], NULL, NULL, frames, FRAMES_MAX, &truncated,
+                     NULL, top);
+    if (n > FRAMES_MAX)
+      abort();
+    for (int k = 0; k < n; k++) {
+      if (pst__py_walked_frame(py, k, n, &frame, &code))
+        continue;
+      got = pst__py_frame_locals(py, mem, frame, code, loc, PST_PY_LOCALS_MAX,
+                                 &total);
+      if (got > PST_PY_LOCALS_MAX || (got > 0 && total < 0))
+        abort();
+      for (int j = 0; j < got; j++) {
+        if (!memchr(loc[j].name, 0, sizeof(loc[j].name)) ||
+            !memchr(loc[j].value, 0, sizeof(loc[j].value)))
+          abort(); /* each a C string inside its buffer */
+        if (getenv("FUZZ_PYIMAGE_VERBOSE"))
+          fprintf(stderr, "%x: %s: %s = %s\n", py->version_hex, frames[k].name,
+                  loc[j].name, loc[j].value);
+      }
+    }
+  }
+}
+
 /* What the harness does with an interpreter set up. */
 static void steps(struct pst__py *py, struct pst__mem *mem) {
   struct pst__py_thread_ent ents[64];
@@ -175,6 +210,7 @@ static void steps(struct pst__py *py, struct pst__mem *mem) {
   }
   dicts(py, mem);
   tasks(py, mem);
+  locals(py, mem);
 }
 
 #ifndef FUZZ_CAPTURE

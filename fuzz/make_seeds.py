@@ -319,60 +319,65 @@ PYIMAGE_AIO_WORDS = 13  # then .AsyncioDebug (3.14+), zeros before
 ROOTFS = "/var/cache/pystitch"
 
 
-def task_interpreters():
-    """(label, argv prefix, rootfs or None) of the interpreters with the
-    asyncio readers (3.8+) found here: pyenv's, the sid and trixie
-    rootfs's (run chrooted)."""
+def interpreters():
+    """(label, version, argv prefix, rootfs or None) of the interpreters
+    found here: pyenv's, the sid and trixie rootfs's (run chrooted)."""
     out = []
-    for v in ["3.8", "3.9", "3.10", "3.11", "3.12", "3.13"]:
+    for v in ["2.7", "3.6", "3.7", "3.8", "3.9", "3.10", "3.11", "3.12",
+              "3.13"]:
         found = sorted(glob.glob("/root/.pyenv/versions/%s.*/bin/python%s"
                                  % (v, v)))
         if found:
-            out.append(("py" + v.replace(".", ""), [found[-1]], None))
+            out.append(("py" + v.replace(".", ""), v, [found[-1]], None))
     for dist, exes in [("trixie", ["python3.13"]),
                        ("sid", ["python3.14", "python3.15"])]:
         root = os.path.join(ROOTFS, dist + "-rootfs")
         for exe in exes:
             if os.path.exists(os.path.join(root, "usr/bin", exe)):
                 out.append(("%s%s" % (dist, exe[6:].replace(".", "")),
-                            ["chroot", root, "/usr/bin/" + exe], root))
+                            exe[6:], ["chroot", root, "/usr/bin/" + exe],
+                            root))
     return out
 
 
-def pyimage_tasks(d):
-    """Images of tests/targets/tasks.py (20 waiting tasks) as each
-    interpreter holds them, captured by capture-pyimage (fuzz_pyimage.c
-    with -DFUZZ_CAPTURE): the harness's own reads of a live target."""
+def pyimage_captures(d):
+    """Images of tests/targets/tasks.py (20 waiting tasks; 3.8+) and
+    locals.py (frames holding each kind of value) as each interpreter
+    holds them, captured by capture-pyimage (fuzz_pyimage.c with
+    -DFUZZ_CAPTURE): the harness's own reads of a live target."""
     capture = os.path.join(os.environ.get("PST_FUZZ_BUILDDIR",
                                           os.path.join(top, "fuzz", "build")),
                            "capture-pyimage")
-    target = os.path.join(top, "tests", "targets", "tasks.py")
     made = []
-    for label, argv, root in task_interpreters():
-        script = target
-        if root:
-            script = "/tmp/pst-seed-tasks.py"
-            shutil.copy(target, root + script)
-        p = subprocess.Popen(argv + [script], stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL, text=True)
-        try:
-            for line in p.stdout:
-                if line.strip() == "ready":
-                    break
-            out = os.path.join(d, "tasks-" + label)
-            r = subprocess.run([capture, str(p.pid), out],
-                               env=dict(os.environ,
-                                        ASAN_OPTIONS="detect_leaks=0"),
-                               stderr=subprocess.PIPE, text=True)
-            if r.returncode == 0:
-                made.append(label)
-            else:
-                print("pyimage: %s: %s" % (label, r.stderr.strip()[-200:]))
-        finally:
-            p.kill()
-            p.wait()
+    for label, v, argv, root in interpreters():
+        for name in ["tasks", "locals"]:
+            if name == "tasks" and v in ("2.7", "3.6", "3.7"):
+                continue
+            script = os.path.join(top, "tests", "targets", name + ".py")
             if root:
-                os.unlink(root + script)
+                shutil.copy(script, root + "/tmp/pst-seed.py")
+                script = "/tmp/pst-seed.py"
+            p = subprocess.Popen(argv + [script], stdout=subprocess.PIPE,
+                                 stderr=subprocess.DEVNULL, text=True)
+            try:
+                for line in p.stdout:
+                    if line.strip() == "ready":
+                        break
+                out = os.path.join(d, "%s-%s" % (name, label))
+                r = subprocess.run([capture, str(p.pid), out],
+                                   env=dict(os.environ,
+                                            ASAN_OPTIONS="detect_leaks=0"),
+                                   stderr=subprocess.PIPE, text=True)
+                if r.returncode == 0:
+                    made.append("%s-%s" % (name, label))
+                else:
+                    print("pyimage: %s-%s: %s" % (name, label,
+                                                  r.stderr.strip()[-200:]))
+            finally:
+                p.kill()
+                p.wait()
+                if root:
+                    os.unlink(root + script)
     return made
 
 
@@ -416,10 +421,10 @@ def pyimage():
         with open(os.path.join(d, name), "wb") as f:
             f.write(fixture_to_pyimage(p))
     for f in os.listdir(d):
-        if f.startswith("tasks-"):
+        if f.startswith(("tasks-", "locals-")):
             os.unlink(os.path.join(d, f))
-    made = pyimage_tasks(d)
-    print("pyimage: %d registry seeds, tasks of %s" % (len(paths),
+    made = pyimage_captures(d)
+    print("pyimage: %d registry seeds, captured %s" % (len(paths),
                                                      " ".join(made)))
 
 
