@@ -29,6 +29,7 @@
 #include "python/layout.h"
 #include "python/python.h"
 #include "regions.h"
+#include "util/log.h"
 
 #define REGIONS_MAX 1024
 #define TASKS_MAX 32
@@ -219,6 +220,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   struct pst__py py;
   struct header h;
 
+  if (!getenv("FUZZ_PYIMAGE_VERBOSE"))
+    pst__log_level = PST_LOG_ERR; /* a warning per input otherwise */
   if (size < sizeof(h))
     return 0;
   memcpy(&h, data, sizeof(h));
