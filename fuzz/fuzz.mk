@@ -13,6 +13,7 @@ LIBS := $(shell pkg-config --libs $(PKGS)) -liberty
 
 HARNESSES := fuzz_elf fuzz_lines fuzz_disasm_x86_64 fuzz_disasm_aarch64 \
 	fuzz_frame fuzz_writers fuzz_proc fuzz_symtab fuzz_pyimage fuzz_tsd \
+	fuzz_analyse \
 	fuzz_origin
 
 # Modules under test (the CLI, sampler and target layers are not needed).

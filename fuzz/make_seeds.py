@@ -143,6 +143,182 @@ def elf():
     print("elf: %s" % " ".join(sorted(os.listdir(d))))
 
 
+# Stand-in libpythons for fuzz_analyse: the symbols the analysis looks up,
+# PyGILState_GetThisThreadState and PyInterpreterState_Head in the shapes
+# of the real ones (the key's address through the GOT, or a static).
+ANALYSE_STUBS = {
+    # name: (file name index in fuzz_analyse.c, C source)
+    "py312": (0, """
+int Py_Version = 0x030c01f0;
+char _PyRuntime[4096];
+long PyCode_Type[32], PyLong_Type[64], PyDict_Type[64], _Py_NoneStruct[2];
+void *PyThread_tss_get(void *);
+void *PyGILState_GetThisThreadState(void) {
+  return PyThread_tss_get(_PyRuntime + 0x608);
+}
+void Py_Initialize(void) {}
+"""),
+    "py311": (0, """
+int Py_Version = 0x030b07f0;
+char _PyRuntime[4096];
+long PyCode_Type[32], PyLong_Type[64];
+void *PyThread_tss_get(void *);
+void *PyGILState_GetThisThreadState(void) {
+  return PyThread_tss_get(_PyRuntime + 0x250);
+}
+void Py_Initialize(void) {}
+"""),
+    "py314": (3, """
+int Py_Version = 0x030e0af0;
+char _PyRuntime[4096];
+long PyCode_Type[32], PyLong_Type[64], _Py_NoneStruct[2];
+void *PyThread_tss_get(void *);
+void *PyGILState_GetThisThreadState(void) {
+  return PyThread_tss_get(_PyRuntime + 0x608);
+}
+void Py_Initialize(void) {}
+"""),
+    "py315": (5, """
+int Py_Version = 0x030f02f0;
+char _PyRuntime[4096];
+long PyCode_Type[32], PyLong_Type[64], _Py_NoneStruct[2];
+__thread void *_Py_tss_tstate __attribute__((tls_model("initial-exec")));
+void *PyGILState_GetThisThreadState(void) { return _Py_tss_tstate; }
+void Py_Initialize(void) {}
+"""),
+    "py36": (1, """
+static int autoTLSkey;
+static void *interp_head;
+void *_PyThreadState_Current;
+long PyCode_Type[32], PyLong_Type[64];
+void *PyThread_get_key_value(int);
+void *PyGILState_GetThisThreadState(void) {
+  return PyThread_get_key_value(autoTLSkey);
+}
+void *PyInterpreterState_Head(void) { return interp_head; }
+void Py_Initialize(void) { autoTLSkey = 1; interp_head = &autoTLSkey; }
+"""),
+    "py27": (2, """
+static void *interp_head;
+void *_PyThreadState_Current;
+long PyCode_Type[32], PyInt_Type[64];
+void *PyInterpreterState_Head(void) { return interp_head; }
+void Py_Initialize(void) { interp_head = &interp_head; }
+"""),
+}
+
+
+def got_slots(so):
+    """{symbol: GOT slot vaddr} of so's GLOB_DAT relocations."""
+    out = subprocess.check_output(["readelf", "-rW", so]).decode()
+    slots = {}
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) >= 5 and ("GLOB_DAT" in f[2] or "TPOFF64" in f[2]):
+            slots[f[4]] = int(f[0], 16)
+    return slots
+
+
+def analyse():
+    """fuzz_analyse seeds: each stub with the memory its analysis reads,
+    mapped at a made-up address (bias), the interpreter at INTERP."""
+    d = fresh("analyse")
+    start, interp = 0x7f3a12000000, 0x7f3a20000000
+    rt314 = fixture_runtime(os.path.join(top, "tests", "fixtures",
+                                         "registry-sid314.txt"), 0x330)
+    tmp = tempfile.mkdtemp()
+    try:
+        for tag, (name, src) in sorted(ANALYSE_STUBS.items()):
+            c, so = os.path.join(tmp, tag + ".c"), os.path.join(tmp, tag)
+            with open(c, "w") as f:
+                f.write(src)
+            subprocess.check_call(["gcc", "-O1", "-shared", "-fPIC",
+                                   "-nostdlib", "-Wl,--build-id=none",
+                                   "-o", so, c])
+            syms = {n: v for n, (v, _) in elf_syms_all(so).items()}
+            if tag == "py36":  # its statics found by disassembly only
+                subprocess.check_call(["strip", "--strip-all", so])
+            regions = []
+            for sym, slot in got_slots(so).items():
+                if sym == "_Py_tss_tstate":  # the thread-local's offset
+                    regions.append((start + slot,
+                                    struct.pack("<q", -0x38)))
+                elif sym in syms:
+                    regions.append((start + slot,
+                                    struct.pack("<Q", start + syms[sym])))
+            if "_PyRuntime" in syms:
+                rt = bytearray(4096)
+                if tag in ("py314", "py315"):
+                    rt[:len(rt314)] = rt314
+                    struct.pack_into("<Q", rt, 0x328, interp)
+                else:
+                    struct.pack_into("<Q", rt, 0x28, interp)
+                off = 0x608 if tag != "py311" else 0x250
+                struct.pack_into("<ii", rt, off, 1, 7)  # Py_tss_t
+                regions.append((start + syms["_PyRuntime"], bytes(rt)))
+            if "autoTLSkey" in syms:
+                regions.append((start + syms["autoTLSkey"],
+                                struct.pack("<i", 7)))
+            if "interp_head" in syms:
+                regions.append((start + syms["interp_head"],
+                                struct.pack("<Q", interp)))
+            if "PyLong_Type" in syms:  # tp_itemsize: 30-bit digits
+                t = bytearray(512)
+                struct.pack_into("<q", t, 0x28, 4)
+                regions.append((start + syms["PyLong_Type"], bytes(t)))
+            regions.append((interp, bytes(4096)))  # no thread state yet
+            with open(so, "rb") as f:
+                elf = f.read()
+            with open(os.path.join(d, tag), "wb") as f:
+                f.write(struct.pack("<IIQQII", 1, name, start, 0, len(elf), 0))
+                f.write(elf)
+                for addr, b in regions:
+                    f.write(struct.pack("<QI", addr, len(b)) + b)
+    finally:
+        shutil.rmtree(tmp)
+    print("analyse: %s" % " ".join(sorted(os.listdir(d))))
+
+
+def elf_syms_all(path):
+    """{name: (vaddr, size)} of every symbol of path (nm -S, .symtab)."""
+    out = subprocess.check_output(["nm", "-S", path]).decode()
+    syms = {}
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 4:
+            syms.setdefault(f[3], (int(f[0], 16), int(f[1], 16)))
+        elif len(f) == 3:
+            syms.setdefault(f[2], (int(f[0], 16), 0))
+    return syms
+
+
+def fixture_runtime(path, size):
+    """The first size bytes of _PyRuntime as a registry fixture holds
+    them (zeros where it read nothing)."""
+    head, regions, cur = {}, [], None
+    for line in open(path, encoding="utf-8"):
+        w = line.split()
+        if not w or w[0].startswith("#"):
+            continue
+        if w[0] == "region":
+            cur = [int(w[1], 16), bytearray()]
+            regions.append(cur)
+        elif w[0] == "zero" and cur is not None:
+            cur[1] += bytes(int(w[1]))
+        elif w[0] == "end":
+            cur = None
+        elif cur is not None:
+            cur[1] += bytes.fromhex(w[0])
+        elif len(w) == 2 and w[1].startswith("0x"):
+            head[w[0]] = int(w[1], 16)
+    buf = bytearray(size)
+    for addr, data in regions:
+        for i, b in enumerate(data):
+            if 0 <= addr - head["runtime"] + i < size:
+                buf[addr - head["runtime"] + i] = b
+    return bytes(buf)
+
+
 def s(text):
     b = text.encode("utf-8", "surrogateescape")
     return bytes([len(b)]) + b
@@ -693,3 +869,4 @@ if __name__ == "__main__":
     pyimage()
     tsd()
     origin()
+    analyse()

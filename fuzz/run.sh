@@ -12,7 +12,7 @@
 #   -r RUNS     a number of inputs per harness instead (-runs=)
 #   HARNESS     fuzz_elf fuzz_lines fuzz_disasm_x86_64 fuzz_disasm_aarch64
 #               fuzz_frame fuzz_writers fuzz_proc fuzz_symtab fuzz_pyimage
-#               fuzz_tsd fuzz_origin
+#               fuzz_tsd fuzz_origin fuzz_analyse
 #               (default: all)
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -30,7 +30,7 @@ done
 shift $((OPTIND - 1))
 harnesses=${*:-fuzz_elf fuzz_lines fuzz_disasm_x86_64 fuzz_disasm_aarch64 \
 fuzz_frame fuzz_writers fuzz_proc fuzz_symtab fuzz_pyimage fuzz_tsd \
-fuzz_origin}
+fuzz_origin fuzz_analyse}
 pass=0 fail=0 skip=0 n=0
 
 "$top/fuzz/build.sh" >"$out.build.log" 2>&1

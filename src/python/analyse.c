@@ -335,8 +335,7 @@ static void long_shift(struct pst__py *py, struct pst__mem *mem) {
 
 static int open_python_elf(pid_t pid, const struct pst__maps *maps,
                            const char *exe, struct pst__py_found *found,
-                           const struct pst__map **mpp, struct pst__elf **ep,
-                           struct syms *sy) {
+                           const struct pst__map **mpp, struct pst__elf **ep) {
   const struct pst__map *mp = pst__maps_find_file(maps, is_libpython);
   int fd, err;
 
@@ -356,12 +355,6 @@ static int open_python_elf(pid_t pid, const struct pst__maps *maps,
   err = pst__elf_open(fd, ep);
   if (err)
     return err == -ENOEXEC ? PST_ENOTPY : err;
-  err = pst__elf_symbols(*ep, sym_names, SYM_COUNT, sy->v, sy->size);
-  if (err < 0 || !sy->v[SYM_INIT]) {
-    pst__elf_close(*ep);
-    *ep = NULL;
-    return PST_ENOTPY;
-  }
   *mpp = mp;
   return 0;
 }
@@ -408,15 +401,28 @@ int pst__py_analyse(struct pst__py *py, pid_t pid, const struct pst__maps *maps,
                     struct pst__py_found *found) {
   const struct pst__map *mp = NULL;
   struct pst__elf *e = NULL;
+  int err;
+
+  memset(found, 0, sizeof(*found));
+  err = open_python_elf(pid, maps, exe, found, &mp, &e);
+  if (err)
+    return err;
+  err = pst__py_analyse_elf(py, e, mp, mem, arch, found);
+  pst__elf_close(e);
+  return err;
+}
+
+int pst__py_analyse_elf(struct pst__py *py, const struct pst__elf *e,
+                        const struct pst__map *mp, struct pst__mem *mem,
+                        enum pst__arch arch, struct pst__py_found *found) {
   struct syms sy;
   uint64_t bias = 0;
   uint32_t pyver;
   int err;
 
-  memset(found, 0, sizeof(*found));
-  err = open_python_elf(pid, maps, exe, found, &mp, &e, &sy);
-  if (err)
-    return err;
+  err = pst__elf_symbols(e, sym_names, SYM_COUNT, sy.v, sy.size);
+  if (err < 0 || !sy.v[SYM_INIT])
+    return PST_ENOTPY;
   err = pst__elf_bias(e, mp->start, mp->offset, &bias);
   if (err)
     goto out;
@@ -483,6 +489,5 @@ out:
     pst__warn("the Python ELF file was truncated while it was analysed");
     err = PST_EBADDATA; /* what was read of it is zeros */
   }
-  pst__elf_close(e);
   return err;
 }

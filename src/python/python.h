@@ -21,6 +21,8 @@
 #include "pystitch.h"
 #include "python/layout.h"
 
+struct pst__elf;
+
 struct pst__code_cache;
 struct pst__py;
 struct pst__py_check;
@@ -310,6 +312,14 @@ struct pst__py_found {
 int pst__py_analyse(struct pst__py *py, pid_t pid, const struct pst__maps *maps,
                     struct pst__mem *mem, enum pst__arch arch, const char *exe,
                     struct pst__py_found *found);
+
+/* The part of pst__py_analyse() after the file is open: e is the mapped
+ * libpython or executable (mp: its first mapping, mp->path its name as
+ * mapped), read, not kept (the caller closes it). found->libpython is the
+ * caller's. Same returns. */
+int pst__py_analyse_elf(struct pst__py *py, const struct pst__elf *e,
+                        const struct pst__map *mp, struct pst__mem *mem,
+                        enum pst__arch arch, struct pst__py_found *found);
 
 /* Checks that every offset pst__py_walk() and the code and string readers
  * use on a local buffer fits in it (a corrupt or hostile _Py_DebugOffsets
