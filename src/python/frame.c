@@ -134,7 +134,8 @@ struct raw_frame {
 
 struct region {
   uint64_t addr;
-  uint8_t ok; /* read by the first syscall */
+  uint8_t ok;         /* read by the first syscall */
+  const uint8_t *buf; /* code headers: the copy (frames: fbuf) */
 };
 
 /* What one walk has in hand: the chunk copy and the guessed copies. */
@@ -146,8 +147,8 @@ struct reads {
   struct region codes[PST_PY_HINT_MAX];
   uint32_t ncodes, ccur;
   size_t flen, hsize;
-  uint8_t *fbuf, *cbuf; /* their bytes, fstride/cstride apart */
-  size_t fstride, cstride;
+  uint8_t *fbuf, *cbuf; /* frames' bytes fstride apart; code headers: own */
+  size_t fstride;
   /* what this walk read, the next walk's guess */
   uint64_t seen_frames[PST_PY_HINT_MAX];
   uint32_t nseen;
@@ -222,7 +223,7 @@ static int decode_frames(struct pst__py *py, struct pst__mem *mem,
   for (int i = 0; i < n; i++) {
     int k = find_region(rd->codes, rd->ncodes, &rd->ccur, raw[i].code);
     if (k >= 0) {
-      sc->hdr_of[i] = rd->cbuf + (size_t)k * rd->cstride;
+      sc->hdr_of[i] = rd->codes[k].buf;
       continue;
     }
     sc->hdr_of[i] = sc->hdrs + nmiss * hsize;
@@ -606,7 +607,6 @@ static int guess_buffers(struct pst__py *py, struct reads *rd) {
   rd->fbuf = sc->guess;
   rd->cbuf = sc->guess + PST_PY_HINT_MAX * rd->flen;
   rd->fstride = rd->flen;
-  rd->cstride = rd->hsize;
   return 0;
 }
 
@@ -654,10 +654,11 @@ static int first_read(struct pst__py *py, struct pst__mem *mem,
   }
   rd->nframes = h ? h->nframes : 0;
   for (uint32_t i = 0; i < rd->nframes; i++)
-    rd->frames[i] = (struct region){h->frames[i], ok[i0f + i]};
+    rd->frames[i] = (struct region){h->frames[i], ok[i0f + i], NULL};
   rd->ncodes = h ? h->ncodes : 0;
   for (uint32_t i = 0; i < rd->ncodes; i++)
-    rd->codes[i] = (struct region){h->codes[i], ok[i0c + i]};
+    rd->codes[i] = (struct region){h->codes[i], ok[i0c + i],
+                                   rd->cbuf + (size_t)i * rd->hsize};
   return 0;
 }
 
@@ -839,6 +840,8 @@ int pst__py_walk(struct pst__py *py, struct pst__mem *mem, uint64_t tstate,
 void pst__py_batch_init(struct pst__py_batch *b) { memset(b, 0, sizeof(*b)); }
 
 void pst__py_batch_exit(struct pst__py_batch *b) {
+  free(b->code_slot);
+  free(b->code_piece);
   free(b->group);
   free(b->order);
   free(b->riov);
@@ -856,13 +859,18 @@ void pst__py_batch_reset(struct pst__py_batch *b) {
   b->n = 0;
   b->used = 0;
   b->ngroups = 0;
+  b->ncode = 0;
+  if (b->ncode_keys)
+    for (size_t i = 0; i < b->code_slots; i++)
+      b->code_slot[i] = PST_PY_NOPIECE;
+  b->ncode_keys = 0;
 }
 
 /* Adds a piece of len bytes at addr; its index, or PST_PY_NOPIECE on
  * -ENOMEM (*err set). Buffers are placed at read time (the arena may
  * grow until then). */
-static size_t piece(struct pst__py_batch *b, uint64_t addr, size_t len,
-                    int *err) {
+static size_t piece_in(struct pst__py_batch *b, uint32_t group, uint64_t addr,
+                       size_t len, int *err) {
   size_t cap;
 
   if (*err)
@@ -893,11 +901,60 @@ static size_t piece(struct pst__py_batch *b, uint64_t addr, size_t len,
     *err = -ENOMEM;
     return PST_PY_NOPIECE;
   }
-  b->group[b->n] = b->ngroups;
+  b->group[b->n] = group;
   b->iov[b->n] = (struct pst__mem_iov){addr, NULL, len};
   b->off[b->n] = b->used;
   b->used += (len + 7) & ~(size_t)7;
   return b->n++;
+}
+
+/* A piece in the current group (the last thread's first read or check). */
+static size_t piece(struct pst__py_batch *b, uint64_t addr, size_t len,
+                    int *err) {
+  return piece_in(b, b->ngroups, addr, len, err);
+}
+
+/* The shared piece of the code header at addr (group 0: read before every
+ * thread's group), added once per batch. Its index or PST_PY_NOPIECE. */
+static size_t code_piece(struct pst__py_batch *b, uint64_t addr, size_t len,
+                         int *err) {
+  size_t mask, i, k;
+
+  if (*err)
+    return PST_PY_NOPIECE;
+  if (2 * (b->ncode_keys + 1) > b->code_slots) {
+    size_t slots = b->code_slots ? 2 * b->code_slots : 256;
+    size_t *v = malloc(slots * sizeof(*v));
+    if (!v) {
+      *err = -ENOMEM;
+      return PST_PY_NOPIECE;
+    }
+    for (i = 0; i < slots; i++)
+      v[i] = PST_PY_NOPIECE;
+    for (i = 0; i < b->code_slots; i++) /* rehash */
+      if (b->code_slot[i] != PST_PY_NOPIECE) {
+        uint64_t a = b->iov[b->code_slot[i]].addr;
+        for (k = (size_t)(a >> 4) & (slots - 1); v[k] != PST_PY_NOPIECE;
+             k = (k + 1) & (slots - 1))
+          ;
+        v[k] = b->code_slot[i];
+      }
+    free(b->code_slot);
+    b->code_slot = v;
+    b->code_slots = slots;
+  }
+  mask = b->code_slots - 1;
+  for (k = (size_t)(addr >> 4) & mask; b->code_slot[k] != PST_PY_NOPIECE;
+       k = (k + 1) & mask)
+    if (b->iov[b->code_slot[k]].addr == addr &&
+        b->iov[b->code_slot[k]].len == len)
+      return b->code_slot[k];
+  i = piece_in(b, 0, addr, len, err);
+  if (i != PST_PY_NOPIECE) {
+    b->code_slot[k] = i;
+    b->ncode_keys++;
+  }
+  return i;
 }
 
 size_t pst__py_batch_word(struct pst__py_batch *b, uint64_t addr, size_t len) {
@@ -945,12 +1002,19 @@ int pst__py_prefetch_add(struct pst__py *py, struct pst__py_batch *b,
     if (i == 0)
       pf->i0f = k;
   }
-  pf->ncodes = h->ncodes;
-  for (uint32_t i = 0; i < h->ncodes; i++) {
-    size_t k = piece(b, h->codes[i], hsize, &err);
-    if (i == 0)
-      pf->i0c = k;
+  /* Code headers: one piece per code object for all threads (the same
+   * functions run on many), read before them; pf->i0c indexes
+   * b->code_piece. */
+  if (!err && pst__array_reserve((void **)&b->code_piece, &b->code_piece_cap,
+                                 b->ncode + h->ncodes, sizeof(*b->code_piece)))
+    err = -ENOMEM;
+  pf->i0c = b->ncode;
+  for (uint32_t i = 0; i < h->ncodes && !err; i++) {
+    size_t k = code_piece(b, h->codes[i], hsize, &err);
+    if (k != PST_PY_NOPIECE)
+      b->code_piece[b->ncode++] = k;
   }
+  pf->ncodes = err ? 0 : h->ncodes;
   /* The check, read after all of the above (pst__py_check's, planned from
    * the guess): the frame pointer again, the chunk again (3.11+: where
    * most frames are), each guessed frame's link and code again. */
@@ -1105,20 +1169,17 @@ int pst__py_walk_prefetched(struct pst__py *py, struct pst__mem *mem,
     rd.fbuf = (uint8_t *)piece_buf(b, pf->i0f);
     for (uint32_t i = 0; i < pf->nframes; i++) {
       size_t k = pf->i0f + i;
-      rd.frames[i] = (struct region){b->iov[k].addr, b->ok[k]};
+      rd.frames[i] = (struct region){b->iov[k].addr, b->ok[k], NULL};
     }
   }
+  /* Code headers: pieces shared by every thread that guessed them. */
   rd.ncodes = pf->ncodes;
-  if (pf->ncodes) {
-    rd.cbuf = (uint8_t *)piece_buf(b, pf->i0c);
-    for (uint32_t i = 0; i < pf->ncodes; i++) {
-      size_t k = pf->i0c + i;
-      rd.codes[i] = (struct region){b->iov[k].addr, b->ok[k]};
-    }
+  for (uint32_t i = 0; i < pf->ncodes; i++) {
+    size_t k = b->code_piece[pf->i0c + i];
+    rd.codes[i] = (struct region){b->iov[k].addr, b->ok[k], piece_buf(b, k)};
   }
-  /* The guessed pieces are laid out flen/hsize apart, rounded to 8. */
+  /* The guessed frames are laid out flen apart, rounded to 8. */
   rd.fstride = (rd.flen + 7) & ~(size_t)7;
-  rd.cstride = (rd.hsize + 7) & ~(size_t)7;
   return walk_rest(py, mem, pf->tstate, pf->hint, &v, &rd, &fr, frames, max,
                    truncated, thread_obj, top);
 }

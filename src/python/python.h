@@ -105,6 +105,12 @@ struct pst__py_batch {
   size_t nranges, rcap, order_cap, rof_cap, group_cap;
   uint8_t *stage; /* the ranges' bytes */
   size_t stage_cap;
+  /* Code headers, shared: group 0 holds one piece per code object (the
+   * threads' hints name the same ones), found through an open-addressing
+   * table of piece indices; code_piece lists, per thread in turn, the
+   * pieces of its hint's codes (pst__py_prefetch.i0c indexes it). */
+  size_t *code_slot, code_slots, ncode_keys;
+  size_t *code_piece, ncode, code_piece_cap;
   uint64_t ranges_read; /* for the benchmarks: ranges read, */
   uint64_t pieces_read; /* and the pieces they held */
 };
@@ -115,8 +121,9 @@ struct pst__py_batch {
 struct pst__py_prefetch {
   uint64_t tstate;
   struct pst__py_hint *hint;   /* borrowed: the thread's hint */
-  size_t it, ig, ic, i0f, i0c; /* state, cframe guess, chunk, frames,
-                                    code headers */
+  size_t it, ig, ic, i0f, i0c; /* state, cframe guess, chunk, frames
+                                    (piece indices), code headers (into
+                                    the batch's code_piece) */
   uint32_t nframes, ncodes, chunk_len;
   uint64_t cframe, chunk;                     /* the hint's, as planned */
   size_t ck_field, ck_guess, ck_chunk, ck_f0; /* the check after it: the
