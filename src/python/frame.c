@@ -837,7 +837,10 @@ int pst__py_walk(struct pst__py *py, struct pst__mem *mem, uint64_t tstate,
 
 /* ---- batched first reads ---- */
 
-void pst__py_batch_init(struct pst__py_batch *b) { memset(b, 0, sizeof(*b)); }
+void pst__py_batch_init(struct pst__py_batch *b) {
+  memset(b, 0, sizeof(*b));
+  b->gil_pre = b->gil_post = PST_PY_NOPIECE;
+}
 
 void pst__py_batch_exit(struct pst__py_batch *b) {
   free(b->code_slot);
@@ -856,6 +859,7 @@ void pst__py_batch_exit(struct pst__py_batch *b) {
 }
 
 void pst__py_batch_reset(struct pst__py_batch *b) {
+  b->gil_pre = b->gil_post = PST_PY_NOPIECE;
   b->n = 0;
   b->used = 0;
   b->ngroups = 0;
@@ -972,9 +976,82 @@ int pst__py_batch_copy(const struct pst__py_batch *b, size_t i, void *out,
   return 0;
 }
 
+static int prefetch(struct pst__py *py, struct pst__py_batch *b,
+                    uint64_t tstate, struct pst__py_hint *h,
+                    struct pst__py_prefetch *pf, int check);
+
 int pst__py_prefetch_add(struct pst__py *py, struct pst__py_batch *b,
                          uint64_t tstate, struct pst__py_hint *h,
                          struct pst__py_prefetch *pf) {
+  return prefetch(py, b, tstate, h, pf, 1);
+}
+
+int pst__py_prefetch_add_unchecked(struct pst__py *py, struct pst__py_batch *b,
+                                   uint64_t tstate, struct pst__py_hint *h,
+                                   struct pst__py_prefetch *pf) {
+  return prefetch(py, b, tstate, h, pf, 0);
+}
+
+#define GIL_WORDS 24 /* last_holder, int locked (padded), switch_number */
+
+void pst__py_batch_gil(struct pst__py_batch *b, uint64_t addr) {
+  int err = 0;
+
+  b->gil_pre = piece_in(b, 0, addr, GIL_WORDS, &err);
+  b->gil_post = piece_in(b, UINT32_MAX, addr, GIL_WORDS, &err);
+}
+
+int pst__py_batch_gil_quiet(const struct pst__py_batch *b, uint64_t *holder) {
+  uint64_t pre[3], post[3];
+
+  if (pst__py_batch_copy(b, b->gil_pre, pre, sizeof(pre)) ||
+      pst__py_batch_copy(b, b->gil_post, post, sizeof(post)) ||
+      pre[0] != post[0] || pre[2] != post[2])
+    return 0;
+  *holder = pre[0];
+  return 1;
+}
+
+int pst__py_gil_words(struct pst__py *py, struct pst__mem *mem,
+                      uint64_t *addr) {
+  const struct pst__py_layout *l = &py->lay;
+  uint64_t gil;
+  int err;
+
+  if (py->gil_words) {
+    *addr = py->gil_words;
+    return 0;
+  }
+  /* struct _gil_runtime_state {unsigned long interval; PyThreadState
+   * *last_holder; int locked; unsigned long switch_number; ...}: the
+   * layout's two offsets must sit as there, else the shape is unknown. */
+  if (l->free_threaded || py->version_hex < 0x030c ||
+      l->gil_locked == PST_NOFF || l->gil_last_holder == PST_NOFF ||
+      l->gil_last_holder + 8 != l->gil_locked || (l->gil_locked & 7))
+    return -ENOSYS;
+  if (l->is_gil != PST_NOFF) { /* 3.12: interp->ceval.gil */
+    err = pst__mem_read_u64(mem, py->interp + (uint64_t)l->is_gil, &gil);
+    if (err)
+      return err;
+    if (!gil)
+      return -ENOSYS; /* not created yet */
+  } else {
+    gil = py->interp + (uint64_t)l->is_gil_inline;
+  }
+  py->gil_words = gil + (uint64_t)l->gil_last_holder;
+  *addr = py->gil_words;
+  return 0;
+}
+
+int pst__py_check_quiet(const struct pst__mem *mem,
+                        const struct pst__py_prefetch *pf, int quiet,
+                        uint64_t holder) {
+  return quiet && pf->tstate != holder && mem->reads == pf->reads ? 1 : -1;
+}
+
+static int prefetch(struct pst__py *py, struct pst__py_batch *b,
+                    uint64_t tstate, struct pst__py_hint *h,
+                    struct pst__py_prefetch *pf, int check) {
   const struct pst__py_layout *l = &py->lay;
   size_t flen = frame_len(l), hsize = pst__py_code_header_size(py), span;
   int32_t link_o, code_o, lo;
@@ -1015,6 +1092,11 @@ int pst__py_prefetch_add(struct pst__py *py, struct pst__py_batch *b,
       b->code_piece[b->ncode++] = k;
   }
   pf->ncodes = err ? 0 : h->ncodes;
+  if (!check) {
+    pf->ck_field = PST_PY_NOPIECE;
+    pf->unchecked = 1;
+    return err;
+  }
   /* The check, read after all of the above (pst__py_check's, planned from
    * the guess): the frame pointer again, the chunk again (3.11+: where
    * most frames are), each guessed frame's link and code again. */

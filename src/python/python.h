@@ -111,6 +111,9 @@ struct pst__py_batch {
    * pieces of its hint's codes (pst__py_prefetch.i0c indexes it). */
   size_t *code_slot, code_slots, ncode_keys;
   size_t *code_piece, ncode, code_piece_cap;
+  /* The GIL's words {last_holder, locked, switch_number} read before
+   * every thread's pieces and again after them (pst__py_batch_gil). */
+  size_t gil_pre, gil_post;
   uint64_t ranges_read; /* for the benchmarks: ranges read, */
   uint64_t pieces_read; /* and the pieces they held */
 };
@@ -130,6 +133,7 @@ struct pst__py_prefetch {
                                     frame field, the cframe's frame, the
                                     chunk and the guessed frames again */
   uint64_t reads; /* mem->reads when its walk began */
+  int unchecked;  /* no check planned: pst__py_check_quiet() decides */
 };
 
 void pst__py_batch_init(struct pst__py_batch *b);
@@ -141,6 +145,33 @@ void pst__py_batch_reset(struct pst__py_batch *b);
 int pst__py_prefetch_add(struct pst__py *py, struct pst__py_batch *b,
                          uint64_t tstate, struct pst__py_hint *hint,
                          struct pst__py_prefetch *pf);
+/* The same without its check: for a thread that cannot move its stack
+ * unless it takes the GIL (see pst__py_batch_gil). */
+int pst__py_prefetch_add_unchecked(struct pst__py *py, struct pst__py_batch *b,
+                                   uint64_t tstate, struct pst__py_hint *hint,
+                                   struct pst__py_prefetch *pf);
+/* Under a GIL only its holder can change its Python stack, and a thread
+ * that takes the GIL from another increments switch_number (ceval_gil.c:
+ * take_gil). So the GIL's {last_holder, locked, switch_number} read before
+ * every thread's pieces and again after them, in the same syscall, prove
+ * that no thread but last_holder changed its stack meanwhile when both
+ * reads agree: the other threads need no check. Adds the two pieces (the
+ * GIL's words at addr, from pst__py_gil_words()). */
+void pst__py_batch_gil(struct pst__py_batch *b, uint64_t addr);
+/* After the read: 1 and *holder (the last holder) when the two reads of
+ * the GIL agree, else 0. */
+int pst__py_batch_gil_quiet(const struct pst__py_batch *b, uint64_t *holder);
+/* The address of the GIL's last_holder word, followed by locked and
+ * switch_number (struct _gil_runtime_state, 3.12+ with a GIL; the shape
+ * checked from the layout), found once: 0, or -ENOSYS (no GIL, or a
+ * version whose GIL struct is not located: 2.7-3.11), -errno. */
+int pst__py_gil_words(struct pst__py *py, struct pst__mem *mem, uint64_t *addr);
+/* For an unchecked thread after its walk: 1 when the batch proves its
+ * stack still (quiet, tstate not the holder, and the walk read nothing
+ * after the batch), else -1 (read a pst__py_check). */
+int pst__py_check_quiet(const struct pst__mem *mem,
+                        const struct pst__py_prefetch *pf, int quiet,
+                        uint64_t holder);
 /* Adds a piece of len bytes at addr to b, in a group of its own (a word
  * the caller wants read in the same syscall as the walks' first reads).
  * Its index, or PST_PY_NOPIECE (-ENOMEM). */
@@ -281,6 +312,7 @@ struct pst__py {
   unsigned tag_mask;  /* low bits to clear in f_executable (3.14) */
   uint64_t name_key;  /* the interned "_name" str once seen */
   uint8_t *chunk_buf; /* copy of a thread's data-stack chunk */
+  uint64_t gil_words; /* pst__py_gil_words(), once found; 0: not yet */
 #define PST_PY_SHIMS_MAX 64
   uint64_t shims[PST_PY_SHIMS_MAX]; /* the last walk's C-stack entry frames
                                        (3.12+), innermost first */

@@ -86,10 +86,13 @@ struct pst_target {
   size_t pf_cap;
   unsigned char *acts; /* per thread: what the tick does with it */
   size_t acts_cap;
-  uint64_t batch_checks;          /* walks checked from the batch alone */
-  char role[64];                  /* multiprocessing's name of the process */
-  struct pst_frame *probe;        /* frames of the role's probe walk */
-  uint64_t role_obj;              /* the Process object it was read from */
+  uint64_t batch_checks;   /* walks checked from the batch alone */
+  uint64_t gil_checks;     /* walks needing no check: the GIL did not move */
+  uint64_t gil_predict;    /* the GIL's last holder, as last read: its thread
+                           gets a check planned (pst__py_batch_gil) */
+  char role[64];           /* multiprocessing's name of the process */
+  struct pst_frame *probe; /* frames of the role's probe walk */
+  uint64_t role_obj;       /* the Process object it was read from */
   struct pst__py_thread_ent *reg; /* the thread registry, as last read */
   struct pst__py_name_ref *refs;  /* per thread, for the rename check */
   uint8_t *changed;

@@ -517,8 +517,9 @@ int pst_target_sample(struct pst_target *t, int flags,
   size_t nbatch = 0;
   int err, gil_err, state_read, check_alive, got = 0;
   int32_t gc = 0; /* the collector's flag (an int in the target) */
-  uint64_t gc_at;
+  uint64_t gc_at, gil_at, holder = 0;
   size_t gc_piece = PST_PY_NOPIECE;
+  int gil_batch, quiet = 0;
 
   err = tick_arrays(t);
   if (err)
@@ -545,6 +546,11 @@ int pst_target_sample(struct pst_target *t, int flags,
   /* The collector's flag rides in the batch: no syscall of its own. */
   if ((flags & PST_SAMPLE_GC) && pst__py_gc_flag_addr(&t->py, &gc_at) == 0)
     gc_piece = pst__py_batch_word(&t->batch, gc_at, 4);
+  /* The GIL read before and after every thread's pieces: a thread that
+   * is not its holder then needs no torn-read check (python.h). */
+  gil_batch = pst__py_gil_words(&t->py, &t->mem, &gil_at) == 0;
+  if (gil_batch)
+    pst__py_batch_gil(&t->batch, gil_at);
   for (size_t i = 0; i < t->nthreads; i++) {
     struct pst__tthread *x = &t->threads[i];
     struct pst_thread *th = &x->th;
@@ -599,8 +605,10 @@ int pst_target_sample(struct pst_target *t, int flags,
       /* read as it holds still, like a running one */
       __attribute__((fallthrough));
     case READ_PYTHON:
-      if (pst__py_prefetch_add(&t->py, &t->batch, th->tstate, &x->hint,
-                               &t->pf[i])) {
+      if ((!gil_batch || th->tstate == t->gil_predict
+               ? pst__py_prefetch_add
+               : pst__py_prefetch_add_unchecked)(&t->py, &t->batch, th->tstate,
+                                                 &x->hint, &t->pf[i])) {
         t->acts[i] = SKIP;
         settle(t, i, -ENOMEM, 0);
         continue;
@@ -615,6 +623,11 @@ int pst_target_sample(struct pst_target *t, int flags,
     got = pst__py_batch_read(&t->mem, &t->batch);
   if (got < 0 || pst__py_batch_copy(&t->batch, gc_piece, &gc, sizeof(gc)))
     gc = 0;
+  if (gil_batch && got >= 0) {
+    quiet = pst__py_batch_gil_quiet(&t->batch, &holder);
+    if (pst__py_batch_copy(&t->batch, t->batch.gil_post, &t->gil_predict, 8))
+      t->gil_predict = 0;
+  }
   /* Second pass: walk each from its copies; its check was in the batch,
    * or is read for all such threads in one more syscall. */
   for (size_t i = 0; nbatch && i < t->nthreads; i++) {
@@ -645,9 +658,14 @@ int pst_target_sample(struct pst_target *t, int flags,
       settle_walk(t, i, n, thread_obj);
       continue;
     }
-    c = pst__py_check_batched(&t->py, &t->mem, &t->batch, &t->pf[i], top);
+    c = t->pf[i].unchecked
+            ? pst__py_check_quiet(&t->mem, &t->pf[i], quiet, holder)
+            : pst__py_check_batched(&t->py, &t->mem, &t->batch, &t->pf[i], top);
     if (c == 1) {
-      t->batch_checks++;
+      if (t->pf[i].unchecked)
+        t->gil_checks++;
+      else
+        t->batch_checks++;
       settle_walk(t, i, n, thread_obj);
       continue;
     }

@@ -163,10 +163,12 @@ void pst_target_close(struct pst_target *t) {
     return;
   if (t->batch.pieces_read)
     pst__debug("process %d: %llu pieces read as %llu ranges, %llu walks "
-               "checked by their batch",
+               "checked by their batch, %llu needing none (the GIL did not "
+               "move)",
                (int)t->pid, (unsigned long long)t->batch.pieces_read,
                (unsigned long long)t->batch.ranges_read,
-               (unsigned long long)t->batch_checks);
+               (unsigned long long)t->batch_checks,
+               (unsigned long long)t->gil_checks);
   pst__native_sampler_free(t->native); /* borrows t->mem */
   pst__resolver_free(t->resolver);
   pst__modcache_put(t->modcache);
