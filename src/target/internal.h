@@ -86,8 +86,12 @@ struct pst_target {
   size_t pf_cap;
   unsigned char *acts; /* per thread: what the tick does with it */
   size_t acts_cap;
-  uint64_t batch_checks;   /* walks checked from the batch alone */
-  uint64_t gil_checks;     /* walks needing no check: the GIL did not move */
+  uint64_t batch_checks; /* walks checked from the batch alone */
+  uint64_t gil_checks;   /* walks needing no check: the GIL did not move */
+  /* PYSTITCH_VERIFY_GIL_SKIP set: every thread checked as well, and the
+   * GIL rule's verdicts counted against the checks' (tests). */
+  int gil_verify;
+  uint64_t gil_agreed, gil_disagreed;
   uint64_t gil_predict;    /* the GIL's last holder, as last read: its thread
                            gets a check planned (pst__py_batch_gil) */
   char role[64];           /* multiprocessing's name of the process */

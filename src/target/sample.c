@@ -605,7 +605,7 @@ int pst_target_sample(struct pst_target *t, int flags,
       /* read as it holds still, like a running one */
       __attribute__((fallthrough));
     case READ_PYTHON:
-      if ((!gil_batch || th->tstate == t->gil_predict
+      if ((!gil_batch || t->gil_verify || th->tstate == t->gil_predict
                ? pst__py_prefetch_add
                : pst__py_prefetch_add_unchecked)(&t->py, &t->batch, th->tstate,
                                                  &x->hint, &t->pf[i])) {
@@ -661,6 +661,13 @@ int pst_target_sample(struct pst_target *t, int flags,
     c = t->pf[i].unchecked
             ? pst__py_check_quiet(&t->mem, &t->pf[i], quiet, holder)
             : pst__py_check_batched(&t->py, &t->mem, &t->batch, &t->pf[i], top);
+    if (t->gil_verify && gil_batch && c >= 0 &&
+        pst__py_check_quiet(&t->mem, &t->pf[i], quiet, holder) == 1) {
+      if (c == 1)
+        t->gil_agreed++; /* the rule said still, the check too */
+      else
+        t->gil_disagreed++; /* it moved: the rule would have been wrong */
+    }
     if (c == 1) {
       if (t->pf[i].unchecked)
         t->gil_checks++;

@@ -116,6 +116,7 @@ int pst_target_open(pid_t pid, struct pst_target **out) {
   t->open_ticks = boot_ticks();
   pst__mem_init(&t->mem, pid);
   pst__py_batch_init(&t->batch);
+  t->gil_verify = getenv("PYSTITCH_VERIFY_GIL_SKIP") != NULL;
   pst__py_init(&t->py);
   err = check_process(pid, &t->info);
   if (err)
@@ -169,6 +170,11 @@ void pst_target_close(struct pst_target *t) {
                (unsigned long long)t->batch.ranges_read,
                (unsigned long long)t->batch_checks,
                (unsigned long long)t->gil_checks);
+  if (t->gil_verify)
+    pst__info("process %d: GIL rule verified: %llu agreed with the check, "
+              "%llu disagreed",
+              (int)t->pid, (unsigned long long)t->gil_agreed,
+              (unsigned long long)t->gil_disagreed);
   pst__native_sampler_free(t->native); /* borrows t->mem */
   pst__resolver_free(t->resolver);
   pst__modcache_put(t->modcache);

@@ -363,6 +363,43 @@ def check_torn(interp):
         t.stop()
 
 
+def check_gil_rule(interp):
+    """The GIL rule (no torn-read check for threads that are not the GIL's
+    holder when the GIL did not change hands during the read) against the
+    check itself: with PYSTITCH_VERIFY_GIL_SKIP every thread is checked
+    too, and every thread the rule would have left unchecked must have
+    been found still by its check, while the callstorm threads' stacks
+    move all the time (walks redone for the holder)."""
+    t = pytargets.Target(interp, "callstorm.py")
+    try:
+        wait_ready(t)
+        out = os.path.join(TMP, "gil-rule.folded")
+        r = pystitch(["record", "-o", out, "-p", str(t.pid), "-d", "3",
+                      "-r", "2000", "-f", "folded", "--idle", "-v"], 120,
+                     env={"PYSTITCH_VERIFY_GIL_SKIP": "1"})
+        err = r.stderr.decode("utf-8", "replace")
+        if r.returncode != 0:
+            return "exit %s: %s" % (r.returncode, err[-300:])
+        m = re.search(r"GIL rule verified: (\d+) agreed with the check, "
+                      r"(\d+) disagreed", err)
+        if not m:
+            return "no verdicts in: %s" % err[-400:]
+        agreed, disagreed = int(m.group(1)), int(m.group(2))
+        moved = re.search(r"(\d+) walks redone", err)
+        print("# %s: GIL rule: %d agreed, %d disagreed; %s walks redone "
+              "(the holder's stack moved)" % (
+                  interp.label, agreed, disagreed,
+                  moved.group(1) if moved else 0))
+        if disagreed:
+            return "%d threads left unchecked by the rule had moved" % (
+                disagreed)
+        if agreed < 1000:
+            return "only %d verdicts: the rule was hardly used" % agreed
+        return ""
+    finally:
+        t.stop()
+
+
 def check_sigint(interp):
     t = pytargets.Target(interp, "attribution.py", ["2"])
     out = os.path.join(TMP, "sigint.folded")
@@ -633,6 +670,11 @@ def main():
         run("--async: the running task kept", check_task_hot, interp)
     for interp in [i for i in found if "freethreaded" in i.label]:
         run("free-threaded: 8 threads at once, --gil", check_freethreaded,
+            interp)
+    # The GIL rule exists for 3.12+ with a GIL.
+    for interp in [i for i in found if re.search(
+            r"pyenv-3\.1[23]\.|sid-container-3\.1[45]$", i.label)]:
+        run("the GIL rule agrees with the torn-read check", check_gil_rule,
             interp)
     for interp in {id(i): i for i in local[:1] + local[-1:]}.values():
         run("proportions", check_proportions_twice, interp)
