@@ -420,6 +420,7 @@ int pst__py_analyse_elf(struct pst__py *py, const struct pst__elf *e,
   uint32_t pyver;
   int err;
 
+  memset(&sy, 0, sizeof(sy));
   err = pst__elf_symbols(e, sym_names, SYM_COUNT, sy.v, sy.size);
   if (err < 0 || !sy.v[SYM_INIT])
     return PST_ENOTPY;
