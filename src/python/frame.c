@@ -840,6 +840,7 @@ int pst__py_walk(struct pst__py *py, struct pst__mem *mem, uint64_t tstate,
 void pst__py_batch_init(struct pst__py_batch *b) {
   memset(b, 0, sizeof(*b));
   b->gil_pre = b->gil_post = PST_PY_NOPIECE;
+  b->ngroups = 1;
 }
 
 void pst__py_batch_exit(struct pst__py_batch *b) {
@@ -862,7 +863,7 @@ void pst__py_batch_reset(struct pst__py_batch *b) {
   b->gil_pre = b->gil_post = PST_PY_NOPIECE;
   b->n = 0;
   b->used = 0;
-  b->ngroups = 0;
+  b->ngroups = 1; /* 0: code headers and the GIL; 1: unchecked threads */
   b->ncode = 0;
   if (b->ncode_keys)
     for (size_t i = 0; i < b->code_slots; i++)
@@ -1056,26 +1057,29 @@ static int prefetch(struct pst__py *py, struct pst__py_batch *b,
   size_t flen = frame_len(l), hsize = pst__py_code_header_size(py), span;
   int32_t link_o, code_o, lo;
   int err = 0;
+  /* A thread without a check shares group 1 with the others: their
+   * pieces merge into common ranges (thread states lie close together). */
+  uint32_t grp = check ? ++b->ngroups : 1;
 
   memset(pf, 0, sizeof(*pf));
   pf->tstate = tstate;
   pf->hint = h;
-  b->ngroups++; /* this thread's first read */
   pf->ig = pf->ic = pf->i0f = pf->i0c = PST_PY_NOPIECE;
   pf->ck_guess = pf->ck_chunk = pf->ck_f0 = PST_PY_NOPIECE;
-  pf->it = piece(b, tstate, view_len(l), &err);
+  pf->it = piece_in(b, grp, tstate, view_len(l), &err);
   if (uses_cframe(l) && h->cframe) {
     pf->cframe = h->cframe;
-    pf->ig = piece(b, h->cframe + (uint64_t)l->cf_current_frame, 8, &err);
+    pf->ig =
+        piece_in(b, grp, h->cframe + (uint64_t)l->cf_current_frame, 8, &err);
   }
   if (h->chunk && h->chunk_len && h->chunk_len <= CHUNK_MAX) {
     pf->chunk = h->chunk;
     pf->chunk_len = h->chunk_len;
-    pf->ic = piece(b, h->chunk, h->chunk_len, &err);
+    pf->ic = piece_in(b, grp, h->chunk, h->chunk_len, &err);
   }
   pf->nframes = h->nframes;
   for (uint32_t i = 0; i < h->nframes; i++) {
-    size_t k = piece(b, h->frames[i], flen, &err);
+    size_t k = piece_in(b, grp, h->frames[i], flen, &err);
     if (i == 0)
       pf->i0f = k;
   }
