@@ -139,6 +139,11 @@ static void runtime_fields(void) {
   NOFF(rt_tss); /* 3.6: static autoTLSkey in pystate.c; 2.7: no key */
   NOFF(rt_gil_tstate);
 #endif
+#if PY_VERSION_HEX >= 0x03070000 && PY_VERSION_HEX < 0x030c0000
+  OFF(rt_gil, _PyRuntimeState, ceval.gil); /* the one GIL */
+#else
+  NOFF(rt_gil); /* 3.12+: interp->ceval.gil; 2.7, 3.6: statics */
+#endif
 
   /* The collector's state: a static in gcmodule.c (2.7, 3.6), then
    * _PyRuntime.gc (3.7, 3.8), then each interpreter's (3.9+). */

@@ -425,7 +425,9 @@ int pst__py_code_header(struct pst__py *py, struct pst__mem *mem, uint64_t addr,
   /* Code objects are 16-aligned and often a power of two apart: the
    * cache's Fibonacci hashing spreads them; the 4 zero bits go first. */
   e = pst__dmcache_slot(&py->codes->slots, addr >> 4);
-  if (e->addr != addr || !sig_eq(&e->sig, &sig)) {
+  /* An empty slot (name NULL) never matches, even a zero address and
+   * an all-zero header read from hostile memory. */
+  if (!e->name || e->addr != addr || !sig_eq(&e->sig, &sig)) {
     err = decode(py, mem, addr, &sig, e);
     if (err)
       return err;

@@ -1026,11 +1026,15 @@ int pst__py_gil_words(struct pst__py *py, struct pst__mem *mem,
   /* struct _gil_runtime_state {unsigned long interval; PyThreadState
    * *last_holder; int locked; unsigned long switch_number; ...}: the
    * layout's two offsets must sit as there, else the shape is unknown. */
-  if (l->free_threaded || py->version_hex < 0x030c ||
-      l->gil_locked == PST_NOFF || l->gil_last_holder == PST_NOFF ||
+  if (l->free_threaded || l->gil_locked == PST_NOFF ||
+      l->gil_last_holder == PST_NOFF ||
       l->gil_last_holder + 8 != l->gil_locked || (l->gil_locked & 7))
     return -ENOSYS;
-  if (l->is_gil != PST_NOFF) { /* 3.12: interp->ceval.gil */
+  if (l->rt_gil != PST_NOFF) { /* 3.7-3.11: _PyRuntime.ceval.gil */
+    if (!py->runtime)
+      return -ENOSYS;
+    gil = py->runtime + (uint64_t)l->rt_gil;
+  } else if (l->is_gil != PST_NOFF) { /* 3.12: interp->ceval.gil */
     err = pst__mem_read_u64(mem, py->interp + (uint64_t)l->is_gil, &gil);
     if (err)
       return err;

@@ -22,6 +22,7 @@
   X(rt_interp_head) /* interpreters.head */                                    \
   X(rt_tss)         /* Py_tss_t autoTSSkey (gilstate.autoTSSkey <3.12) */      \
   X(rt_gil_tstate)  /* gilstate.tstate_current (3.7-3.11) */                   \
+  X(rt_gil)         /* ceval.gil: struct _gil_runtime_state (3.7-3.11) */      \
   /* PyInterpreterState */                                                     \
   X(is_next)                                                                   \
   X(is_tstate_head) /* tstate_head (<=3.11), threads.head (3.12+) */           \

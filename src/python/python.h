@@ -162,9 +162,10 @@ void pst__py_batch_gil(struct pst__py_batch *b, uint64_t addr);
  * the GIL agree, else 0. */
 int pst__py_batch_gil_quiet(const struct pst__py_batch *b, uint64_t *holder);
 /* The address of the GIL's last_holder word, followed by locked and
- * switch_number (struct _gil_runtime_state, 3.12+ with a GIL; the shape
- * checked from the layout), found once: 0, or -ENOSYS (no GIL, or a
- * version whose GIL struct is not located: 2.7-3.11), -errno. */
+ * switch_number (struct _gil_runtime_state: _PyRuntime.ceval.gil in
+ * 3.7-3.11, the interpreter's from 3.12; the shape checked from the
+ * layout), found once: 0, or -ENOSYS (no GIL: free-threaded; 2.7 and 3.6
+ * keep it in statics), -errno. */
 int pst__py_gil_words(struct pst__py *py, struct pst__mem *mem, uint64_t *addr);
 /* For an unchecked thread after its walk: 1 when the batch proves its
  * stack still (quiet, tstate not the holder, and the walk read nothing

@@ -671,9 +671,9 @@ def main():
     for interp in [i for i in found if "freethreaded" in i.label]:
         run("free-threaded: 8 threads at once, --gil", check_freethreaded,
             interp)
-    # The GIL rule exists for 3.12+ with a GIL.
+    # The GIL rule exists for 3.7+ with a GIL.
     for interp in [i for i in found if re.search(
-            r"pyenv-3\.1[23]\.|sid-container-3\.1[45]$", i.label)]:
+            r"pyenv-3\.([7-9]|1[0-3])\.|container-3\.1[345]$", i.label)]:
         run("the GIL rule agrees with the torn-read check", check_gil_rule,
             interp)
     for interp in {id(i): i for i in local[:1] + local[-1:]}.values():

@@ -9,6 +9,7 @@ static const struct pst__py_layout pst__py_layout_310 = {
     .rt_interp_head = 0x20, /* _PyRuntimeState.interpreters.head */
     .rt_tss = 0x248,        /* _PyRuntimeState.gilstate.autoTSSkey */
     .rt_gil_tstate = 0x238, /* _PyRuntimeState.gilstate.tstate_current */
+    .rt_gil = 0x160,        /* _PyRuntimeState.ceval.gil */
     .is_next = 0x0,         /* PyInterpreterState.next */
     .is_tstate_head = 0x8,  /* PyInterpreterState.tstate_head */
     .is_gil = PST_NOFF,

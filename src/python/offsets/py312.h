@@ -9,6 +9,7 @@ static const struct pst__py_layout pst__py_layout_312 = {
     .rt_interp_head = 0x28, /* _PyRuntimeState.interpreters.head */
     .rt_tss = 0x608,        /* _PyRuntimeState.autoTSSkey */
     .rt_gil_tstate = PST_NOFF,
+    .rt_gil = PST_NOFF,
     .is_next = 0x0,         /* PyInterpreterState.next */
     .is_tstate_head = 0x48, /* PyInterpreterState.threads.head */
     .is_gil = 0x180,        /* PyInterpreterState.ceval.gil */

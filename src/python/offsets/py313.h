@@ -9,6 +9,7 @@ static const struct pst__py_layout pst__py_layout_313 = {
     .rt_interp_head = 0x278, /* _PyRuntimeState.interpreters.head */
     .rt_tss = 0x870,         /* _PyRuntimeState.autoTSSkey */
     .rt_gil_tstate = PST_NOFF,
+    .rt_gil = PST_NOFF,
     .is_next = 0x1c60,        /* PyInterpreterState.next */
     .is_tstate_head = 0x1cb0, /* PyInterpreterState.threads.head */
     .is_gil = 0x10,           /* PyInterpreterState.ceval.gil */

@@ -9,6 +9,7 @@ static const struct pst__py_layout pst__py_layout_36 = {
     .rt_interp_head = PST_NOFF,
     .rt_tss = PST_NOFF,
     .rt_gil_tstate = PST_NOFF,
+    .rt_gil = PST_NOFF,
     .is_next = 0x0,        /* PyInterpreterState.next */
     .is_tstate_head = 0x8, /* PyInterpreterState.tstate_head */
     .is_gil = PST_NOFF,

@@ -9,6 +9,7 @@ static const struct pst__py_layout pst__py_layout_37 = {
     .rt_interp_head = 0x18, /* _PyRuntimeState.interpreters.head */
     .rt_tss = 0x5e0,        /* _PyRuntimeState.gilstate.autoTSSkey */
     .rt_gil_tstate = 0x5c8, /* _PyRuntimeState.gilstate.tstate_current */
+    .rt_gil = 0x4f0,        /* _PyRuntimeState.ceval.gil */
     .is_next = 0x0,         /* PyInterpreterState.next */
     .is_tstate_head = 0x8,  /* PyInterpreterState.tstate_head */
     .is_gil = PST_NOFF,
