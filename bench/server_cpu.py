@@ -1,6 +1,7 @@
 # server_cpu.py: what a profile of a busy server says its processes spent,
 # against what the kernel counted: gunicorn (gthread, 2 workers x 4
-# threads) under a load of 6 client threads on this machine's cores,
+# threads) or uvicorn (one asyncio process, --server uvicorn) under a load
+# of 6 client threads on this machine's cores,
 # `record -s -d SECONDS -f folded` in each mode, and the master's and
 # workers' utime+stime over the same window (/proc/PID/stat). In mode cpu
 # the folded counts times the period must be the CPU time; in mode wall
@@ -9,6 +10,7 @@
 # usage: python3 bench/server_cpu.py [--seconds 5] [--rate 100]
 #                                    [--interp /usr/bin/python3.11]
 #                                    [--modes cpu,wall] [--rounds 2]
+#                                    [--server gunicorn|uvicorn]
 import argparse
 import os
 import subprocess
@@ -17,6 +19,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 APP = os.path.join(HERE, "..", "tests", "targets", "wsgi_app.py")
+ASGI = os.path.join(HERE, "..", "tests", "targets", "asgi_app.py")
 PST = os.path.join(HERE, "..", "pystitch")
 HZ = os.sysconf("SC_CLK_TCK")
 
@@ -67,21 +70,31 @@ def main():
     ap.add_argument("--interp", default="/usr/bin/python3.11")
     ap.add_argument("--modes", default="cpu,wall")
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--server", choices=("gunicorn", "uvicorn"),
+                    default="gunicorn")
     args = ap.parse_args()
-    srv = subprocess.Popen([args.interp, "-u", APP, "serve", "gthread",
-                            "--seconds", "600"], stdout=subprocess.PIPE,
-                           text=True)
+    if args.server == "uvicorn":
+        cmd = [args.interp, "-u", ASGI, "--seconds", "600"]
+    else:
+        cmd = [args.interp, "-u", APP, "serve", "gthread", "--seconds", "600"]
+    srv = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     try:
-        port, workers = None, []
-        while len(workers) < 2:
+        port, workers, ready = None, [], False
+        while not (len(workers) == 2 or ready):
             w = srv.stdout.readline().split()
+            if not w:
+                sys.exit("the server stopped before it served")
             if w[0] == "port":
                 port = int(w[1])
             elif w[0] == "worker":
                 workers.append(int(w[1]))
+            elif w[0] == "ready" and args.server == "uvicorn":
+                ready = True
         pids = [srv.pid] + workers
-        print("gunicorn gthread, %d cores, %s s at %g Hz, %s" % (
-            os.cpu_count(), args.seconds, args.rate, args.interp))
+        print("%s, %d cores, %s s at %g Hz, %s" % (
+            "uvicorn (asyncio, h11)" if args.server == "uvicorn"
+            else "gunicorn gthread", os.cpu_count(), args.seconds, args.rate,
+            args.interp))
         for rnd in range(args.rounds):
             for mode in args.modes.split(","):
                 sampled, used, wall, served = one(args, mode, port, pids)
