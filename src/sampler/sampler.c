@@ -37,6 +37,7 @@
 #include "util/log.h"
 
 #define REFRESH_MS 100      /* threads and children: new ones within this */
+#define REFRESH_MAX_MS 1000 /* or this, when a refresh costs a lot */
 #define ATTACH_TRIES 1000   /* 10 s of retries for an uninitialised target */
 #define GIVEN_READY_MS 1000 /* a given pid that is starting up */
 #define EXEC_TRIES                                                             \
@@ -709,6 +710,14 @@ static int check_watched(struct pst__rec *r, struct pst__entry *e) {
   return 0;
 }
 
+static uint64_t refresh_interval_ms(uint64_t cost_ns) {
+  uint64_t ms = cost_ns * 10 / 1000000;
+
+  return ms < REFRESH_MS       ? REFRESH_MS
+         : ms > REFRESH_MAX_MS ? REFRESH_MAX_MS
+                               : ms;
+}
+
 static void on_refresh(uv_timer_t *h) {
   struct pst__rec *r = h->data;
   uint64_t t0 = pst__now_ns();
@@ -728,7 +737,13 @@ static void on_refresh(uv_timer_t *h) {
       find_children(r, e->pid, 0);
   }
   pst__try_attach_pending(r);
-  r->st->refresh_ms_total += (double)(pst__now_ns() - t0) / 1e6;
+  t0 = pst__now_ns() - t0;
+  r->st->refresh_ms_total += (double)t0 / 1e6;
+  /* A refresh that costs more than a tenth of its interval (thousands of
+   * threads) comes less often: at most a tenth of the loop's time, new
+   * threads and children found within ten times its cost (up to
+   * REFRESH_MAX_MS). */
+  uv_timer_set_repeat(h, refresh_interval_ms(t0));
   if (!live_targets(r) && !r->child_running && !r->o->all)
     stop_all(r);
 }

@@ -19,6 +19,7 @@
 
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "libc/tsd.h"
 #include "proc/maps.h"
@@ -48,6 +49,8 @@ struct pst__tthread {
                            be this tick's (0: not stopped since) */
   char last_state;      /* the state letter stat last gave, 0: none */
   int quiet;            /* stat reads in a row that found it asleep */
+  int cold;             /* PST_SAMPLE_ON_CPU: run-time reads in a row that
+                           found it had not run (the gate, sample.c) */
   char pyname[64];      /* threading's name once read, "" until then */
   char comm[64];        /* its /proc comm as first seen */
   int origin_done;      /* its start routine was looked at */
@@ -126,9 +129,18 @@ struct pst_target {
   /* PST_SAMPLE_ON_CPU: the CPU time a sample stands for
    * (pst_target_set_period()), 0: any. */
   uint64_t period_ns;
-  uint64_t aio_looked_ns; /* when the maps were last searched for it */
-  uint64_t aio_wait_ns;   /* and how long until the next search */
-  int aio_err;            /* and what that search said */
+  /* PST_SAMPLE_ON_CPU with many threads, the gate (sample.c): the
+   * process's CPU clock, read once a tick, tells whether threads that
+   * have not run lately ran since every thread was last read. */
+  clockid_t cpu_clock;
+  int cpu_clock_ok;      /* clock_getcpuclockid() gave it */
+  int gate_based;        /* gate_base holds: every thread read once */
+  uint64_t gate_base;    /* the clock minus the threads' run times then */
+  uint64_t gate_full_ns; /* when every thread was last read */
+  uint64_t gate_ticks, gate_full; /* ticks gated, of them read in full */
+  uint64_t aio_looked_ns;         /* when the maps were last searched for it */
+  uint64_t aio_wait_ns;           /* and how long until the next search */
+  int aio_err;                    /* and what that search said */
 };
 
 /* ---- policy.c ---- */

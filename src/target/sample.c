@@ -20,6 +20,7 @@
 #include "target/internal.h"
 #include "target/native.h"
 #include "util/array.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 #define TORN_RETRIES 2
@@ -308,17 +309,76 @@ static void settle_walk(struct pst_target *t, size_t i, int n,
   settle(t, i, n, thread_obj);
 }
 
-/* Resets thread i's per-sample fields and reads its kernel state. */
+/* The gate of mode cpu (PST_SAMPLE_ON_CPU) for a process of many
+ * threads: reading every thread's run time each tick is a pread per
+ * thread (5000 threads: 10 ms a tick). Most of them sleep; the process's
+ * CPU clock (one clock_gettime for all its threads) says whether any
+ * thread ran that was not read: its growth since every thread was last
+ * read, less what the read threads' run times grew, is what the others
+ * used. A tick reads the threads that ran in the last GATE_COLD ticks
+ * (hot), and every thread when the others used half a period or more,
+ * or GATE_FULL_NS passed since every thread was read. No CPU time is lost:
+ * run times are cumulative, so a cold thread's time is counted whole when
+ * it is next read (at most GATE_FULL_NS later, with less than half a
+ * period to count). A thread that exits takes its run time out of the
+ * sum: the next tick reads every thread and takes a new base. */
+#define GATE_MIN_THREADS 64
+#define GATE_COLD 8
+#define GATE_FULL_NS 100000000ull
+
+/* Does this tick read every thread's run time (1), or the hot ones only
+ * (0)? *clock_ns: the process's CPU clock, 0 when it cannot be read (no
+ * gate: every thread is read). */
+static int gate_all(struct pst_target *t, uint64_t now, uint64_t *clock_ns) {
+  struct timespec ts;
+  uint64_t known = 0;
+  int64_t others;
+
+  *clock_ns = 0;
+  if (!t->cpu_clock_ok || t->nthreads < GATE_MIN_THREADS ||
+      clock_gettime(t->cpu_clock, &ts) != 0)
+    return 1;
+  *clock_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+  t->gate_ticks++;
+  if (!t->gate_based || now - t->gate_full_ns >= GATE_FULL_NS)
+    return 1;
+  for (size_t i = 0; i < t->nthreads; i++)
+    known += t->threads[i].run_ns;
+  others = (int64_t)(*clock_ns - t->gate_base - known);
+  return others >= (int64_t)(t->period_ns / 2);
+}
+
+/* After a tick that read every thread: the new base. */
+static void gate_rebase(struct pst_target *t, uint64_t now, uint64_t clock_ns) {
+  uint64_t known = 0;
+
+  for (size_t i = 0; i < t->nthreads; i++)
+    known += t->threads[i].run_ns;
+  t->gate_base = clock_ns - known;
+  t->gate_based = 1;
+  t->gate_full_ns = now;
+  t->gate_full++;
+}
+
+/* Resets thread i's per-sample fields and reads its kernel state (not
+ * for a cold thread when the gate says so: cold_skip). */
 static void begin_thread(struct pst_target *t, size_t i, int flags,
-                         int state_read, int gil_err, uint64_t gil) {
+                         int state_read, int cold_skip, int gil_err,
+                         uint64_t gil) {
   struct pst__tthread *x = &t->threads[i];
   struct pst_thread *th = &x->th;
-  uint64_t cpu = 0;
+  uint64_t cpu = 0, ran = x->run_ns;
 
-  th->state =
-      state_read
-          ? pst__tthread_state(x, flags & PST_SAMPLE_ON_CPU ? &cpu : NULL)
-          : '?';
+  if (cold_skip && x->cold >= GATE_COLD && !x->held && x->last_state) {
+    th->state = x->last_state; /* it has not run: as last read */
+  } else {
+    th->state =
+        state_read
+            ? pst__tthread_state(x, flags & PST_SAMPLE_ON_CPU ? &cpu : NULL)
+            : '?';
+    if ((flags & PST_SAMPLE_ON_CPU) && x->schedfd >= 0)
+      x->cold = x->run_ns != ran ? 0 : x->cold + (x->cold < GATE_COLD);
+  }
   th->idle = state_read && th->state != 'R';
   th->cpu_ns = 0;
   if (flags & PST_SAMPLE_ON_CPU) {
@@ -520,6 +580,8 @@ int pst_target_sample(struct pst_target *t, int flags,
   uint64_t gc_at, gil_at, holder = 0;
   size_t gc_piece = PST_PY_NOPIECE;
   int gil_batch, quiet = 0;
+  int cold_skip = 0;               /* the gate of mode cpu: hot threads only */
+  uint64_t now = 0, cpu_clock = 0; /* and the process's CPU clock */
 
   err = tick_arrays(t);
   if (err)
@@ -551,6 +613,10 @@ int pst_target_sample(struct pst_target *t, int flags,
   gil_batch = pst__py_gil_words(&t->py, &t->mem, &gil_at) == 0;
   if (gil_batch)
     pst__py_batch_gil(&t->batch, gil_at);
+  if (state_read && (flags & PST_SAMPLE_ON_CPU)) {
+    now = pst__now_ns();
+    cold_skip = !gate_all(t, now, &cpu_clock);
+  }
   for (size_t i = 0; i < t->nthreads; i++) {
     struct pst__tthread *x = &t->threads[i];
     struct pst_thread *th = &x->th;
@@ -558,7 +624,7 @@ int pst_target_sample(struct pst_target *t, int flags,
     struct pst__native_req req;
     int n;
 
-    begin_thread(t, i, flags, state_read, gil_err, gil);
+    begin_thread(t, i, flags, state_read, cold_skip, gil_err, gil);
     if (check_alive && th->tstate && !alive(x))
       th->state = 'X';
     t->py.err_addr = 0;
@@ -617,6 +683,8 @@ int pst_target_sample(struct pst_target *t, int flags,
       continue;
     }
   }
+  if (cpu_clock && !cold_skip) /* every thread's run time was read */
+    gate_rebase(t, now, cpu_clock);
   /* One syscall for the first read and the check of every running
    * thread. */
   if (nbatch || gc_piece != PST_PY_NOPIECE)

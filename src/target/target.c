@@ -114,6 +114,9 @@ int pst_target_open(pid_t pid, struct pst_target **out) {
   t->pid = pid;
   t->arch = host_arch();
   t->open_ticks = boot_ticks();
+  /* Its CPU clock, one read for all its threads' CPU time (the gate of
+   * mode cpu, sample.c); without it every thread's is read. */
+  t->cpu_clock_ok = clock_getcpuclockid(pid, &t->cpu_clock) == 0;
   pst__mem_init(&t->mem, pid);
   pst__py_batch_init(&t->batch);
   t->gil_verify = getenv("PYSTITCH_VERIFY_GIL_SKIP") != NULL;
@@ -170,6 +173,11 @@ void pst_target_close(struct pst_target *t) {
                (unsigned long long)t->batch.ranges_read,
                (unsigned long long)t->batch_checks,
                (unsigned long long)t->gil_checks);
+  if (t->gate_ticks)
+    pst__debug("process %d: mode cpu read every thread's run time at %llu "
+               "of %llu ticks (its CPU clock accounted for the others)",
+               (int)t->pid, (unsigned long long)t->gate_full,
+               (unsigned long long)t->gate_ticks);
   if (t->gil_verify)
     pst__info("process %d: GIL rule verified: %llu agreed with the check, "
               "%llu disagreed",

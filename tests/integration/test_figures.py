@@ -82,6 +82,57 @@ def check_cpu_time(interp):
             t.stop()
 
 
+GATE = re.compile(r"mode cpu read every thread's run time at (\d+) of "
+                  r"(\d+) ticks")
+
+
+def check_cpu_gate(interp):
+    """Mode cpu with many threads reads every thread's run time only when
+    the process's CPU clock says that threads not read lately ran (the
+    gate, sample.c): 300 sleeping threads and 3 that wake for short
+    bursts. The bursts' CPU time is all in the profile (samples x period
+    within 15% of the kernel's utime+stime, much of it in burst_work),
+    and fewer than 3 ticks in 4 read every thread."""
+    t = pytargets.Target(interp, "bursts.py", ["300", "3"])
+    out = os.path.join(TMP, "gate.folded")
+    try:
+        wait_ready(t)
+        before = cpu_ticks(t.pid)
+        r = pystitch(["record", "-p", str(t.pid), "-d", "4", "-r", "100",
+                      "-vv", "-f", "folded", "-o", out], timeout=120)
+        used_s = (cpu_ticks(t.pid) - before) / float(HZ)
+        err = r.stderr.decode(errors="replace")
+        if r.returncode != 0:
+            return "exit %d: %s" % (r.returncode, err[-2000:])
+        stacks = list(pytargets.folded(out))
+        total = sum(c for _, c in stacks)
+        burst = sum(c for s, c in stacks
+                    if s[-1].startswith("burst_work"))
+        m = GATE.search(err)
+        ratio = total * 0.01 / used_s if used_s else 0
+        print("# %s: %.2f s of CPU, %.2f s sampled (%.2f), %d of %d samples "
+              "in burst_work; %s" % (
+                  interp.label, used_s, total * 0.01, ratio, burst, total,
+                  m.group(0) if m else "no gate line"))
+        if not m:
+            return "no line of the gate in -vv's output"
+        full, ticks = int(m.group(1)), int(m.group(2))
+        if ticks < 200 or full * 4 > ticks * 3:
+            return "every thread read at %d of %d ticks" % (full, ticks)
+        # The CPU time also covers the attach, which is not sampled.
+        if not 0.80 <= ratio <= 1.15:
+            return "%.2f s sampled for %.2f s of CPU time (%.2f)" % (
+                total * 0.01, used_s, ratio)
+        # A sample's stack is read at the tick after the CPU time it stands
+        # for: a burst that ended by then shows the sleep after it (55-65%
+        # in burst_work on 3.12 with the gate and without).
+        if burst < 0.4 * total:
+            return "%d of %d samples in burst_work" % (burst, total)
+        return ""
+    finally:
+        t.stop()
+
+
 def check_sleeper_idle(interp):
     """20 dumps of a process whose threads sleep in time.sleep: every
     thread idle, state S, each time (the ptrace stop that reads a new
@@ -558,6 +609,9 @@ def main():
                    plain)[0]
     TAP.check("cpu time %s" % main_interp.label, check_cpu_time, main_interp,
               timed=True)
+    for i in pick(plain, ["pyenv-2.7", "pyenv-3.12"]):
+        TAP.check("mode cpu's gate, 300 sleeping threads %s" % i.label,
+                  check_cpu_gate, i, timed=True)
     for i in pick(found, ["pyenv-2.7", "pyenv-3.8", "pyenv-3.12",
                           "sid-container-3.14"]):
         TAP.check("sleeper idle in 20 dumps %s" % i.label,
