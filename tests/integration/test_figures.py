@@ -117,7 +117,7 @@ def check_cpu_gate(interp):
         if not m:
             return "no line of the gate in -vv's output"
         full, ticks = int(m.group(1)), int(m.group(2))
-        if ticks < 200 or full * 4 > ticks * 3:
+        if ticks < 100 or full * 4 > ticks * 3:
             return "every thread read at %d of %d ticks" % (full, ticks)
         # The CPU time also covers the attach, which is not sampled.
         if not 0.80 <= ratio <= 1.15:
