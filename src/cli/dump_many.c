@@ -208,8 +208,10 @@ static int cmp_int(const void *a, const void *b) {
   return *(const int *)a - *(const int *)b;
 }
 
-/* The processes of items it[0..n): by rank when every one has one
- * ("ranks 0-2,4"), else by pid and role; into out. */
+/* The processes of items it[0..n): by rank when every one has its own
+ * ("ranks 0-2,4"), else by pid, rank and role (a rank's DataLoader
+ * workers inherit its RANK: "pid 812 (rank 0, DataLoader worker
+ * (Process-1))"); into out. */
 static void procs_label(const struct item *it, int n, char *out, size_t len) {
   int ranks[PROCS_MAX], nr = 0, all_ranked = 1, nproc = 0;
   const struct proc *seen[PROCS_MAX];
@@ -232,19 +234,26 @@ static void procs_label(const struct item *it, int n, char *out, size_t len) {
   }
   if (all_ranked && nr) {
     qsort(ranks, (size_t)nr, sizeof(*ranks), cmp_int);
+    for (int i = 1; i < nr && all_ranked; i++)
+      all_ranked = ranks[i] != ranks[i - 1];
+  }
+  if (all_ranked && nr) {
     rank_ranges(ranks, nr, out, len);
     return;
   }
   for (int k = 0; k < nproc && k < WHO_MAX && at < len; k++) {
-    char h[PST_ESC_SIZE];
+    const struct proc *p = seen[k];
+    char h[PST_ESC_SIZE], rank[32] = "";
     /* a pid of a merge is named with its host */
-    int at_host = seen[k]->from_merge;
-    at += (size_t)snprintf(
-        out + at, len - at, "%s%d%s%s%s%s%s", k ? ", " : "pid ",
-        (int)seen[k]->pid, at_host ? "@" : "",
-        at_host ? pst__esc(h, sizeof(h), seen[k]->host) : "",
-        seen[k]->role[0] ? " (" : "", pst__esc(e, sizeof(e), seen[k]->role),
-        seen[k]->role[0] ? ")" : "");
+    int at_host = p->from_merge, paren = p->rank >= 0 || p->role[0];
+    if (p->rank >= 0)
+      snprintf(rank, sizeof(rank), "rank %d%s", p->rank,
+               p->role[0] ? ", " : "");
+    at += (size_t)snprintf(out + at, len - at, "%s%d%s%s%s%s%s%s",
+                           k ? ", " : "pid ", (int)p->pid, at_host ? "@" : "",
+                           at_host ? pst__esc(h, sizeof(h), p->host) : "",
+                           paren ? " (" : "", rank,
+                           pst__esc(e, sizeof(e), p->role), paren ? ")" : "");
   }
   if (nproc > WHO_MAX && at < len)
     snprintf(out + at, len - at, " and %d more", nproc - WHO_MAX);

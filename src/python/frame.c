@@ -248,7 +248,13 @@ static int decode_frames(struct pst__py *py, struct pst__mem *mem,
       return err;
     }
     /* A multiprocessing worker runs under BaseProcess._bootstrap(self):
-     * its Process object names its role ("Process-1", "SpawnPoolWorker-2"). */
+     * its Process object names its role ("Process-1", "SpawnPoolWorker-2");
+     * torch's DataLoader workers run _worker_loop under it (met first: the
+     * frames go from the innermost). */
+    if (!py->process_obj && locals != PST_NOFF &&
+        ends_with(f->name, "_worker_loop") &&
+        ends_with(f->filename, "torch/utils/data/_utils/worker.py"))
+      py->dataloader = 1;
     if (!py->process_obj && locals != PST_NOFF &&
         ends_with(f->name, "_bootstrap") &&
         ends_with(f->filename, "multiprocessing/process.py") &&

@@ -321,6 +321,8 @@ struct pst__py {
   uint64_t process_obj; /* multiprocessing's Process object, once a
                                 walk met BaseProcess._bootstrap(self) (a
                                 worker's main thread), else 0 */
+  int dataloader;       /* that walk met torch's DataLoader _worker_loop:
+                           the process is a DataLoader worker */
   uint64_t err_addr;    /* what the last failed walk could not read
                                 or decode (a code object, a frame), for
                                 diagnostics; 0 when unknown */

@@ -544,7 +544,9 @@ void pst__target_update_role(struct pst_target *t) {
     return;
   t->role_obj = t->py.process_obj;
   if (pst__py_thread_name(&t->py, &t->mem, t->role_obj, &name) == 0) {
-    snprintf(t->role, sizeof(t->role), "%s", name);
+    snprintf(t->role, sizeof(t->role), "%s%s%s",
+             t->py.dataloader ? "DataLoader worker (" : "", name,
+             t->py.dataloader ? ")" : "");
     free(name);
   } else {
     t->py.process_obj = 0; /* a torn read: look again */

@@ -507,10 +507,35 @@ def check_torch_record(job, nonpy, label):
            known="origin name")
 
 
+def check_torch_roles(job, label):
+    """dump -s of the job: each DataLoader worker labelled as one, with its
+    multiprocessing name; the main process has no role."""
+    problems = []
+    for _ in range(3):  # a worker caught outside _worker_loop: again
+        r = Run(["dump", "-s", "-p", str(job.pid), "--json"])
+        if r.failed():
+            report(False, "%s dump -s: DataLoader workers' roles" % label,
+                   r.failed())
+            return
+        roles = dict((p["pid"], p["role"])
+                     for p in json.loads(r.stdout)["processes"])
+        problems = ["%d: %r" % (w, roles.get(w)) for w, name in
+                    sorted(job.workers.items())
+                    if roles.get(w) != "DataLoader worker (%s)" % name]
+        if roles.get(job.pid):
+            problems.append("main process %d: %r" % (job.pid,
+                                                     roles[job.pid]))
+        if not problems:
+            break
+    report(not problems, "%s dump -s: DataLoader workers labelled as such "
+           "(with their multiprocessing names)" % label, "; ".join(problems))
+
+
 def check_torch(interp, label):
     job = None
     try:
         job = TorchJob(interp)
+        check_torch_roles(job, label)
         nonpy = check_torch_dumps(job, interp, label)
         check_torch_record(job, nonpy, label)
     except Exception as e:
