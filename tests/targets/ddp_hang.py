@@ -2,14 +2,16 @@
 # to the collective: every rank but the last waits in all_reduce (step)
 # for the last, which sleeps (late_rank).
 #
-# usage: python3 -u ddp_hang.py launch N [SECONDS]
+# usage: python3 -u ddp_hang.py launch N [SECONDS] [THREADS]
 #   the launcher (as torchrun's agent: Python, the ranks its children):
 #   starts N ranks of this script with torchrun's environment (RANK,
 #   LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT on a free port),
 #   prints "rank R ready" from each as it goes where it stays, then
 #   "ready"; waits for them. Debian 12's torchrun (torch 1.13 on 3.11)
 #   fails in its own redirects handling, hence this launcher.
-#   Runs for SECONDS (default 600) at most.
+#   Runs for SECONDS (default 600) at most. THREADS (default 0): Python
+#   threads more in each rank, waiting on an Event (a prefetcher's,
+#   a logger's), for the benchmark of 4 ranks x 20 threads.
 import os
 import socket
 import subprocess
@@ -17,6 +19,7 @@ import sys
 import time
 
 LIFE = float(sys.argv[3]) if len(sys.argv) > 3 else 600
+EXTRA = int(sys.argv[4]) if len(sys.argv) > 4 else 0
 dist = None  # torch.distributed, in the ranks
 
 
@@ -40,7 +43,7 @@ def launch(n):
                    MASTER_PORT=str(port), OMP_NUM_THREADS="1")
         ranks.append(subprocess.Popen(
             [sys.executable, "-u", os.path.abspath(__file__), "rank", str(n),
-             str(LIFE)], env=env, stdout=subprocess.PIPE))
+             str(LIFE), str(EXTRA)], env=env, stdout=subprocess.PIPE))
     for p in ranks:
         sys.stdout.write(p.stdout.readline().decode())
     sys.stdout.write("ready\n")
@@ -59,6 +62,11 @@ def rank_main():
     import torch.distributed
 
     dist = torch.distributed
+    import threading
+    never = threading.Event()
+    for i in range(EXTRA):
+        threading.Thread(target=never.wait, name="extra-%d" % i,
+                         daemon=True).start()
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     t = torch.ones(4)
