@@ -3,7 +3,8 @@
  * maps (through a memory stream, as pst__maps_load reads the file; then the
  * lookups every user makes), status, stat (the state and start time of a
  * thread, and a process's image), schedstat, environ (the RANK variables),
- * cmdline, cgroup (the container's name) and a children list. A target
+ * cmdline, cgroup (the container's name), a children list and a blocked
+ * thread's syscall line (its stack and program counter for --native). A target
  * writes its own comm, command line, environment, file names and, in a
  * container, cgroup names: none of it may do more than fail to parse.
  * Seeds: these files of real Python processes, plus hostile variants. */
@@ -24,6 +25,7 @@ enum {
   F_CMDLINE,
   F_CGROUP,
   F_CHILDREN,
+  F_SYSCALL,
   F_COUNT
 };
 
@@ -89,6 +91,12 @@ static void fuzz_text(int kind, char *text, size_t len) {
   case F_SCHEDSTAT: {
     uint64_t run, wait;
     (void)pst__proc_parse_schedstat(text, &run, &wait);
+    break;
+  }
+  case F_SYSCALL: {
+    long nr;
+    uint64_t sp, pc;
+    (void)pst__proc_parse_syscall(text, &nr, &sp, &pc);
     break;
   }
   case F_ENVIRON: {

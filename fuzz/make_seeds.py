@@ -347,7 +347,7 @@ def writers():
 
 # fuzz_proc.c's first byte: which file the rest is.
 PROC_KINDS = ["maps", "status", "stat", "schedstat", "environ", "cmdline",
-              "cgroup", "children"]
+              "cgroup", "children", "syscall"]
 
 PROC_TARGET = r"""
 import os, sys, threading, time
@@ -394,7 +394,7 @@ def proc():
             with open(os.path.join(base, kind), "rb") as f:
                 put(kind, "real", f.read())
         for i, tid in enumerate(sorted(os.listdir(base + "/task"))):
-            for kind in ["stat", "schedstat", "children"]:
+            for kind in ["stat", "schedstat", "children", "syscall"]:
                 with open("%s/task/%s/%s" % (base, tid, kind), "rb") as f:
                     put(kind, "task%d" % i, f.read())
     finally:
@@ -417,6 +417,10 @@ def proc():
     put("cgroup", "fake-v2", b"3:cpu:/evil0::/fake\n0::/system.slice/"
         b"docker-abc.scope\n")
     put("children", "odd", b"1 -2 0 99999999999 17 ")
+    put("syscall", "running", b"running\n")
+    put("syscall", "nosys", b"-1 0x7ffd3a0c1f28 0x7f3b2c9e1a5d\n")
+    put("syscall", "bad", b"202 0x1 0x 0x-3 0xffffffffffffffffff 0x0 0x0 "
+        b"0x7ffd 0x7f\n")
     print("proc: %d seeds" % n)
 
 

@@ -117,6 +117,8 @@ struct pst__unwinder {
   uint64_t last_reload_ns;
   /* Per unwind. */
   struct user_regs_struct regs;
+  int only_sp_pc;      /* the regs are a blocked thread's sp and pc alone */
+  int reg_missing;     /* and libunwind asked for another one */
   struct cpage *pages; /* CPAGES_MAX */
   int npages;
   struct region hot_stack; /* last page cache hit */
@@ -452,6 +454,10 @@ static int acc_access_reg(unw_addr_space_t as, unw_regnum_t reg,
     return -UNW_EREADONLYREG;
   if (reg < 0 || (size_t)reg >= sizeof(reg_offsets) / sizeof(*reg_offsets))
     return -UNW_EBADREG;
+  if (u->only_sp_pc && reg != UNW_X86_64_RSP && reg != UNW_X86_64_RIP) {
+    ((struct pst__unwinder *)arg)->reg_missing = 1;
+    return -UNW_EBADREG;
+  }
   memcpy(&v, (const char *)&u->regs + reg_offsets[reg], sizeof(v));
   *val = v;
   return 0;
@@ -639,19 +645,15 @@ int pst__unwinder_refresh(struct pst__unwinder *u) {
   return err;
 }
 
-int pst__unwind_thread(struct pst__unwinder *u, pid_t tid, uint64_t *ips,
-                       uint64_t *sps, int max) {
+/* The unwind from u->regs (both entry points). */
+static int unwind(struct pst__unwinder *u, pid_t tid, uint64_t *ips,
+                  uint64_t *sps, int max) {
   unw_cursor_t c;
   unw_word_t ip, sp;
   uint64_t prev_ip, prev_sp;
   unsigned long faults = pst__elf_faults();
   int n, r;
 
-  if (max < 1)
-    return -EINVAL;
-  r = pst__ptrace_getregs(tid, &u->regs);
-  if (r)
-    return r;
   /* A new unwind: the stack pages of the last one are stale. */
   u->npages = 0;
   memset(&u->hot_stack, 0, sizeof(u->hot_stack));
@@ -713,6 +715,41 @@ out:
   }
   u->stats.unwinds++;
   u->stats.frames += (uint64_t)n;
+  return n;
+}
+
+int pst__unwind_thread(struct pst__unwinder *u, pid_t tid, uint64_t *ips,
+                       uint64_t *sps, int max) {
+  int r;
+
+  if (max < 1)
+    return -EINVAL;
+  r = pst__ptrace_getregs(tid, &u->regs);
+  if (r)
+    return r;
+  u->only_sp_pc = 0;
+  return unwind(u, tid, ips, sps, max);
+}
+
+int pst__unwind_blocked(struct pst__unwinder *u, pid_t tid, uint64_t sp,
+                        uint64_t pc, uint64_t *ips, uint64_t *sps, int max) {
+  int n;
+
+  if (max < 1)
+    return -EINVAL;
+  memset(&u->regs, 0, sizeof(u->regs));
+  REGS_SP(&u->regs) = sp;
+  REGS_PC(&u->regs) = pc;
+  u->only_sp_pc = 1;
+  u->reg_missing = 0;
+  n = unwind(u, tid, ips, sps, max);
+  u->only_sp_pc = 0;
+  if (n >= 1 && u->reg_missing) {
+    u->stats.blocked_regs++;
+    return -EAGAIN;
+  }
+  if (n >= 1)
+    u->stats.blocked++;
   return n;
 }
 
@@ -794,6 +831,17 @@ int pst__unwind_thread(struct pst__unwinder *u, pid_t tid, uint64_t *ips,
                        uint64_t *sps, int max) {
   (void)u;
   (void)tid;
+  (void)ips;
+  (void)sps;
+  (void)max;
+  return -ENOSYS;
+}
+int pst__unwind_blocked(struct pst__unwinder *u, pid_t tid, uint64_t sp,
+                        uint64_t pc, uint64_t *ips, uint64_t *sps, int max) {
+  (void)u;
+  (void)tid;
+  (void)sp;
+  (void)pc;
   (void)ips;
   (void)sps;
   (void)max;

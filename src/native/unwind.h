@@ -66,6 +66,8 @@ struct pst__unwind_stats {
   uint64_t maps_reloads; /* /proc/PID/maps reloads after the first */
   uint64_t table_misses; /* IPs outside every module with a table */
   uint64_t image_faults; /* unwinds failed by a module truncated meanwhile */
+  uint64_t blocked;      /* pst__unwind_blocked calls that returned >= 1 */
+  uint64_t blocked_regs; /* of those asked, given up: a register unknown */
 };
 
 /* Creates the unwinder of process pid. mem reads pid's memory (borrowed);
@@ -98,6 +100,16 @@ int pst__unwinder_set_cache(struct pst__unwinder *u, enum pst__unwind_cache c);
  * less than 1. */
 int pst__unwind_thread(struct pst__unwinder *u, pid_t tid, uint64_t *ips,
                        uint64_t *sps, int max);
+
+/* The same for a thread that is not stopped but blocked (off every CPU),
+ * from the stack pointer and program counter /proc/.../syscall gave
+ * (pst__proc_syscall_fd()): its other registers are not known. Returns n
+ * as above, or -EAGAIN when a frame's rule needed one of them (a frame
+ * pointer kept from before the block: stop it and pst__unwind_thread()
+ * instead). The caller checks that the thread did not run meanwhile (its
+ * stack may have moved), as nothing holds it still. */
+int pst__unwind_blocked(struct pst__unwinder *u, pid_t tid, uint64_t sp,
+                        uint64_t pc, uint64_t *ips, uint64_t *sps, int max);
 
 /* The mapping of ip in the process: path as the target sees it ("[vdso]"
  * for the vdso), load bias (file vaddr = ip - bias) and the module's whole

@@ -202,6 +202,56 @@ int pst__proc_schedstat_fd(int fd, uint64_t *run_ns, uint64_t *wait_ns) {
   return n < 0 ? (int)n : pst__proc_parse_schedstat(buf, run_ns, wait_ns);
 }
 
+int pst__proc_task_syscall_open(pid_t pid, pid_t tid) {
+  char path[80];
+  int fd;
+
+  snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
+  fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return errno == ENOENT ? -ESRCH : -errno;
+  return fd;
+}
+
+int pst__proc_parse_syscall(const char *buf, long *nr, uint64_t *sp,
+                            uint64_t *pc) {
+  unsigned long long w[8];
+  char *end;
+  long n;
+  int k = 0;
+
+  if (!strncmp(buf, "running", 7))
+    return -EBUSY;
+  errno = 0;
+  n = strtol(buf, &end, 10);
+  if (end == buf || errno || n < -1)
+    return -EINVAL;
+  /* NR, then 6 arguments and SP PC; -1 has SP PC only. */
+  while (k < 8 && *end == ' ') {
+    const char *at = end + 1;
+    if (strncmp(at, "0x", 2))
+      return -EINVAL;
+    errno = 0;
+    w[k] = strtoull(at, &end, 16);
+    if (end == at + 2 || errno)
+      return -EINVAL;
+    k++;
+  }
+  if ((*end && *end != '\n') || k != (n == -1 ? 2 : 8))
+    return -EINVAL;
+  *nr = n;
+  *sp = w[k - 2];
+  *pc = w[k - 1];
+  return 0;
+}
+
+int pst__proc_syscall_fd(int fd, long *nr, uint64_t *sp, uint64_t *pc) {
+  char buf[256];
+  ssize_t n = pread_fd(fd, buf, sizeof(buf));
+
+  return n < 0 ? (int)n : pst__proc_parse_syscall(buf, nr, sp, pc);
+}
+
 int pst__proc_stat_fd(int fd, char *state, uint64_t *starttime) {
   char buf[1024];
   ssize_t n = pread_fd(fd, buf, sizeof(buf));

@@ -61,6 +61,20 @@ int pst__proc_schedstat_fd(int fd, uint64_t *run_ns, uint64_t *wait_ns);
 int pst__proc_parse_schedstat(const char *buf, uint64_t *run_ns,
                               uint64_t *wait_ns);
 
+/* Opens /proc/pid/task/tid/syscall the same way (fd or -errno): where a
+ * thread that is not running waits, without stopping it. */
+int pst__proc_task_syscall_open(pid_t pid, pid_t tid);
+/* A blocked thread's user stack pointer and program counter (and its
+ * system call's number, -1 when it blocks outside one, in a page fault or
+ * a stop), through such an fd, one pread: 0, -EBUSY when it is running
+ * (the kernel reads only a thread that is off every CPU), -ESRCH (gone),
+ * -EBADF, -EINVAL, or -errno. */
+int pst__proc_syscall_fd(int fd, long *nr, uint64_t *sp, uint64_t *pc);
+/* The same from the text of a syscall file ("NR ARG1..ARG6 SP PC",
+ * "-1 SP PC" or "running"): 0, -EBUSY or -EINVAL. */
+int pst__proc_parse_syscall(const char *buf, long *nr, uint64_t *sp,
+                            uint64_t *pc);
+
 /* State and start time through such an fd: one pread. 0, -ESRCH (the
  * thread is gone), -EBADF (fd < 0), -EINVAL, or -errno. */
 int pst__proc_stat_fd(int fd, char *state, uint64_t *starttime);

@@ -42,6 +42,9 @@ struct pst__tthread {
   int tp_err;           /* why fsbase could not be read (retried) */
   int statfd;           /* /proc/PID/task/TID/stat, read per sample */
   int schedfd;          /* its schedstat: has it run since the last read */
+  int sysfd;            /* its syscall file (--native, opened at first use,
+                           -1 until then): a blocked thread unwound
+                           without a stop */
   uint64_t ran_ns;      /* schedstat's run + wait time as last read */
   uint64_t run_ns;      /* schedstat's run time as last read */
   uint64_t credit_ns;   /* PST_SAMPLE_ON_CPU: CPU time not sampled yet */

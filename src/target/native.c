@@ -8,6 +8,7 @@
 #include "native/cxxname.h"
 #include "native/merge.h"
 #include "native/unwind.h"
+#include "proc/proc.h"
 #include "proc/ptrace.h"
 #include "python/python.h"
 #include "target/native.h"
@@ -38,6 +39,12 @@ struct pst__native_sampler {
   unsigned flags[NATIVE_MAX];
   struct pst_frame py[PY_MAX];
   struct pst_native_stats stats;
+  /* Blocked threads read without a stop (read_blocked), and those whose
+   * try gave way to the stop: they ran meanwhile, or a frame's rule asked
+   * for a register that a blocked thread's file does not give. */
+  uint64_t unstopped, moved, no_regs;
+  int always_stop; /* PYSTITCH_NATIVE_ALWAYS_STOP=1: no read_blocked (the
+                      tests compare both ways) */
 };
 
 int pst__native_sampler_new(pid_t pid, struct pst__mem *mem,
@@ -57,6 +64,8 @@ int pst__native_sampler_new(pid_t pid, struct pst__mem *mem,
   if (err)
     goto err;
   ns->interp_path = interp_path;
+  ns->always_stop = getenv("PYSTITCH_NATIVE_ALWAYS_STOP") &&
+                    !strcmp(getenv("PYSTITCH_NATIVE_ALWAYS_STOP"), "1");
   *out = ns;
   return 0;
 err:
@@ -67,6 +76,14 @@ err:
 void pst__native_sampler_free(struct pst__native_sampler *ns) {
   if (!ns)
     return;
+  if (ns->stats.samples)
+    pst__debug("native: %llu of %llu thread-samples read without a stop "
+               "(blocked threads); %llu tries gave way to a stop: %llu ran "
+               "meanwhile, %llu needed a register",
+               (unsigned long long)ns->unstopped,
+               (unsigned long long)ns->stats.samples,
+               (unsigned long long)(ns->moved + ns->no_regs),
+               (unsigned long long)ns->moved, (unsigned long long)ns->no_regs);
   pst__unwinder_free(ns->unw);
   pst__strtab_free(ns->strings);
   pst__dmcache_exit(&ns->cache);
@@ -145,6 +162,53 @@ static void eval_by_shims(struct pst__native_sampler *ns,
         (ns->flags[i] & ~(unsigned)PST_NF_EVAL) | (mark[i] ? PST_NF_EVAL : 0);
 }
 
+/* A thread asleep (S) read without a stop (issue: each stop costs the
+ * target a restarted system call and us 50-100 us): its sp and pc from
+ * /proc/.../syscall, its native stack unwound from them, its Python frames
+ * walked, all while it may wake. Kept only when it did not run meanwhile:
+ * its syscall line the same after as before, and its run and wait times
+ * too (a thread that woke and slept again at the same place has run).
+ * Returns the native frame count (*np: the Python one, or its error), or
+ * -EAGAIN: take the stop. */
+static int read_blocked(struct pst__native_sampler *ns, struct pst__py *py,
+                        struct pst__mem *mem, const struct pst__native_req *r,
+                        int *np, int *truncated, uint64_t top[2]) {
+  uint64_t run[2], wait[2], sp[2], pc[2];
+  long nr[2];
+  int nn;
+
+  if (ns->always_stop || !r->sysfd || r->schedfd < 0 || r->state != 'S' ||
+      *r->sysfd == -2)
+    return -EAGAIN;
+  if (*r->sysfd < 0) {
+    int fd = pst__proc_task_syscall_open(r->pid, r->tid);
+    *r->sysfd = fd < 0 ? -2 : fd; /* -2: not readable, never tried again */
+    if (fd < 0)
+      return -EAGAIN;
+  }
+  if (pst__proc_schedstat_fd(r->schedfd, &run[0], &wait[0]) ||
+      pst__proc_syscall_fd(*r->sysfd, &nr[0], &sp[0], &pc[0]))
+    return -EAGAIN;
+  nn = pst__unwind_blocked(ns->unw, r->tid, sp[0], pc[0], ns->ips, ns->sps,
+                           NATIVE_MAX);
+  if (nn == -EAGAIN)
+    ns->no_regs++;
+  if (nn < 0)
+    return -EAGAIN;
+  *np = r->tstate ? pst__py_walk(py, mem, r->tstate, r->hint, NULL, ns->py,
+                                 PY_MAX, truncated, r->thread_obj, top)
+                  : 0;
+  if (pst__proc_syscall_fd(*r->sysfd, &nr[1], &sp[1], &pc[1]) ||
+      pst__proc_schedstat_fd(r->schedfd, &run[1], &wait[1]) || nr[1] != nr[0] ||
+      sp[1] != sp[0] || pc[1] != pc[0] || run[1] != run[0] ||
+      wait[1] != wait[0]) {
+    ns->moved++;
+    return -EAGAIN;
+  }
+  ns->unstopped++;
+  return nn;
+}
+
 int pst__native_sample(struct pst__native_sampler *ns, struct pst__py *py,
                        struct pst__mem *mem, const struct pst__native_req *r,
                        struct pst_frame *out, int max, int *truncated) {
@@ -159,14 +223,19 @@ int pst__native_sample(struct pst__native_sampler *ns, struct pst__py *py,
    * moment): such samples are counted as errors. */
   if (r->state == 'D' || r->state == 'T' || r->state == 't')
     return -EAGAIN;
-  err = pst__ptrace_stop(r->tid);
-  if (err)
-    return err;
-  nn = pst__unwind_thread(ns->unw, r->tid, ns->ips, ns->sps, NATIVE_MAX);
-  if (r->tstate)
-    np = pst__py_walk(py, mem, r->tstate, r->hint, NULL, ns->py, PY_MAX,
-                      truncated, r->thread_obj, top);
-  pst__ptrace_resume(r->tid);
+  nn = read_blocked(ns, py, mem, r, &np, truncated, top);
+  if (nn == -EAGAIN) {
+    np = 0;
+    *truncated = 0;
+    err = pst__ptrace_stop(r->tid);
+    if (err)
+      return err;
+    nn = pst__unwind_thread(ns->unw, r->tid, ns->ips, ns->sps, NATIVE_MAX);
+    if (r->tstate)
+      np = pst__py_walk(py, mem, r->tstate, r->hint, NULL, ns->py, PY_MAX,
+                        truncated, r->thread_obj, top);
+    pst__ptrace_resume(r->tid);
+  }
   if (nn < 0 && np <= 0)
     return nn;
   if (np < 0) {

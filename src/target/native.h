@@ -53,6 +53,10 @@ struct pst__native_req {
                                the walk meets it, or NULL */
   int full_names;            /* C++ names whole, not their short form
                                (native/cxxname.h) */
+  pid_t pid;                 /* its process */
+  int schedfd;               /* its open schedstat, or -1 */
+  int *sysfd;                /* its syscall file: opened here at first use
+                                (-1 until then), or NULL: always stopped */
 };
 
 /* Stops thread r->tid (only it), reads its registers, native stack and

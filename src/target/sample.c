@@ -655,7 +655,10 @@ int pst_target_sample(struct pst_target *t, int flags,
                                      &x->hint,
                                      (flags & PST_SAMPLE_NATIVE_ALL) != 0,
                                      x->pyname[0] ? NULL : &thread_obj,
-                                     (flags & PST_SAMPLE_FULL_NAMES) != 0};
+                                     (flags & PST_SAMPLE_FULL_NAMES) != 0,
+                                     t->pid,
+                                     x->schedfd,
+                                     &x->sysfd};
       n = pst__native_sample(t->native, &t->py, &t->mem, &req, th->frames,
                              PST_TARGET_FRAMES_MAX, &th->truncated);
       settle(t, i, n, thread_obj);

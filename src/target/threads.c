@@ -39,6 +39,7 @@ void pst__tthread_init(struct pst_target *t, struct pst__tthread *x, pid_t tid,
   snprintf(x->comm, sizeof(x->comm), "%s", x->th.name);
   x->statfd = pst__proc_task_stat_open(t->pid, tid);
   x->schedfd = pst__proc_task_schedstat_open(t->pid, tid);
+  x->sysfd = -1;
   x->tp_err = !pst__tthread_may_stop(state)
                   ? -EAGAIN
                   : pst__ptrace_thread_pointer(tid, &x->th.fsbase);
@@ -56,7 +57,9 @@ void pst__tthread_exit(struct pst__tthread *x) {
     close(x->statfd);
   if (x->schedfd >= 0)
     close(x->schedfd);
-  x->statfd = x->schedfd = -1;
+  if (x->sysfd >= 0)
+    close(x->sysfd);
+  x->statfd = x->schedfd = x->sysfd = -1;
 }
 
 /* ---- mapping a thread to its PyThreadState ---- */
@@ -419,7 +422,7 @@ int pst_target_refresh(struct pst_target *t) {
       k = t->nthreads;
     if (k < t->nthreads) { /* known: move it over */
       *x = t->threads[k];
-      t->threads[k].statfd = t->threads[k].schedfd = -1;
+      t->threads[k].statfd = t->threads[k].schedfd = t->threads[k].sysfd = -1;
       if (x->tp_err && pst__tthread_may_stop(state)) { /* retry a failed read */
         x->tp_err = pst__ptrace_thread_pointer(x->th.tid, &x->th.fsbase);
         x->held = x->tp_err ? 0 : state;

@@ -220,6 +220,70 @@ def check_native_only(interp, lib):
         t.stop()
 
 
+UNSTOPPED = re.compile(r"native: (\d+) of (\d+) thread-samples read "
+                       r"without a stop \(blocked threads\); \d+ tries gave "
+                       r"way to a stop: (\d+) ran meanwhile, (\d+) needed a "
+                       r"register")
+PARKED = ("sleeper", "lock-waiter", "recv-waiter", "deep")
+
+
+def frames_of(d):
+    """{thread name: [(kind, name, file, line)]} of a --json dump."""
+    return dict((th["name"], [(f["kind"], f["name"], f["file"], f["line"])
+                              for f in th["frames"]])
+                for th in d["threads"])
+
+
+def check_unstopped(interp, lib):
+    """A thread asleep in a system call is read without a ptrace stop
+    (its sp and pc from /proc/.../syscall): dump --native gives the same
+    frames for the parked threads of threads.py as with every thread
+    stopped (PYSTITCH_NATIVE_ALWAYS_STOP=1), and -vv counts them as read
+    without a stop. A build with frame pointers (sid's 3.15, the debug
+    builds) needs the thread's frame pointer, which that file does not
+    give: such threads are stopped, and counted so."""
+    t = pytargets.Target(interp, "threads.py")
+    try:
+        while t.readline().strip() != "ready":
+            pass
+        time.sleep(0.3)
+        args = ["dump", "--native", "--json", "-vv", "-p", str(t.pid)]
+        for attempt in range(3):
+            r = pystitch(args, timeout=30)
+            s = pystitch(args, timeout=30,
+                         env={"PYSTITCH_NATIVE_ALWAYS_STOP": "1"})
+            if r.returncode or s.returncode:
+                return "dump exited %d / %d: %s" % (
+                    r.returncode, s.returncode, r.stderr.decode()[-500:])
+            m = UNSTOPPED.search(r.stderr.decode())
+            ms = UNSTOPPED.search(s.stderr.decode())
+            a = frames_of(json.loads(r.stdout.decode()))
+            b = frames_of(json.loads(s.stdout.decode()))
+            diff = [n for n in PARKED if a.get(n) != b.get(n)]
+            missing = [n for n in PARKED
+                       if not any(k == "native" for k, _, _, _ in
+                                  a.get(n, []))]
+            problems = []
+            if not m or int(m.group(1)) + int(m.group(4)) < len(PARKED):
+                problems.append("read without a stop: %s" % (
+                    m.group(0) if m else "no -vv line"))
+            if ms and int(ms.group(1)) != 0:
+                problems.append("PYSTITCH_NATIVE_ALWAYS_STOP=1: %s" %
+                                ms.group(0))
+            if missing:
+                problems.append("no native frames: %s" % missing)
+            if diff:
+                problems.append("not as stopped: %s" % "; ".join(
+                    "%s: %s / %s" % (n, a.get(n), b.get(n))
+                    for n in diff[:2]))
+            if not problems:
+                print("# %s: %s" % (interp.label, m.group(0)))
+                return ""
+        return "\n".join(problems)
+    finally:
+        t.stop()
+
+
 def run(name, fn, interp, lib):
     """Reports the check fn(interp, lib); None passes."""
     TAP.check("%s %s" % (name, interp.label), fn, interp, lib, skip=None)
@@ -238,6 +302,8 @@ def main():
         run("native record", check_record, interp, lib)
         run("native-only thread without --native", check_native_only,
             interp, lib)
+        run("blocked threads read without a stop", check_unstopped, interp,
+            lib)
     shutil.rmtree(TMP, ignore_errors=True)
     return TAP.finish()
 
