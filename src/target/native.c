@@ -52,6 +52,7 @@ int pst__native_sampler_new(pid_t pid, struct pst__mem *mem,
                             struct pst__modcache *cache,
                             struct pst__native_sampler **out) {
   struct pst__native_sampler *ns = calloc(1, sizeof(*ns));
+  const char *always;
   int err = -ENOMEM;
 
   if (!ns)
@@ -64,8 +65,8 @@ int pst__native_sampler_new(pid_t pid, struct pst__mem *mem,
   if (err)
     goto err;
   ns->interp_path = interp_path;
-  ns->always_stop = getenv("PYSTITCH_NATIVE_ALWAYS_STOP") &&
-                    !strcmp(getenv("PYSTITCH_NATIVE_ALWAYS_STOP"), "1");
+  always = getenv("PYSTITCH_NATIVE_ALWAYS_STOP");
+  ns->always_stop = always && !strcmp(always, "1");
   *out = ns;
   return 0;
 err:
