@@ -123,6 +123,8 @@ enum {
   SYM_GEN_TYPE,       /* PyGen_Type */
   SYM_METHOD_TYPE,    /* PyMethod_Type (asyncio_legacy.c) */
   SYM_SET_TYPE,       /* PySet_Type */
+  SYM_UCS4,           /* PyUnicodeUCS4_FromString: 2.7's unicode is UCS-4 */
+  SYM_UCS2,           /* PyUnicodeUCS2_FromString: UTF-16 (a narrow build) */
   SYM_COUNT
 };
 
@@ -146,6 +148,8 @@ static const char *const sym_names[SYM_COUNT] = {
     [SYM_GEN_TYPE] = "PyGen_Type",
     [SYM_METHOD_TYPE] = "PyMethod_Type",
     [SYM_SET_TYPE] = "PySet_Type",
+    [SYM_UCS4] = "PyUnicodeUCS4_FromString",
+    [SYM_UCS2] = "PyUnicodeUCS2_FromString",
 };
 
 struct syms {
@@ -451,6 +455,8 @@ int pst__py_analyse_elf(struct pst__py *py, const struct pst__elf *e,
     py->none = sy.v[SYM_NONE] + bias;
   if (sy.v[SYM_TSTATE_CUR])
     py->tstate_current = sy.v[SYM_TSTATE_CUR] + bias;
+  /* 2.7's C API names its unicode functions by the width of Py_UNICODE. */
+  py->unicode_width = sy.v[SYM_UCS4] ? 4 : sy.v[SYM_UCS2] ? 2 : 0;
   object_types(py, &sy, bias);
 
   err = layout_checked(py, mem, found);

@@ -141,6 +141,56 @@ static void bytes_text(const uint8_t *p, int64_t n, int cut, char *out,
   snprintf(out + at, len - at, "'%s", cut ? "..." : "");
 }
 
+/* 2.7's unicode obj (u'..', cut with "..." when longer than TEXT_MAX
+ * characters): its length and Py_UNICODE buffer follow the object's
+ * head; UCS-4, or UTF-16 in a narrow build. */
+static int unicode2_text(const struct pst__py *py, struct pst__mem *mem,
+                         uint64_t obj, uint64_t head, char *out, size_t len) {
+  uint8_t buf[TEXT_MAX * 4];
+  int64_t n;
+  uint64_t data;
+  size_t at, w = (size_t)py->unicode_width, k;
+
+  if (!w || pst__mem_read(mem, obj + head, &n, 8) ||
+      pst__mem_read_u64(mem, obj + head + 8, &data) || n < 0)
+    return -EFAULT;
+  k = (size_t)(n < TEXT_MAX ? n : TEXT_MAX);
+  if (k && pst__mem_read(mem, data, buf, k * w))
+    return -EFAULT;
+  at = (size_t)snprintf(out, len, "u'");
+  for (size_t i = 0; i < k && at + 8 < len; i++) {
+    uint32_t c = w == 4 ? (uint32_t)buf[4 * i] | (uint32_t)buf[4 * i + 1] << 8 |
+                              (uint32_t)buf[4 * i + 2] << 16 |
+                              (uint32_t)buf[4 * i + 3] << 24
+                        : (uint32_t)buf[2 * i] | (uint32_t)buf[2 * i + 1] << 8;
+    if (w == 2 && c >= 0xd800 && c < 0xdc00 && i + 1 < k) { /* a pair */
+      uint32_t lo = (uint32_t)buf[2 * i + 2] | (uint32_t)buf[2 * i + 3] << 8;
+      if (lo >= 0xdc00 && lo < 0xe000) {
+        c = 0x10000 + ((c - 0xd800) << 10) + (lo - 0xdc00);
+        i++;
+      }
+    }
+    if (c == '\\' || c == '\'' || c < 0x20 || c == 0x7f ||
+        (c >= 0xd800 && c < 0xe000) || c > 0x10ffff)
+      at += (size_t)snprintf(out + at, len - at,
+                             c < 0x100 ? "\\x%02x" : "\\u%04x", c);
+    else if (c < 0x80)
+      out[at++] = (char)c;
+    else if (c < 0x800)
+      at += (size_t)snprintf(out + at, len - at, "%c%c", 0xc0 | c >> 6,
+                             0x80 | (c & 0x3f));
+    else if (c < 0x10000)
+      at += (size_t)snprintf(out + at, len - at, "%c%c%c", 0xe0 | c >> 12,
+                             0x80 | (c >> 6 & 0x3f), 0x80 | (c & 0x3f));
+    else
+      at += (size_t)snprintf(out + at, len - at, "%c%c%c%c", 0xf0 | c >> 18,
+                             0x80 | (c >> 12 & 0x3f), 0x80 | (c >> 6 & 0x3f),
+                             0x80 | (c & 0x3f));
+  }
+  snprintf(out + at, len - at, "'%s", (size_t)n > k ? "..." : "");
+  return 0;
+}
+
 /* Text of the value obj (a frame's local), into out. */
 static void value_text(struct pst__py *py, struct pst__mem *mem, uint64_t obj,
                        char *out, size_t len) {
@@ -218,6 +268,11 @@ static void value_text(struct pst__py *py, struct pst__mem *mem, uint64_t obj,
       snprintf(out, len, "%s (unreadable)", name);
     else
       snprintf(out, len, "%s (len %" PRId64 ")", name, n);
+    return;
+  case K_UNICODE2:
+    if (unicode2_text(py, mem, obj, head, out, len) == 0)
+      return;
+    snprintf(out, len, "<%s object>", name);
     return;
   default:
     snprintf(out, len, "<%s object>", name);

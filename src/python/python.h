@@ -290,6 +290,8 @@ struct pst__py_task {
 struct pst__py {
   struct pst__py_layout lay; /* copied from the table or _Py_DebugOffsets */
   int version_hex;           /* 0xMMmm */
+  int unicode_width;         /* 2.7: bytes of a Py_UNICODE (2 or 4), 0:
+                                unknown (its unicode values not shown) */
   uint64_t runtime;          /* &_PyRuntime (3.7+), else 0 */
   uint64_t runtime_size;     /* sizeof(_PyRuntimeState) when known */
   uint64_t interp;           /* main PyInterpreterState */

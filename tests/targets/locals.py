@@ -25,7 +25,9 @@ def deep(depth):
 
 
 def main():
-    s = u"h\u00e9llo w\u00f6rld"
+    # Latin-1, a CJK character (2 bytes in UTF-16) and one past the BMP
+    # (4 bytes, a surrogate pair in 2.7's narrow builds).
+    s = u"h\u00e9llo w\u00f6rld \u6570\U0001F600"
     args = (42, -7, 2 ** 70, 0.5, s, b"ab\x00c", True, None, {1: 2, 3: 4},
             [1, 2, 3], (1,), set([5]))
     threading.Thread(target=values, args=args, name="values").start()
@@ -33,7 +35,7 @@ def main():
     want = {
         "i": "42", "neg": "-7", "big": "int (more than 64 bits)" if not PY2
         else "long (more than 64 bits)", "f": "0.5",
-        "s": u"'h\u00e9llo w\u00f6rld'" if not PY2 else "<unicode object>",
+        "s": (u"u'" if PY2 else u"'") + s + u"'",
         "b": "b'ab\\x00c'", "t": "True", "n": "None", "d": "dict (len 2)",
         "l": "list (len 3)", "tup": "tuple (len 1)", "st": "set (len 1)",
     }
