@@ -632,8 +632,50 @@ def check_locals(interp):
         t.stop()
 
 
+def check_merge_labels():
+    """--merge of two hosts' saved dumps of an 8-rank job whose rank 3 hangs
+    elsewhere, with rank 0's two DataLoader workers (which inherit its
+    RANK): the ranks of the common stack as ranges with a gap ("ranks
+    0-2,4-7"), rank 3's stack first (the odd one out), and the workers by
+    pid, rank and role, not as repeated ranks."""
+    def proc(pid, rank, stack, role=""):
+        frames = [{"name": n, "file": "train.py", "line": i + 10,
+                   "kind": "python"} for i, n in enumerate(stack)]
+        return {"pid": pid, "rank": rank, "local_rank": rank % 4,
+                "world_size": 8, "role": role, "version": "3.11.2",
+                "cmdline": "python3 train.py", "threads": [
+                    {"tid": pid, "name": "MainThread", "python": True,
+                     "idle": True, "frames": frames}]}
+    common = ["allreduce", "backward", "train_step", "main"]
+    hosts = [[proc(100 + r, r, ["sleep", "late", "main"] if r == 3
+                   else common) for r in range(4)],
+             [proc(200 + r, r, common) for r in range(4, 8)]]
+    hosts[0] += [proc(110 + k, 0, ["_worker_loop", "_bootstrap"],
+                      "DataLoader worker (Process-%d)" % (k + 1))
+                 for k in range(2)]
+    paths = []
+    for i, procs in enumerate(hosts):
+        paths.append(os.path.join(TMP, "node%d.json" % i))
+        with open(paths[-1], "w") as f:
+            json.dump({"host": "node%d" % i, "processes": procs}, f)
+    r = pystitch(["dump", "--merge"] + paths)
+    out = r.stdout.decode("utf-8", errors="replace")
+    heads = [line for line in out.splitlines() if line.startswith("Stack ")]
+    want = ["Stack 1 of 3, rank 3: 1 thread (MainThread)",
+            "Stack 2 of 3, pid 110@node0 (rank 0, DataLoader worker "
+            "(Process-1)), 111@node0 (rank 0, DataLoader worker "
+            "(Process-2)): 2 threads (MainThread)",
+            "Stack 3 of 3, ranks 0-2,4-7: 7 threads (MainThread)"]
+    if r.returncode != 0 or heads != want:
+        return "exit %d, groups:\n%s\nwanted:\n%s" % (
+            r.returncode, "\n".join(heads), "\n".join(want))
+    return ""
+
+
 def main():
     found, skipped = pytargets.interpreters()
+    check("dump --merge: ranks with a gap, workers sharing a rank",
+          check_merge_labels)
     uvloops = 0
     for label, why in skipped:
         report(None, "dump " + label, why)
