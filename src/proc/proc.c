@@ -7,16 +7,42 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "proc/proc.h"
 #include "util/array.h"
 
+/* Opens a /proc file read-only. A target of thousands of threads needs
+ * two or three files open per thread (stat, schedstat, syscall): at the
+ * first EMFILE the soft limit of open files is raised to the hard one,
+ * once (a command started by record was spawned before and keeps the
+ * usual limit). */
+static int open_proc(const char *path) {
+  static int raised;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+  if (fd < 0 && errno == EMFILE && !raised) {
+    struct rlimit rl;
+    raised = 1;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+      rl.rlim_cur = rl.rlim_max;
+      if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+      else
+        errno = EMFILE;
+    } else {
+      errno = EMFILE;
+    }
+  }
+  return fd;
+}
+
 ssize_t pst__proc_read(const char *path, char *buf, size_t len) {
   ssize_t n, total = 0;
   int fd, err;
 
-  fd = open(path, O_RDONLY | O_CLOEXEC);
+  fd = open_proc(path);
   if (fd < 0)
     return errno == ENOENT ? -ESRCH : -errno;
   while ((size_t)total + 1 < len) {
@@ -150,7 +176,7 @@ int pst__proc_task_stat_open(pid_t pid, pid_t tid) {
   int fd;
 
   snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-  fd = open(path, O_RDONLY | O_CLOEXEC);
+  fd = open_proc(path);
   if (fd < 0)
     return errno == ENOENT ? -ESRCH : -errno;
   return fd;
@@ -162,7 +188,7 @@ int pst__proc_task_schedstat_open(pid_t pid, pid_t tid) {
 
   snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)pid,
            (int)tid);
-  fd = open(path, O_RDONLY | O_CLOEXEC);
+  fd = open_proc(path);
   if (fd < 0)
     return errno == ENOENT ? -ESRCH : -errno;
   return fd;
@@ -207,7 +233,7 @@ int pst__proc_task_syscall_open(pid_t pid, pid_t tid) {
   int fd;
 
   snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
-  fd = open(path, O_RDONLY | O_CLOEXEC);
+  fd = open_proc(path);
   if (fd < 0)
     return errno == ENOENT ? -ESRCH : -errno;
   return fd;

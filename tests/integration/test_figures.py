@@ -133,6 +133,36 @@ def check_cpu_gate(interp):
         t.stop()
 
 
+def check_open_files(interp):
+    """1500 threads under the usual soft limit of 1024 open files: the
+    files pystitch keeps open per thread (stat, schedstat) need more, and
+    it raises its own soft limit to the hard one instead of failing to
+    attach ("Too many open files" before)."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard < 4096:
+        return None
+    t = pytargets.Target(interp, "many.py", ["1500", "5", "0"])
+    out = os.path.join(TMP, "fds.folded")
+    try:
+        wait_ready(t)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard))
+        try:
+            r = pystitch(["record", "-p", str(t.pid), "-d", "1", "--mode",
+                          "wall", "-f", "folded", "-o", out], timeout=120)
+        finally:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        err = r.stderr.decode(errors="replace")
+        if r.returncode != 0:
+            return "exit %d: %s" % (r.returncode, err[-1000:])
+        m = re.search(r"samples of (\d+) threads", err)
+        if not m or int(m.group(1)) < 1501:
+            return "threads recorded: %s" % (m.group(0) if m else err[-500:])
+        return ""
+    finally:
+        t.stop()
+
+
 def check_sleeper_idle(interp):
     """20 dumps of a process whose threads sleep in time.sleep: every
     thread idle, state S, each time (the ptrace stop that reads a new
@@ -609,6 +639,9 @@ def main():
                    plain)[0]
     TAP.check("cpu time %s" % main_interp.label, check_cpu_time, main_interp,
               timed=True)
+    TAP.check("1500 threads under a soft limit of 1024 open files %s" %
+              main_interp.label, check_open_files, main_interp,
+              skip="the hard limit of open files is under 4096")
     for i in pick(plain, ["pyenv-2.7", "pyenv-3.12"]):
         TAP.check("mode cpu's gate, 300 sleeping threads %s" % i.label,
                   check_cpu_gate, i, timed=True)
