@@ -97,6 +97,8 @@ static int int_value(const struct pst__py *py, const uint8_t *buf, size_t len,
     nd = (tag & 3) == 1 ? 0 : (int64_t)(tag >> 3);
   } else {
     memcpy(&nd, buf + l->long_size, 8);
+    if (nd == INT64_MIN) /* no such size: -nd would overflow */
+      return -ERANGE;
     neg = nd < 0;
     nd = neg ? -nd : nd;
   }
