@@ -156,8 +156,14 @@ static int unicode2_text(const struct pst__py *py, struct pst__mem *mem,
   if (!w || pst__mem_read(mem, obj + head, &n, 8) ||
       pst__mem_read_u64(mem, obj + head + 8, &data) || n < 0)
     return -EFAULT;
-  k = (size_t)(n < TEXT_MAX ? n : TEXT_MAX);
-  if (k && pst__mem_read(mem, data, buf, k * w))
+  if (n == 0) {
+    snprintf(out, len, "u''");
+    return 0;
+  }
+  k = TEXT_MAX;
+  if (n < TEXT_MAX)
+    k = (size_t)n;
+  if (pst__mem_read(mem, data, buf, k * w))
     return -EFAULT;
   at = (size_t)snprintf(out, len, "u'");
   for (size_t i = 0; i < k && at + 8 < len; i++) {
