@@ -105,8 +105,7 @@ static int32_t i32_at(const uint8_t *p, int32_t off) {
   return v;
 }
 
-/* Appends code point cp as UTF-8. */
-static size_t put_utf8(char *o, uint32_t cp) {
+size_t pst__py_put_utf8(char *o, uint32_t cp) {
   if (cp < 0x80) {
     o[0] = (char)cp;
     return 1;
@@ -189,7 +188,7 @@ int pst__py_read_str(struct pst__py *py, struct pst__mem *mem, uint64_t addr,
     if (l->str_state == PST_NOFF) /* 2.7 bytes: pass through */
       s[o++] = (char)cp;
     else
-      o += put_utf8(s + o, cp);
+      o += pst__py_put_utf8(s + o, cp);
   }
   s[o] = '\0';
   *out = s;

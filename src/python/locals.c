@@ -182,18 +182,8 @@ static int unicode2_text(const struct pst__py *py, struct pst__mem *mem,
         (c >= 0xd800 && c < 0xe000) || c > 0x10ffff)
       at += (size_t)snprintf(out + at, len - at,
                              c < 0x100 ? "\\x%02x" : "\\u%04x", c);
-    else if (c < 0x80)
-      out[at++] = (char)c;
-    else if (c < 0x800)
-      at += (size_t)snprintf(out + at, len - at, "%c%c", 0xc0 | c >> 6,
-                             0x80 | (c & 0x3f));
-    else if (c < 0x10000)
-      at += (size_t)snprintf(out + at, len - at, "%c%c%c", 0xe0 | c >> 12,
-                             0x80 | (c >> 6 & 0x3f), 0x80 | (c & 0x3f));
     else
-      at += (size_t)snprintf(out + at, len - at, "%c%c%c%c", 0xf0 | c >> 18,
-                             0x80 | (c >> 12 & 0x3f), 0x80 | (c >> 6 & 0x3f),
-                             0x80 | (c & 0x3f));
+      at += pst__py_put_utf8(out + at, c); /* at + 8 < len: room for 4 */
   }
   snprintf(out + at, len - at, "'%s", (size_t)n > k ? "..." : "");
   return 0;
@@ -280,8 +270,7 @@ static void value_text(struct pst__py *py, struct pst__mem *mem, uint64_t obj,
   case K_UNICODE2:
     if (unicode2_text(py, mem, obj, head, out, len) == 0)
       return;
-    snprintf(out, len, "<%s object>", name);
-    return;
+    /* fall through - unreadable: named by its type */
   default:
     snprintf(out, len, "<%s object>", name);
     return;

@@ -542,6 +542,10 @@ int pst__py_thread_names_changed(struct pst__py *py, struct pst__mem *mem,
                                  const struct pst__py_name_ref *refs, int n,
                                  uint8_t *changed);
 
+/* Writes code point cp (at most U+10FFFF) as UTF-8 at o: 1 to 4 bytes,
+ * their count returned. */
+size_t pst__py_put_utf8(char *o, uint32_t cp);
+
 /* Reads a str object into UTF-8 (malloc'ed into *out). 0 or -errno. */
 int pst__py_read_str(struct pst__py *py, struct pst__mem *mem, uint64_t addr,
                      char **out);
