@@ -171,27 +171,24 @@ int pst__proc_parse_stat(const char *buf, char *state, uint64_t *starttime) {
   return 0;
 }
 
-int pst__proc_task_stat_open(pid_t pid, pid_t tid) {
+/* Opens /proc/pid/task/tid/name for repeated preads: fd, -ESRCH, -errno. */
+static int task_file_open(pid_t pid, pid_t tid, const char *name) {
   char path[80];
   int fd;
 
-  snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+  snprintf(path, sizeof(path), "/proc/%d/task/%d/%s", (int)pid, (int)tid, name);
   fd = open_proc(path);
   if (fd < 0)
     return errno == ENOENT ? -ESRCH : -errno;
   return fd;
 }
 
-int pst__proc_task_schedstat_open(pid_t pid, pid_t tid) {
-  char path[80];
-  int fd;
+int pst__proc_task_stat_open(pid_t pid, pid_t tid) {
+  return task_file_open(pid, tid, "stat");
+}
 
-  snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)pid,
-           (int)tid);
-  fd = open_proc(path);
-  if (fd < 0)
-    return errno == ENOENT ? -ESRCH : -errno;
-  return fd;
+int pst__proc_task_schedstat_open(pid_t pid, pid_t tid) {
+  return task_file_open(pid, tid, "schedstat");
 }
 
 /* One pread of a whole small /proc file from its start, NUL-terminated:
@@ -229,14 +226,7 @@ int pst__proc_schedstat_fd(int fd, uint64_t *run_ns, uint64_t *wait_ns) {
 }
 
 int pst__proc_task_syscall_open(pid_t pid, pid_t tid) {
-  char path[80];
-  int fd;
-
-  snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
-  fd = open_proc(path);
-  if (fd < 0)
-    return errno == ENOENT ? -ESRCH : -errno;
-  return fd;
+  return task_file_open(pid, tid, "syscall");
 }
 
 int pst__proc_parse_syscall(const char *buf, long *nr, uint64_t *sp,
