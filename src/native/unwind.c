@@ -446,7 +446,7 @@ static int acc_access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val,
 
 static int acc_access_reg(unw_addr_space_t as, unw_regnum_t reg,
                           unw_word_t *val, int write, void *arg) {
-  const struct pst__unwinder *u = arg;
+  struct pst__unwinder *u = arg;
   uint64_t v;
 
   (void)as;
@@ -455,7 +455,7 @@ static int acc_access_reg(unw_addr_space_t as, unw_regnum_t reg,
   if (reg < 0 || (size_t)reg >= sizeof(reg_offsets) / sizeof(*reg_offsets))
     return -UNW_EBADREG;
   if (u->only_sp_pc && reg != UNW_X86_64_RSP && reg != UNW_X86_64_RIP) {
-    ((struct pst__unwinder *)arg)->reg_missing = 1;
+    u->reg_missing = 1;
     return -UNW_EBADREG;
   }
   memcpy(&v, (const char *)&u->regs + reg_offsets[reg], sizeof(v));
@@ -744,13 +744,7 @@ int pst__unwind_blocked(struct pst__unwinder *u, pid_t tid, uint64_t sp,
   u->reg_missing = 0;
   n = unwind(u, tid, ips, sps, max);
   u->only_sp_pc = 0;
-  if (n >= 1 && u->reg_missing) {
-    u->stats.blocked_regs++;
-    return -EAGAIN;
-  }
-  if (n >= 1)
-    u->stats.blocked++;
-  return n;
+  return n >= 1 && u->reg_missing ? -EAGAIN : n;
 }
 
 int pst__unwinder_module(struct pst__unwinder *u, uint64_t ip,

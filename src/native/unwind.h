@@ -66,8 +66,6 @@ struct pst__unwind_stats {
   uint64_t maps_reloads; /* /proc/PID/maps reloads after the first */
   uint64_t table_misses; /* IPs outside every module with a table */
   uint64_t image_faults; /* unwinds failed by a module truncated meanwhile */
-  uint64_t blocked;      /* pst__unwind_blocked calls that returned >= 1 */
-  uint64_t blocked_regs; /* of those asked, given up: a register unknown */
 };
 
 /* Creates the unwinder of process pid. mem reads pid's memory (borrowed);
