@@ -329,9 +329,17 @@ static void settle_walk(struct pst_target *t, size_t i, int n,
 /* Does this tick read every thread's run time (1), or the hot ones only
  * (0)? *clock_ns: the process's CPU clock, 0 when it cannot be read (no
  * gate: every thread is read). */
+/* The threads' run times as last read, summed. */
+static uint64_t run_sum(const struct pst_target *t) {
+  uint64_t sum = 0;
+
+  for (size_t i = 0; i < t->nthreads; i++)
+    sum += t->threads[i].run_ns;
+  return sum;
+}
+
 static int gate_all(struct pst_target *t, uint64_t now, uint64_t *clock_ns) {
   struct timespec ts;
-  uint64_t known = 0;
   int64_t others;
 
   *clock_ns = 0;
@@ -342,19 +350,13 @@ static int gate_all(struct pst_target *t, uint64_t now, uint64_t *clock_ns) {
   t->gate_ticks++;
   if (!t->gate_based || now - t->gate_full_ns >= GATE_FULL_NS)
     return 1;
-  for (size_t i = 0; i < t->nthreads; i++)
-    known += t->threads[i].run_ns;
-  others = (int64_t)(*clock_ns - t->gate_base - known);
+  others = (int64_t)(*clock_ns - t->gate_base - run_sum(t));
   return others >= (int64_t)(t->period_ns / 2);
 }
 
 /* After a tick that read every thread: the new base. */
 static void gate_rebase(struct pst_target *t, uint64_t now, uint64_t clock_ns) {
-  uint64_t known = 0;
-
-  for (size_t i = 0; i < t->nthreads; i++)
-    known += t->threads[i].run_ns;
-  t->gate_base = clock_ns - known;
+  t->gate_base = clock_ns - run_sum(t);
   t->gate_based = 1;
   t->gate_full_ns = now;
   t->gate_full++;
