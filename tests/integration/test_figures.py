@@ -91,8 +91,8 @@ def check_cpu_gate(interp):
     the process's CPU clock says that threads not read lately ran (the
     gate, sample.c): 300 sleeping threads and 3 that wake for short
     bursts. The bursts' CPU time is all in the profile (samples x period
-    within 15% of the kernel's utime+stime, much of it in burst_work),
-    and fewer than 3 ticks in 4 read every thread."""
+    within 15% of the kernel's utime+stime, none of it given to a
+    sleeper), and fewer than 3 ticks in 4 read every thread."""
     t = pytargets.Target(interp, "bursts.py", ["300", "3"])
     out = os.path.join(TMP, "gate.folded")
     try:
@@ -108,6 +108,10 @@ def check_cpu_gate(interp):
         total = sum(c for _, c in stacks)
         burst = sum(c for s, c in stacks
                     if s[-1].startswith("burst_work"))
+        # The sleepers never run: a sample of theirs would be CPU time
+        # given to the wrong thread.
+        asleep = sum(c for s, c in stacks
+                     if not any(f.startswith("burster") for f in s))
         m = GATE.search(err)
         ratio = total * 0.01 / used_s if used_s else 0
         print("# %s: %.2f s of CPU, %.2f s sampled (%.2f), %d of %d samples "
@@ -123,11 +127,13 @@ def check_cpu_gate(interp):
         if not 0.80 <= ratio <= 1.15:
             return "%.2f s sampled for %.2f s of CPU time (%.2f)" % (
                 total * 0.01, used_s, ratio)
-        # A sample's stack is read at the tick after the CPU time it stands
-        # for: a burst that ended by then shows the sleep after it (55-65%
-        # in burst_work on 3.12 with the gate and without).
-        if burst < 0.4 * total:
-            return "%d of %d samples in burst_work" % (burst, total)
+        # Not a figure to assert: a sample's stack is read at the tick after
+        # the CPU time it stands for, so a burst that ended by then shows
+        # the sleep after it (36-66% in burst_work, with the gate and
+        # without, depending on the bursts' timing).
+        if asleep:
+            return "%d of %d samples outside the bursting threads" % (
+                asleep, total)
         return ""
     finally:
         t.stop()
