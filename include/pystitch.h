@@ -354,6 +354,18 @@ PST_API int pst_policy_flags(const struct pst_policy *p);
  * to its CPU time. 0 (the default): whenever it ran at all. */
 PST_API void pst_target_set_period(struct pst_target *t, uint64_t period_ns);
 
+/* A refresh stops each new thread once (a few microseconds on an idle
+ * machine; milliseconds when the thread waits for a busy CPU) to read its
+ * thread pointer. With a deadline (CLOCK_MONOTONIC, ns), a refresh starts
+ * no such stop after it and leaves those threads to a later refresh: a
+ * thread not stopped yet is mapped through the thread-state list where
+ * its version allows (3.8+), else sampled once a refresh reads its
+ * pointer. For a caller that samples other targets meanwhile: one
+ * deadline bounds the refreshes of all its targets. 0 (the default): no
+ * deadline. */
+PST_API void pst_target_set_stop_deadline(struct pst_target *t,
+                                          uint64_t deadline_ns);
+
 /* Reads the Python stack of every thread known since the last refresh,
  * without ptrace (unless PST_SAMPLE_BLOCKING) and without listing /proc.
  * A stack that moved while it was read is read again, then reported as
@@ -369,6 +381,16 @@ PST_API int pst_target_sample(struct pst_target *t, int flags,
  * of its own already (call it right after pst_target_open()), -ENOMEM. */
 PST_API int pst_target_share_modules(struct pst_target *t,
                                      struct pst_target *other);
+
+/* Symbol tables of t's native modules (for --native frames and the names
+ * of native threads) built on a thread of their own, so that the caller
+ * never waits for a large library's (libtorch_cpu's: 70 ms). Meanwhile a
+ * frame of that module is named MODULE+0xOFFSET and a native thread keeps
+ * its kernel name; the interpreter's own table, which merging needs, is
+ * waited for. Off by default (dump wants every name at once); the
+ * sampling engine turns it on. Applies to the cache t shares
+ * (pst_target_share_modules()). */
+PST_API void pst_target_background_symbols(struct pst_target *t, int on);
 
 /* One local variable of a frame (pst_target_locals()). */
 struct pst_local {

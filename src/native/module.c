@@ -5,9 +5,18 @@
  * replace files (rename), which gives a new inode. Lookups are linear: a
  * cache holds one entry per distinct file (hundreds at most) and is only
  * searched when a process's maps are (re)loaded, never per sample.
+ *
+ * Background tables (pst__modcache_set_background()): a module's symbol
+ * table is built by the cache's worker (util/worker.h) while the caller
+ * goes on. The job touches only the module's table fields, which the
+ * owner thread reads once symtab_state says READY (release/acquire); it
+ * takes no reference: a module freed while queued is taken off the queue,
+ * one freed while built waits for the build.
  */
 #include <elf.h>
 #include <errno.h>
+#include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -21,6 +30,7 @@
 #include "pystitch.h"
 #include "util/array.h"
 #include "util/log.h"
+#include "util/worker.h"
 
 #ifndef PT_GNU_EH_FRAME
 #define PT_GNU_EH_FRAME 0x6474e550
@@ -54,6 +64,9 @@ struct pst__module {
   struct pst__eh_table table;
   struct pst__symtab *symtab; /* built at the first symbol lookup */
   int symtab_err;             /* why it could not be, or 0 */
+  atomic_int symtab_state;    /* SYMTAB_*: the three fields around are
+                                 read once it is SYMTAB_READY */
+  struct pst__job job;        /* its table's build, in the background */
   char *path;                 /* as the first process that mapped it sees
                                  it (owned), for the debug file search;
                                  NULL for image modules */
@@ -62,8 +75,13 @@ struct pst__module {
                                  symtab (owned), or NULL */
 };
 
+enum { SYMTAB_NONE, SYMTAB_QUEUED, SYMTAB_READY };
+
 struct pst__modcache {
   unsigned refs;
+  int background; /* symbol tables built by the worker */
+  int worker_ok;  /* w initialised */
+  struct pst__worker w;
   struct pst__module **v; /* live modules (borrowed: they remove
                                  themselves when freed) and failed
                                  entries (owned) */
@@ -80,6 +98,12 @@ int pst__modcache_new(struct pst__modcache **out) {
   return 0;
 }
 
+void pst__modcache_set_background(struct pst__modcache *c, int on) {
+  if (on && !c->worker_ok)
+    c->worker_ok = pst__worker_init(&c->w) == 0;
+  c->background = on && c->worker_ok;
+}
+
 struct pst__modcache *pst__modcache_get(struct pst__modcache *c) {
   c->refs++;
   return c;
@@ -88,6 +112,10 @@ struct pst__modcache *pst__modcache_get(struct pst__modcache *c) {
 void pst__modcache_put(struct pst__modcache *c) {
   if (!c || --c->refs)
     return;
+  /* Every module is gone, so the queue is empty; a thread may still be on
+   * its way out. */
+  if (c->worker_ok)
+    pst__worker_exit(&c->w);
   /* Live modules hold a reference, so only failed entries are left. */
   for (size_t i = 0; i < c->n; i++)
     free(c->v[i]);
@@ -309,6 +337,9 @@ static void cache_remove(struct pst__modcache *c, const struct pst__module *m) {
 void pst__module_put(struct pst__module *m) {
   if (!m || --m->refs)
     return;
+  if (m->cache && atomic_load_explicit(&m->symtab_state,
+                                       memory_order_acquire) == SYMTAB_QUEUED)
+    pst__worker_cancel(&m->cache->w, &m->job);
   if (m->cache) {
     cache_remove(m->cache, m);
     pst__modcache_put(m->cache);
@@ -376,29 +407,73 @@ static struct pst__elf *find_debug_file(struct pst__module *m) {
   return d;
 }
 
-const struct pst__symtab *pst__module_symtab(struct pst__module *m) {
-  if (!m->symtab && !m->symtab_err && m->image) {
-    struct pst__elf *d = find_debug_file(m);
-    const void *dimg = NULL;
-    size_t dlen = 0;
-    if (d)
-      dimg = pst__elf_image(d, &dlen);
-    m->symtab_err =
-        pst__symtab_build_debug(m->image, m->len, dimg, dlen, &m->symtab);
-    if (!m->symtab_err &&
-        (pst__module_faulted(m) || (d && pst__elf_faulted(d)))) {
-      pst__symtab_free(m->symtab); /* built from a truncated file */
-      m->symtab = NULL;
-      m->symtab_err = PST_EBADDATA;
-    }
-    pst__elf_close(d); /* the table copied what it keeps */
-    if (m->symtab_err)
-      pst__debug("no symbols: %s", pst_strerror(m->symtab_err));
+/* Builds m's table into its table fields (any thread). */
+static void build_symtab(struct pst__module *m) {
+  struct pst__elf *d = find_debug_file(m);
+  const void *dimg = NULL;
+  size_t dlen = 0;
+
+  if (d)
+    dimg = pst__elf_image(d, &dlen);
+  m->symtab_err =
+      pst__symtab_build_debug(m->image, m->len, dimg, dlen, &m->symtab);
+  if (!m->symtab_err &&
+      (pst__module_faulted(m) || (d && pst__elf_faulted(d)))) {
+    pst__symtab_free(m->symtab); /* built from a truncated file */
+    m->symtab = NULL;
+    m->symtab_err = PST_EBADDATA;
   }
+  pst__elf_close(d); /* the table copied what it keeps */
+  if (m->symtab_err)
+    pst__debug("no symbols: %s", pst_strerror(m->symtab_err));
+}
+
+static void build_job(struct pst__job *j) {
+  struct pst__module *m =
+      (struct pst__module *)((char *)j - offsetof(struct pst__module, job));
+
+  build_symtab(m);
+  atomic_store_explicit(&m->symtab_state, SYMTAB_READY, memory_order_release);
+}
+
+const struct pst__symtab *pst__module_symtab(struct pst__module *m) {
+  int state = atomic_load_explicit(&m->symtab_state, memory_order_acquire);
+
+  if (state == SYMTAB_READY || !m->image)
+    return m->symtab;
+  if (state == SYMTAB_NONE && m->cache && m->cache->background) {
+    atomic_store_explicit(&m->symtab_state, SYMTAB_QUEUED,
+                          memory_order_relaxed);
+    m->job.fn = build_job;
+    if (pst__worker_queue(&m->cache->w, &m->job) == 0)
+      return NULL;
+    pst__debug("symbol tables: no worker thread: built here");
+  }
+  if (state == SYMTAB_QUEUED)
+    return NULL;
+  build_symtab(m);
+  atomic_store_explicit(&m->symtab_state, SYMTAB_READY, memory_order_release);
   return m->symtab;
 }
 
+const struct pst__symtab *pst__module_symtab_wait(struct pst__module *m) {
+  const struct pst__symtab *t = pst__module_symtab(m);
+
+  if (t || !pst__module_symtab_pending(m))
+    return t;
+  pst__worker_wait(&m->cache->w, &m->job);
+  return m->symtab;
+}
+
+int pst__module_symtab_pending(const struct pst__module *m) {
+  return atomic_load_explicit(&m->symtab_state, memory_order_acquire) ==
+         SYMTAB_QUEUED;
+}
+
 const char *pst__module_debug_file(const struct pst__module *m) {
+  if (atomic_load_explicit(&m->symtab_state, memory_order_acquire) !=
+      SYMTAB_READY)
+    return NULL;
   return m->debug_path;
 }
 

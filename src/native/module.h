@@ -16,6 +16,8 @@
  * (image, elf) are borrowed and valid while the caller holds its reference.
  *
  * Not thread-safe: one thread (the sampler's loop thread) uses a cache.
+ * The one exception is internal: in the background mode the cache's
+ * worker thread fills symbol tables (module.c says how).
  */
 #ifndef PST_NATIVE_MODULE_H
 #define PST_NATIVE_MODULE_H
@@ -48,6 +50,13 @@ struct pst__modcache *pst__modcache_get(struct pst__modcache *c);
 /* Drops one reference; the last one frees the cache (modules still
  * referenced keep it alive through their own reference). NULL is ignored. */
 void pst__modcache_put(struct pst__modcache *c);
+
+/* Background mode (off at first): symbol tables are built by the cache's
+ * worker thread (util/worker.h), and pst__module_symtab() returns NULL while a module's is
+ * being built (pst__module_symtab_pending()). For a sampling loop that
+ * must not wait tens of ms for a large library's table (libtorch_cpu's:
+ * 70 ms). */
+void pst__modcache_set_background(struct pst__modcache *c, int on);
 
 /* The module of the file behind mapping mp of process pid: found in c by
  * device and inode, else opened with pst__maps_open() (across mount
@@ -97,6 +106,12 @@ struct pst__symtab;
  * process that first mapped the file first) and its symbols are merged
  * in; the file is closed again once the table is built. */
 const struct pst__symtab *pst__module_symtab(struct pst__module *m);
+/* 1 while m's table is queued or being built in the background mode (then
+ * pst__module_symtab() returns NULL and asks nothing more). */
+int pst__module_symtab_pending(const struct pst__module *m);
+/* pst__module_symtab(), waiting for a background build to end: for the
+ * table a caller cannot do without (the interpreter's own). */
+const struct pst__symtab *pst__module_symtab_wait(struct pst__module *m);
 
 /* The separate debug file whose symbols pst__module_symtab() merged in
  * (borrowed; NULL when none was, or before the table is built). */

@@ -36,6 +36,7 @@ struct pst__resolver {
   struct used *used;
   size_t nused, capused;
   struct pst__strtab *strings; /* paths and names handed out */
+  unsigned pending;            /* lookups whose table was being built */
 };
 
 int pst__resolver_new(pid_t pid, struct pst__modcache *cache,
@@ -138,6 +139,8 @@ int pst__resolver_lookup(struct pst__resolver *r, uint64_t addr,
     return 0;
   out->vaddr = out->offset = addr - bias;
   t = pst__module_symtab(m);
+  if (!t && pst__module_symtab_pending(m))
+    r->pending++;
   if (t) {
     const char *f = pst__symtab_lookup(t, out->vaddr, &out->offset);
     if (f && !(out->func = pst__strtab_intern(r->strings, f)))
@@ -146,4 +149,8 @@ int pst__resolver_lookup(struct pst__resolver *r, uint64_t addr,
       out->offset = out->vaddr;
   }
   return 0;
+}
+
+unsigned pst__resolver_pending(const struct pst__resolver *r) {
+  return r->pending;
 }

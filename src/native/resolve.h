@@ -54,4 +54,10 @@ void pst__resolver_free(struct pst__resolver *r);
 int pst__resolver_lookup(struct pst__resolver *r, uint64_t addr,
                          struct pst__resolved *out);
 
+/* How many lookups so far found their module's symbol table being built
+ * in the background (module.h): func was NULL for want of it, not of a
+ * symbol. A caller compares the count before and after to ask again
+ * later. */
+unsigned pst__resolver_pending(const struct pst__resolver *r);
+
 #endif

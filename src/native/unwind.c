@@ -773,7 +773,7 @@ int pst__unwinder_module(struct pst__unwinder *u, uint64_t ip,
   return 0;
 }
 
-int pst__unwinder_symbol(struct pst__unwinder *u, uint64_t ip,
+int pst__unwinder_symbol(struct pst__unwinder *u, uint64_t ip, int wait,
                          const char **func, uint64_t *offset,
                          const char **path) {
   ptrdiff_t i = map_index(u, ip);
@@ -792,9 +792,11 @@ int pst__unwinder_symbol(struct pst__unwinder *u, uint64_t ip,
     return -ENOENT;
   }
   *offset = ip - u->umaps[i].bias;
-  st = pst__module_symtab(m);
+  st = wait ? pst__module_symtab_wait(m) : pst__module_symtab(m);
   if (st)
     *func = pst__symtab_lookup(st, ip - u->umaps[i].bias, offset);
+  else if (pst__module_symtab_pending(m))
+    return -EINPROGRESS;
   return *func ? 0 : -ENOENT;
 }
 
@@ -852,11 +854,12 @@ int pst__unwinder_module(struct pst__unwinder *u, uint64_t ip,
   (void)image_len;
   return -ENOSYS;
 }
-int pst__unwinder_symbol(struct pst__unwinder *u, uint64_t ip,
+int pst__unwinder_symbol(struct pst__unwinder *u, uint64_t ip, int wait,
                          const char **func, uint64_t *offset,
                          const char **path) {
   (void)u;
   (void)ip;
+  (void)wait;
   *func = *path = NULL;
   *offset = 0;
   return -ENOSYS;

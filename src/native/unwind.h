@@ -123,8 +123,10 @@ int pst__unwinder_module(struct pst__unwinder *u, uint64_t ip,
  * function containing it (demangled, borrowed like the module's strings)
  * and *offset the offset into it, or, without a symbol, *func NULL and
  * *offset the file-relative address; *path the mapping's path (NULL when
- * ip is in no mapping). 0 when a symbol was found, else -ENOENT. */
-int pst__unwinder_symbol(struct pst__unwinder *u, uint64_t ip,
+ * ip is in no mapping). 0 when a symbol was found, -EINPROGRESS when the
+ * module's table is being built in the background (module.h; wait: wait
+ * for it instead), else -ENOENT. */
+int pst__unwinder_symbol(struct pst__unwinder *u, uint64_t ip, int wait,
                          const char **func, uint64_t *offset,
                          const char **path);
 

@@ -17,6 +17,7 @@
 #ifndef PST_SAMPLER_INTERNAL_H
 #define PST_SAMPLER_INTERNAL_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <uv.h>
@@ -24,6 +25,7 @@
 #include "proc/proc.h"
 #include "pystitch.h"
 #include "sampler/sampler.h"
+#include "util/worker.h"
 
 #define PST__ATTACH_RETRY_MS 10 /* a spawned command, until its Python is up */
 #define PST__TARGETS_MAX 1024
@@ -48,6 +50,18 @@ struct pst__scan_job {
 };
 
 /* One process the engine records, will record, or has recorded. */
+/* The open of a process (pst_target_open(): ELF analysis, disassembly,
+ * the first stop) on the engine's worker, off the loop. The job fills t
+ * and err, then sets finished (release) and wakes the loop (r->opened). */
+struct pst__open_job {
+  struct pst__job job;
+  uv_async_t *opened;
+  pid_t pid;
+  struct pst_target *t;
+  int err;
+  atomic_int finished;
+};
+
 struct pst__entry {
   pid_t pid;
   struct pst_target *t; /* NULL until attached, and after it ended */
@@ -75,6 +89,8 @@ struct pst__entry {
   int async_said;
   int loop_said;
   int cut_said;
+  int opening; /* open queued or under way: not tried again meanwhile */
+  struct pst__open_job open;
 };
 
 /* The engine. */
@@ -105,6 +121,11 @@ struct pst__rec {
   unsigned gen;
   struct pst__scan_job job;
   int scan_busy;
+  /* Opens of processes found while sampling (children, --all, exec):
+   * the worker runs them, `opened` hands them back to the loop. */
+  struct pst__worker worker;
+  uv_async_t opened;
+  int worker_ok;
   uint64_t pidns; /* our pid namespace's inode */
 };
 

@@ -4,8 +4,10 @@
  * reuse, end), signals and the progress line. The host scan is scan.c's,
  * the `-- command` child.c's (internal.h).
  *
- * Threading: everything runs on the loop thread, so every ptrace call comes
- * from the thread that attached (ptrace's rule).
+ * Threading: everything runs on the loop thread but the opens of processes
+ * found while sampling, which the worker runs (open_off_loop(): analysis
+ * and a first stop take 5-40 ms, a tick's period at 100 Hz); each ptrace
+ * stop is seized, read and detached by one thread (ptrace's rule).
  * Timing: the tick is a timerfd armed at absolute times (nanosecond
  * precision; libuv timers have milliseconds), each period plus a small
  * random jitter so that sampling does not alias with periodic work. A tick
@@ -18,6 +20,7 @@
 #include <inttypes.h>
 #include <sched.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,13 +123,29 @@ static void inherit(struct pst__rec *r, struct pst__entry *e) {
     e->proc.world_size = parent->proc.world_size;
 }
 
-/* Tries to attach e. Returns 0 when attached, 1 to retry later, 2 when it
- * is not Python and watched instead, or a negative error when it never
- * will be (e->done set). */
-static int attach(struct pst__rec *r, struct pst__entry *e) {
-  int err, not_python;
+/* What a refresh (of all targets) may spend stopping new threads: half a
+ * period, within [1, 20] ms (pst_target_set_stop_deadline()). */
+static uint64_t stop_budget(const struct pst__rec *r) {
+  uint64_t b = r->period_ns / 2;
 
-  err = pst_target_open(e->pid, &e->t);
+  return b < 1000000 ? 1000000 : b > 20000000 ? 20000000 : b;
+}
+
+static int others_sampled(const struct pst__rec *r,
+                          const struct pst__entry *e) {
+  for (size_t i = 0; i < r->n; i++)
+    if (r->e[i] != e && r->e[i]->t)
+      return 1;
+  return 0;
+}
+
+/* Goes on with e once pst_target_open() gave err (and, when 0, e->t).
+ * Returns 0 when attached, 1 to retry later, 2 when it is not Python and
+ * watched instead, or a negative error when it never will be (e->done
+ * set). */
+static int attached(struct pst__rec *r, struct pst__entry *e, int err) {
+  int not_python;
+
   not_python = err == PST_EBADDATA || err == PST_ENOTPY || err == -EFAULT;
   /* Starting up (libc not mapped, no interpreter or thread-state key yet):
    * a spawned command, an exec, a new child; give up after ATTACH_TRIES.
@@ -155,6 +174,18 @@ static int attach(struct pst__rec *r, struct pst__entry *e) {
     return err;
   }
   pst_target_set_period(e->t, r->period_ns);
+  /* Once sampling runs, the loop never waits for a library's symbols
+   * (libtorch_cpu's: 70 ms, seven ticks at 100 Hz): they are read on a
+   * thread of their own. The given pids, attached before, have their
+   * threads named at once (pst__sampler_run()). */
+  if (r->worker_ok)
+    pst_target_background_symbols(e->t, 1);
+  /* Nor for the stops of new threads (each 1-3 ms when it waits for a busy
+   * CPU: a torch process starts dozens): once other targets are sampled,
+   * a refresh stops threads for at most stop_budget(), the rest left to
+   * the next one (on_refresh()). */
+  pst_target_set_stop_deadline(
+      e->t, others_sampled(r, e) ? pst__now_ns() + stop_budget(r) : 0);
   /* One module cache for every target: a library many of them map
    * (libtorch in each worker) is opened and its symbols read once. */
   for (size_t i = 0; i < r->n; i++)
@@ -219,6 +250,15 @@ static int attach(struct pst__rec *r, struct pst__entry *e) {
               "--gil keeps the threads running on a CPU",
               (int)e->pid);
   return 0;
+}
+
+/* Tries to attach e here and now. */
+static int attach(struct pst__rec *r, struct pst__entry *e) {
+  struct pst_target *t = NULL;
+  int err = pst_target_open(e->pid, &t);
+
+  e->t = err ? NULL : t;
+  return attached(r, e, err);
 }
 
 /* Adds e's per-target counters to the recording's. */
@@ -595,6 +635,13 @@ static void stop_all(struct pst__rec *r) {
     return;
   r->stopping = 1;
   r->stop_ns = pst__now_ns();
+  if (r->worker_ok) {
+    /* Opens queued are dropped, the one under way waited for (its target
+     * is closed at the end); nothing wakes the loop after this. */
+    pst__worker_exit(&r->worker);
+    r->worker_ok = 0;
+    uv_close((uv_handle_t *)&r->opened, pst__on_close);
+  }
   if (r->have_tick)
     uv_close((uv_handle_t *)&r->tick, pst__on_close);
   uv_close((uv_handle_t *)&r->refresh, pst__on_close);
@@ -626,30 +673,81 @@ static void find_children(struct pst__rec *r, pid_t pid, int watched) {
   }
 }
 
+/* What an attach's outcome err says, for an entry that will not be. */
+static void attach_said(struct pst__rec *r, struct pst__entry *e, int err) {
+  if (err < 0) {
+    if (!r->first_err)
+      r->first_err = err;
+    /* Children that are not Python, or ended before they were, are
+       * skipped quietly. */
+    if (e->execd)
+      pst__info("process %d exec'd a program pystitch cannot record "
+                "(%s): its recording ends",
+                (int)e->pid, pst_strerror(err));
+    else if (((err == PST_ENOTPY || err == -ESRCH) && !e->given &&
+              !e->launched) ||
+             (err == -ESRCH && e->watch))
+      pst__debug("process %d is not Python: skipped", (int)e->pid);
+    else
+      pst__warn("cannot record process %d: %s", (int)e->pid, pst_strerror(err));
+  }
+}
+
+/* The worker's side of an open (struct pst__open_job). */
+static void open_job(struct pst__job *j) {
+  struct pst__open_job *o =
+      (struct pst__open_job *)((char *)j - offsetof(struct pst__open_job, job));
+
+  o->err = pst_target_open(o->pid, &o->t);
+  atomic_store_explicit(&o->finished, 1, memory_order_release);
+  uv_async_send(o->opened);
+}
+
+/* The loop's side: each finished open goes on as attach() would. */
+static void on_opened(uv_async_t *h) {
+  struct pst__rec *r = h->data;
+
+  for (size_t i = 0; i < r->n; i++) {
+    struct pst__entry *e = r->e[i];
+    if (!e->opening ||
+        !atomic_load_explicit(&e->open.finished, memory_order_acquire))
+      continue;
+    e->opening = 0;
+    e->t = e->open.err ? NULL : e->open.t;
+    e->open.t = NULL;
+    attach_said(r, e, attached(r, e, e->open.err));
+  }
+}
+
+/* Queues e's open on the worker. 0, or -errno: attach it here. */
+static int open_off_loop(struct pst__rec *r, struct pst__entry *e) {
+  int err;
+
+  /* Not the `-- command`: libuv's SIGCHLD handler waits for that child
+   * by pid on the loop thread, and such a wait takes the stop of its main
+   * thread that the worker's own wait needs (seen: the worker waited for
+   * ever, the command stopped). The loop's own stops and libuv's wait are
+   * on one thread, one after the other. */
+  if (!r->worker_ok || r->stopping || e->launched)
+    return -EAGAIN;
+  e->open = (struct pst__open_job){
+      .job.fn = open_job, .opened = &r->opened, .pid = e->pid};
+  atomic_init(&e->open.finished, 0);
+  err = pst__worker_queue(&r->worker, &e->open.job);
+  e->opening = err == 0;
+  return err;
+}
+
+/* Attaches the entries not attached, not done, not being opened: off the
+ * loop once sampling runs, so that no tick waits for an analysis (5-40
+ * ms) or a first stop. */
 void pst__try_attach_pending(struct pst__rec *r) {
   for (size_t i = 0; i < r->n; i++) {
     struct pst__entry *e = r->e[i];
-    int err;
-    if (e->t || e->done || (e->watch && e->tries >= ATTACH_TRIES))
+    if (e->t || e->done || e->opening || (e->watch && e->tries >= ATTACH_TRIES))
       continue;
-    err = attach(r, e);
-    if (err < 0) {
-      if (!r->first_err)
-        r->first_err = err;
-      /* Children that are not Python, or ended before they were, are
-       * skipped quietly. */
-      if (e->execd)
-        pst__info("process %d exec'd a program pystitch cannot record "
-                  "(%s): its recording ends",
-                  (int)e->pid, pst_strerror(err));
-      else if (((err == PST_ENOTPY || err == -ESRCH) && !e->given &&
-                !e->launched) ||
-               (err == -ESRCH && e->watch))
-        pst__debug("process %d is not Python: skipped", (int)e->pid);
-      else
-        pst__warn("cannot record process %d: %s", (int)e->pid,
-                  pst_strerror(err));
-    }
+    if (open_off_loop(r, e) != 0)
+      attach_said(r, e, attach(r, e));
   }
 }
 
@@ -721,6 +819,10 @@ static uint64_t refresh_interval_ms(uint64_t cost_ns) {
 static void on_refresh(uv_timer_t *h) {
   struct pst__rec *r = h->data;
   uint64_t t0 = pst__now_ns();
+
+  for (size_t i = 0; i < r->n; i++)
+    if (r->e[i]->t)
+      pst_target_set_stop_deadline(r->e[i]->t, t0 + stop_budget(r));
 
   for (size_t i = 0; i < r->n; i++) {
     struct pst__entry *e = r->e[i];
@@ -866,6 +968,17 @@ int pst__sampler_run(const struct pst__sampler_opts *o,
     uv_timer_start(&r.progress, on_progress, PROGRESS_MS, PROGRESS_MS);
   if (o->all)
     uv_timer_start(&r.scan, pst__on_scan, 0, SCAN_MS);
+  if (pst__worker_init(&r.worker) == 0) {
+    if (uv_async_init(&r.loop, &r.opened, on_opened) == 0) {
+      r.opened.data = &r;
+      r.worker_ok = 1;
+    } else {
+      pst__worker_exit(&r.worker);
+    }
+  }
+  for (size_t i = 0; i < r.n; i++)
+    if (r.e[i]->t)
+      pst_target_background_symbols(r.e[i]->t, 1);
   tick_sched(&r);
   if (o->ready)
     o->ready(o, o->ready_arg);
@@ -892,6 +1005,8 @@ out_loop:
     if (r.e[i]->t)
       end_consumers(&r, r.e[i]);
     pst_target_close(r.e[i]->t);
+    if (r.e[i]->opening) /* opened as sampling stopped */
+      pst_target_close(r.e[i]->open.t);
     free(r.e[i]);
   }
   free(r.e);

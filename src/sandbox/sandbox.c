@@ -16,12 +16,18 @@
 
 #include "sandbox/sandbox.h"
 #include "util/log.h"
+#include "util/worker.h"
 
 #ifndef CAP_CHECKPOINT_RESTORE
 #define CAP_CHECKPOINT_RESTORE 40
 #endif
 
 static atomic_ulong violations;
+/* What pst__sandbox_enter() did, for the threads that catch up. */
+static struct pst__sandbox_opts entered_opts;
+static int caps_dropped;   /* by it: threads drop theirs too */
+static atomic_int entered; /* 1: the two above are set (release) */
+static _Thread_local int this_thread_done;
 
 /* LeakSanitizer stops the world at exit from a clone() of its own with
  * every signal blocked: a call the filter refuses there kills that clone
@@ -143,6 +149,7 @@ static const char *const allowed[] = {
     "clock_nanosleep", "nanosleep", "gettimeofday", "time", "times",
     "getrusage", "sysinfo", "uname", "getpid", "gettid", "getppid",
     "getpgrp", "getuid", "geteuid", "getgid", "getegid", "getresuid",
+    "capset", /* only lowers: a thread made before the sandbox catches up */
     "getresgid", "getgroups", "capget", "getrandom", "futex",
     "set_robust_list", "get_robust_list", "rseq", "set_tid_address",
     "clone", "clone3", "exit", "exit_group", "wait4", "waitid", "kill",
@@ -240,7 +247,10 @@ out:
 int pst__sandbox_enter(const struct pst__sandbox_opts *o) {
   int err = 0, e;
 
+  entered_opts = *o;
+  this_thread_done = 1;
   if (geteuid() == 0 || pst__sandbox_effective()) {
+    caps_dropped = 1;
     e = drop_caps(o);
     if (e) {
       pst__warn("sandbox: capabilities not reduced: %s", strerror(-e));
@@ -261,9 +271,26 @@ int pst__sandbox_enter(const struct pst__sandbox_opts *o) {
       err = err ? err : e;
     }
   }
+  atomic_store_explicit(&entered, 1, memory_order_release);
+  atomic_store(&pst__worker_hook, pst__sandbox_this_thread); /* threads made
+                                                                before */
   pst__debug("sandbox: capabilities %llx, no_new_privs, %s",
              pst__sandbox_effective(), o->filter ? "filter" : "no filter");
   return err;
+}
+
+void pst__sandbox_this_thread(void) {
+  int e;
+
+  if (this_thread_done || !atomic_load_explicit(&entered, memory_order_acquire))
+    return;
+  this_thread_done = 1;
+  if (caps_dropped && (e = drop_caps(&entered_opts)) != 0)
+    pst__warn("sandbox: capabilities of thread %d not reduced: %s",
+              (int)gettid(), strerror(-e));
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+    pst__warn("sandbox: no_new_privs of thread %d not set: %s", (int)gettid(),
+              strerror(errno));
 }
 
 unsigned long pst__sandbox_violations(void) { return atomic_load(&violations); }

@@ -40,6 +40,13 @@ int pst__sandbox_enter(const struct pst__sandbox_opts *o);
  * bits, as the kernel checks them). 1, 0, or 0 when dir cannot be read. */
 int pst__sandbox_dir_needs_override(const char *dir);
 
+/* Gives the calling thread the privileges the sandbox left (capabilities,
+ * no_new_privs) when it was made before pst__sandbox_enter() (the symbol
+ * builder, libuv's pool): capabilities are per thread, and only the
+ * filter reaches every thread by itself. Cheap once done, and a no-op
+ * before the sandbox is entered or when it is not used. Any thread. */
+void pst__sandbox_this_thread(void);
+
 /* How many system calls the filter refused. */
 unsigned long pst__sandbox_violations(void);
 

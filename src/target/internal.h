@@ -57,6 +57,8 @@ struct pst__tthread {
   char pyname[64];      /* threading's name once read, "" until then */
   char comm[64];        /* its /proc comm as first seen */
   int origin_done;      /* its start routine was looked at */
+  int name_pending;     /* ... and needs a table being built: not sampled
+                           until named (sample.c) */
   uint64_t thread_obj;  /* the Thread object it was read from, 0: none */
   struct pst__py_name_ref name_ref; /* where that name lives (renames) */
   struct pst__py_hint hint;         /* what the last walk read, and whose thread
@@ -82,6 +84,7 @@ struct pst_target {
   uint64_t exact_rereads;  /* PST_SAMPLE_EXACT: threads read again stopped */
   uint64_t task_rereads;   /* tasks read again with their loops stopped */
   struct pst__native_sampler *native; /* --native, made at the first use */
+  int bg_symbols;                     /* pst_target_background_symbols() */
   struct pst__modcache *modcache;     /* modules, for both of them: */
   struct pst__resolver *resolver;     /* native-only threads' start routines */
   /* One tick's running reads: batched into one syscall (sample.c). */
@@ -132,6 +135,9 @@ struct pst_target {
   /* PST_SAMPLE_ON_CPU: the CPU time a sample stands for
    * (pst_target_set_period()), 0: any. */
   uint64_t period_ns;
+  /* pst_target_set_stop_deadline(): no stop of a new thread after it (0:
+   * none); the stops put off by it. */
+  uint64_t stop_deadline_ns, stops_deferred;
   /* PST_SAMPLE_ON_CPU with many threads, the gate (sample.c): the
    * process's CPU clock, read once a tick, tells whether threads that
    * have not run lately ran since every thread was last read. */
@@ -187,5 +193,9 @@ void pst__target_update_role(struct pst_target *t);
  * else the /proc comm stays. */
 void pst__tthread_set_name(struct pst_target *t, struct pst__tthread *x,
                            uint64_t thread_obj);
+
+/* t's module cache, made at the first call (in the background mode when
+ * t->bg_symbols). 0 or -ENOMEM. */
+int pst__target_modcache(struct pst_target *t);
 
 #endif

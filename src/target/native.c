@@ -43,7 +43,9 @@ struct pst__native_sampler {
    * try gave way to the stop: they ran meanwhile, or a frame's rule asked
    * for a register that a blocked thread's file does not give. */
   uint64_t unstopped, moved, no_regs;
-  int always_stop; /* PYSTITCH_NATIVE_ALWAYS_STOP=1: no read_blocked (the
+  uint64_t pending_names; /* frames named by offset: their module's
+                             table was being built (background mode) */
+  int always_stop;        /* PYSTITCH_NATIVE_ALWAYS_STOP=1: no read_blocked (the
                       tests compare both ways) */
 };
 
@@ -85,6 +87,10 @@ void pst__native_sampler_free(struct pst__native_sampler *ns) {
                (unsigned long long)ns->stats.samples,
                (unsigned long long)(ns->moved + ns->no_regs),
                (unsigned long long)ns->moved, (unsigned long long)ns->no_regs);
+  if (ns->pending_names)
+    pst__debug("native: %llu frames named MODULE+0xOFFSET while their "
+               "module's symbols were read",
+               (unsigned long long)ns->pending_names);
   pst__unwinder_free(ns->unw);
   pst__strtab_free(ns->strings);
   pst__dmcache_exit(&ns->cache);
@@ -110,10 +116,14 @@ static const struct symcache *symbolise(struct pst__native_sampler *ns,
   const char *func, *path;
   uint64_t off;
   char buf[512];
+  int err;
 
   if (c->ip == ip && c->name && c->full == full)
     return c;
-  pst__unwinder_symbol(ns->unw, ip, &func, &off, &path);
+  err = pst__unwinder_symbol(ns->unw, ip, 0, &func, &off, &path);
+  /* The interpreter's table is waited for: merging needs its names. */
+  if (err == -EINPROGRESS && path && !strcmp(path, ns->interp_path))
+    err = pst__unwinder_symbol(ns->unw, ip, 1, &func, &off, &path);
   c->ip = ip;
   c->flags = 0;
   c->module = pst__strtab_intern(ns->strings, path ? base_name(path) : "");
@@ -132,6 +142,10 @@ static const struct symcache *symbolise(struct pst__native_sampler *ns,
     c->ip = 0;
     c->name = NULL;
     return NULL;
+  }
+  if (err == -EINPROGRESS) { /* named by offset this once, not cached */
+    c->ip = 0;
+    ns->pending_names++;
   }
   return c;
 }

@@ -37,6 +37,10 @@ void pst_target_set_period(struct pst_target *t, uint64_t period_ns) {
   t->period_ns = period_ns;
 }
 
+void pst_target_set_stop_deadline(struct pst_target *t, uint64_t deadline_ns) {
+  t->stop_deadline_ns = deadline_ns;
+}
+
 int pst__target_flags(const struct pst_target *t, int flags) {
   /* --native must skip threads in D (ptrace would wait for them) and
    * --blocking must see T and D: both need the kernel state. */

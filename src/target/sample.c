@@ -222,7 +222,7 @@ static void settle_pending(struct pst_target *t, struct pst__tpending *p) {
 static int native_init(struct pst_target *t) {
   if (t->native)
     return 0;
-  if (!t->modcache && pst__modcache_new(&t->modcache))
+  if (pst__target_modcache(t))
     return -ENOMEM;
   return pst__native_sampler_new(
       t->pid, &t->mem, t->info.libpython[0] ? t->info.libpython : t->info.exe,
@@ -633,6 +633,14 @@ int pst_target_sample(struct pst_target *t, int flags,
       th->state = 'X';
     t->py.err_addr = 0;
     t->acts[i] = (unsigned char)decide(x, flags, state_read);
+    /* A native thread whose name waits for a symbol table (background
+     * mode, threads.c): not shown under a name it would lose at the next
+     * refresh; its CPU time waits in its credit. */
+    if (!th->tstate && x->name_pending) {
+      x->credit_ns += th->cpu_ns;
+      th->cpu_ns = 0;
+      t->acts[i] = SKIP;
+    }
     switch ((enum action)t->acts[i]) {
     case SKIP: /* left out by the flags: not read at all */
       th->skipped = 1;
@@ -648,7 +656,11 @@ int pst_target_sample(struct pst_target *t, int flags,
         t->view[i] = *th;
         continue;
       }
-      settle(t, i, x->tp_err ? x->tp_err : PST_ENOTHREADSTATE, 0);
+      /* A pointer not read yet (in D, or put off by the stop budget)
+       * is no error of the thread's. */
+      settle(t, i,
+             x->tp_err && x->tp_err != -EAGAIN ? x->tp_err : PST_ENOTHREADSTATE,
+             0);
       continue;
     case READ_NATIVE:
       req = (struct pst__native_req){th->tid,

@@ -163,6 +163,10 @@ err:
 }
 
 void pst_target_close(struct pst_target *t) {
+  if (t && t->stops_deferred)
+    pst__debug("process %d: %llu stops of new threads put off to a later "
+               "refresh (the stop deadline)",
+               (int)t->pid, (unsigned long long)t->stops_deferred);
   if (!t)
     return;
   if (t->batch.pieces_read)
@@ -219,12 +223,27 @@ const struct pst_target_info *pst_target_info(const struct pst_target *t) {
   return &t->info;
 }
 
+int pst__target_modcache(struct pst_target *t) {
+  if (t->modcache)
+    return 0;
+  if (pst__modcache_new(&t->modcache))
+    return -ENOMEM;
+  pst__modcache_set_background(t->modcache, t->bg_symbols);
+  return 0;
+}
+
+void pst_target_background_symbols(struct pst_target *t, int on) {
+  t->bg_symbols = on;
+  if (t->modcache)
+    pst__modcache_set_background(t->modcache, on);
+}
+
 int pst_target_share_modules(struct pst_target *t, struct pst_target *other) {
   if (t == other)
     return 0;
   if (t->modcache)
     return -EBUSY;
-  if (!other->modcache && pst__modcache_new(&other->modcache))
+  if (pst__target_modcache(other))
     return -ENOMEM;
   t->modcache = pst__modcache_get(other->modcache);
   return 0;

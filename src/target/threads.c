@@ -19,11 +19,25 @@
 #include "proc/ptrace.h"
 #include "target/internal.h"
 #include "util/array.h"
+#include "util/clock.h"
 #include "util/esc.h"
 #include "util/log.h"
 
 int pst__tthread_may_stop(char state) {
   return state != 'D' && state != 'T' && state != 't';
+}
+
+/* The thread pointer of tid (one ptrace stop), unless it may not be
+ * stopped now, or the caller's deadline for stops passed
+ * (pst_target_set_stop_deadline()): -EAGAIN, read at a later refresh. */
+static int read_tp(struct pst_target *t, pid_t tid, char state, uint64_t *tp) {
+  if (!pst__tthread_may_stop(state))
+    return -EAGAIN;
+  if (t->stop_deadline_ns && pst__now_ns() > t->stop_deadline_ns) {
+    t->stops_deferred++;
+    return -EAGAIN;
+  }
+  return pst__ptrace_thread_pointer(tid, tp);
 }
 
 void pst__tthread_init(struct pst_target *t, struct pst__tthread *x, pid_t tid,
@@ -40,9 +54,7 @@ void pst__tthread_init(struct pst_target *t, struct pst__tthread *x, pid_t tid,
   x->statfd = pst__proc_task_stat_open(t->pid, tid);
   x->schedfd = pst__proc_task_schedstat_open(t->pid, tid);
   x->sysfd = -1;
-  x->tp_err = !pst__tthread_may_stop(state)
-                  ? -EAGAIN
-                  : pst__ptrace_thread_pointer(tid, &x->th.fsbase);
+  x->tp_err = read_tp(t, tid, state, &x->th.fsbase);
   x->held = x->tp_err ? 0 : state; /* stopped: the letter from before */
   /* Its CPU time counts from here (PST_SAMPLE_ON_CPU), or from its start
    * when that was since we opened the process: a short-lived thread
@@ -262,20 +274,28 @@ static void name_native(struct pst_target *t) {
     struct pst__tthread *x = &t->threads[i];
     struct pst__origin o;
     uint64_t fn = 0, arg = 0;
+    unsigned pending;
     int err;
 
     if (x->th.tstate || x->origin_done || x->tp_err || !x->th.fsbase ||
         x->th.tid == t->pid)
       continue;
     x->origin_done = 1;
-    if (!t->modcache && pst__modcache_new(&t->modcache))
+    if (pst__target_modcache(t))
       return;
     if (!t->resolver && pst__resolver_new(t->pid, t->modcache, &t->resolver))
       return;
     err = pst__tsd_start_routine(&t->tsd, &t->mem, x->th.fsbase, &fn, &arg);
+    pending = pst__resolver_pending(t->resolver);
     if (err == 0)
       pst__origin_describe(t->resolver, &t->mem, fn, arg, &o);
-    else
+    if (err == 0 && pst__resolver_pending(t->resolver) != pending) {
+      x->origin_done = 0; /* a table it needs is being read: next refresh */
+      x->name_pending = 1;
+      continue;
+    }
+    x->name_pending = 0;
+    if (err)
       pst__origin_unknown(
           err == -ENOSYS ? t->tsd.start_method : pst_strerror(err), &o);
     snprintf(x->th.origin, sizeof(x->th.origin), "%s", o.detail);
@@ -424,7 +444,7 @@ int pst_target_refresh(struct pst_target *t) {
       *x = t->threads[k];
       t->threads[k].statfd = t->threads[k].schedfd = t->threads[k].sysfd = -1;
       if (x->tp_err && pst__tthread_may_stop(state)) { /* retry a failed read */
-        x->tp_err = pst__ptrace_thread_pointer(x->th.tid, &x->th.fsbase);
+        x->tp_err = read_tp(t, x->th.tid, state, &x->th.fsbase);
         x->held = x->tp_err ? 0 : state;
       }
     } else {

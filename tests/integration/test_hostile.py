@@ -388,6 +388,15 @@ def check_reduced_privileges():
                                    stderr=subprocess.PIPE)
             time.sleep(1.5)
             st = status_fields(rec.pid)
+            # Capabilities are per thread: every thread of the recorder
+            # (libuv's pool, the worker that opens processes and reads
+            # symbol tables) must have dropped them too.
+            threads = {}
+            for tid in os.listdir("/proc/%d/task" % rec.pid):
+                try:
+                    threads[tid] = status_fields(int(tid))
+                except OSError:
+                    pass  # ended meanwhile
             _, err = rec.communicate(timeout=30)
             eff = int(st.get("CapEff", "0"), 16)
             bnd = int(st.get("CapBnd", "0"), 16)
@@ -395,6 +404,12 @@ def check_reduced_privileges():
             if eff & ~SAMPLING_CAPS or bnd & ~SAMPLING_CAPS:
                 problems.append("%s: CapEff %x CapBnd %x: more than %x" % (
                     what, eff, bnd, SAMPLING_CAPS))
+            for tid, ts in sorted(threads.items()):
+                teff = int(ts.get("CapEff", "0"), 16)
+                tbnd = int(ts.get("CapBnd", "0"), 16)
+                if teff & ~SAMPLING_CAPS or tbnd & ~SAMPLING_CAPS:
+                    problems.append("%s: thread %s (%s): CapEff %x CapBnd %x"
+                                    % (what, tid, ts.get("Name"), teff, tbnd))
             if not eff & (1 << 19):
                 problems.append("%s: CAP_SYS_PTRACE dropped" % what)
             if st.get("NoNewPrivs") != "1":

@@ -20,7 +20,8 @@
   X(strtab_intern)                                                             \
   X(profile_runs_and_dedup) X(hash_functions) X(hash_table) X(dmcache_slots)  \
   X(esc_controls) X(esc_bounds) X(esc_no_raw_controls) X(esc_cell_columns)                       \
-  X(proc_cgroup_name) X(proc_maps_refused) X(proc_env_and_children)
+  X(proc_cgroup_name) X(proc_maps_refused) X(proc_env_and_children)         \
+  X(worker_jobs)
 
 /* The consumers (src/consumer/: top, window). */
 #define PST_CONSUMER_TESTS(X)                                                  \
