@@ -2,9 +2,11 @@
 # build-deb.sh DIST: builds the Debian packages (debian/: pystitch,
 # libpystitch4, libpystitch-dev) for DIST (trixie or sid) with
 # `dpkg-buildpackage -us -uc -b` inside that release, checks them with
-# lintian, then installs them with `apt-get install ./pystitch_*.deb` in a
-# fresh copy of the release's rootfs and dumps a python3 there. The .debs
-# land in build-deb/DIST/. Run as root.
+# lintian, then installs the program alone with `apt-get install
+# ./pystitch_*.deb` in a fresh copy of the release's rootfs (its minbase
+# and python3; sid's has torch too), dumps a python3 there, then adds the
+# library packages and checks their files. The .debs land in
+# build-deb/DIST/. Run as root.
 #
 # The rootfs are the test rootfs (tests/setup-rootfs.sh), left untouched:
 # the build runs on an overlay of it whose upper layer (the build
@@ -97,13 +99,17 @@ trap 'rm -rf "$fresh"' EXIT
 in_overlay "$base" "$fresh" "set -e; export DEBIAN_FRONTEND=noninteractive
   command -v pystitch && exit 3
   apt-get $apt_opts update -qq
-  apt-get $apt_opts install -y -qq --no-install-recommends \
-    /pst/out/pystitch_*.deb /pst/out/libpystitch4_*.deb \
-    /pst/out/libpystitch-dev_*.deb
+  cd /pst/out
+  # The program alone, as the README says: it needs no libpystitch4.
+  apt-get $apt_opts install -y -qq --no-install-recommends ./pystitch_*.deb
+  dpkg-query -W -f='\${Status}' libpystitch4 2>/dev/null | grep -q installed &&
+    exit 4
   pystitch --version | head -n 2
-  pkg-config --modversion pystitch 2>/dev/null || true
   test -f /usr/lib/systemd/system/pystitch.service -o \
     -f /lib/systemd/system/pystitch.service
+  apt-get $apt_opts install -y -qq --no-install-recommends \
+    ./libpystitch4_*.deb ./libpystitch-dev_*.deb
+  ls /usr/lib/*/pkgconfig/pystitch.pc /usr/include/pystitch.h
   py=\$(ls /usr/bin/python3* | grep -E 'python3[.][0-9]+\$' | head -n 1)
   \$py -c 'import time
 def parked():
