@@ -5,7 +5,8 @@
 # attached as they appear, then import torch (libtorch_cpu's symbols read
 # for native thread names, and with --native for frames). Builds run
 # alternately (this tree's and a base), with and without --native: the
-# worst lag of a tick, late ticks (more than a period), ticks on time.
+# worst lag of a tick, late ticks (more than a period), ticks on time,
+# pystitch's peak RSS (VmHWM; --ranks 1 and 8 give the cost per process).
 # usage: python3 bench/attach.py [--base PATH] [--ranks 4] [--rate 100]
 #                                [--rounds 3] [--seconds 12]
 import argparse
@@ -14,6 +15,7 @@ import re
 import statistics
 import subprocess
 import sys
+import threading
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NEW = os.path.join(HERE, "..", "pystitch")
@@ -29,13 +31,31 @@ def one(pst, a, native):
     if native:
         cmd.append("--native")
     cmd += ["--", PY, JOB, "launch", str(a.ranks), str(a.seconds + 2), "5"]
-    r = subprocess.run(cmd, capture_output=True, timeout=a.seconds * 5)
-    err = r.stderr.decode(errors="replace")
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE)
+    hwm = [0]
+    done = threading.Event()
+
+    def watch():  # pystitch's peak RSS (VmHWM), read until it ends
+        while not done.wait(0.2):
+            try:
+                with open("/proc/%d/status" % p.pid) as f:
+                    for line in f:
+                        if line.startswith("VmHWM:"):
+                            hwm[0] = max(hwm[0], int(line.split()[1]))
+            except OSError:
+                return
+    w = threading.Thread(target=watch)
+    w.start()
+    _, err = p.communicate(timeout=a.seconds * 5)
+    done.set()
+    w.join()
+    err = err.decode(errors="replace")
     lag, ticks = LAG.search(err), TICKS.search(err)
     if not lag or not ticks:
         sys.exit("no summary from %s:\n%s" % (" ".join(cmd), err[-2000:]))
     return {"late": int(lag.group(1)), "lag": float(lag.group(2)),
-            "on_time": float(ticks.group(3))}
+            "on_time": float(ticks.group(3)), "rss": hwm[0] / 1024.0}
 
 
 def main():
@@ -57,19 +77,20 @@ def main():
                 r = one(pst, a, native)
                 res.setdefault((name, native), []).append(r)
                 print("round %d %-4s %-8s late %3d  max lag %6.1f ms  "
-                      "on time %5.1f%%" % (rnd + 1, name,
-                                           "--native" if native else "",
-                                           r["late"], r["lag"],
-                                           r["on_time"]), flush=True)
+                      "on time %5.1f%%  peak RSS %.1f MB" % (
+                          rnd + 1, name, "--native" if native else "",
+                          r["late"], r["lag"], r["on_time"], r["rss"]),
+                      flush=True)
     print("\n%d ranks, record -s -r %d, %d s; median [min-max] of %d rounds"
           % (a.ranks, a.rate, a.seconds, a.rounds))
     for (name, native), rs in sorted(res.items()):
         def col(k):
             v = [r[k] for r in rs]
             return "%.1f [%.1f-%.1f]" % (statistics.median(v), min(v), max(v))
-        print("  %-4s %-8s  max lag %s ms  late ticks %s  on time %s%%" % (
-            name, "--native" if native else "", col("lag"), col("late"),
-            col("on_time")))
+        print("  %-4s %-8s  max lag %s ms  late ticks %s  on time %s%%  "
+              "peak RSS %s MB" % (name, "--native" if native else "",
+                                  col("lag"), col("late"), col("on_time"),
+                                  col("rss")))
 
 
 if __name__ == "__main__":
