@@ -337,8 +337,11 @@ static void cache_remove(struct pst__modcache *c, const struct pst__module *m) {
 void pst__module_put(struct pst__module *m) {
   if (!m || --m->refs)
     return;
-  if (m->cache && atomic_load_explicit(&m->symtab_state,
-                                       memory_order_acquire) == SYMTAB_QUEUED)
+  /* Queued: taken off. Built by the worker, even one that says READY:
+   * the worker may still be marking the job done (cancel waits). */
+  if (m->cache && m->cache->worker_ok &&
+      atomic_load_explicit(&m->symtab_state, memory_order_acquire) !=
+          SYMTAB_NONE)
     pst__worker_cancel(&m->cache->w, &m->job);
   if (m->cache) {
     cache_remove(m->cache, m);
@@ -457,11 +460,18 @@ const struct pst__symtab *pst__module_symtab(struct pst__module *m) {
 }
 
 const struct pst__symtab *pst__module_symtab_wait(struct pst__module *m) {
-  const struct pst__symtab *t = pst__module_symtab(m);
+  int state = atomic_load_explicit(&m->symtab_state, memory_order_acquire);
 
-  if (t || !pst__module_symtab_pending(m))
-    return t;
-  pst__worker_wait(&m->cache->w, &m->job);
+  if (state == SYMTAB_QUEUED) {
+    /* Not behind the tables queued before it (libtorch_cpu's, 70 ms):
+     * taken off the queue and built here, or, under way, waited for. */
+    pst__worker_cancel(&m->cache->w, &m->job);
+    state = atomic_load_explicit(&m->symtab_state, memory_order_acquire);
+  }
+  if (state == SYMTAB_READY || !m->image)
+    return m->symtab;
+  build_symtab(m);
+  atomic_store_explicit(&m->symtab_state, SYMTAB_READY, memory_order_release);
   return m->symtab;
 }
 

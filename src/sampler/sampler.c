@@ -712,7 +712,15 @@ static void on_opened(uv_async_t *h) {
     if (!e->opening ||
         !atomic_load_explicit(&e->open.finished, memory_order_acquire))
       continue;
+    /* The worker may still be marking the job done: the job is reused. */
+    pst__worker_wait(&r->worker, &e->open.job);
     e->opening = 0;
+    if (e->done) { /* ended meanwhile (a watched process): its pid may be
+                      another process's now */
+      pst_target_close(e->open.t);
+      e->open.t = NULL;
+      continue;
+    }
     e->t = e->open.err ? NULL : e->open.t;
     e->open.t = NULL;
     attach_said(r, e, attached(r, e, e->open.err));

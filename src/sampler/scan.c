@@ -112,8 +112,8 @@ static void scan_done(uv_work_t *req, int status) {
       break;
     }
     if (e->t)
-      continue;    /* recorded already (check_image tells a new program) */
-    if (e->done) { /* a pid used again: a new process */
+      continue; /* recorded already (check_image tells a new program) */
+    if (e->done && !e->opening) { /* a pid used again: a new process */
       memset(e, 0, sizeof(*e));
       e->pid = j->pids[i];
     }
@@ -130,7 +130,7 @@ void pst__compact_entries(struct pst__rec *r) {
   size_t k = 0;
 
   for (size_t i = 0; i < r->n; i++) {
-    if (!r->e[i]->t && r->e[i]->done)
+    if (!r->e[i]->t && r->e[i]->done && !r->e[i]->opening)
       free(r->e[i]); /* its task names went with its consumers */
     else
       r->e[k++] = r->e[i];

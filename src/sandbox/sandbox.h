@@ -41,10 +41,11 @@ int pst__sandbox_enter(const struct pst__sandbox_opts *o);
 int pst__sandbox_dir_needs_override(const char *dir);
 
 /* Gives the calling thread the privileges the sandbox left (capabilities,
- * no_new_privs) when it was made before pst__sandbox_enter() (the symbol
- * builder, libuv's pool): capabilities are per thread, and only the
- * filter reaches every thread by itself. Cheap once done, and a no-op
- * before the sandbox is entered or when it is not used. Any thread. */
+ * no_new_privs) when it was made before pst__sandbox_enter():
+ * capabilities are per thread, and only the filter reaches every thread
+ * by itself. Installed as pst__worker_hook (util/worker.h), so a worker
+ * thread runs it before each job; once per thread, and a no-op before
+ * the sandbox is entered or when it is not used. Any thread. */
 void pst__sandbox_this_thread(void);
 
 /* How many system calls the filter refused. */
