@@ -109,8 +109,10 @@ const struct pst__symtab *pst__module_symtab(struct pst__module *m);
 /* 1 while m's table is queued or being built in the background mode (then
  * pst__module_symtab() returns NULL and asks nothing more). */
 int pst__module_symtab_pending(const struct pst__module *m);
-/* pst__module_symtab(), waiting for a background build to end: for the
- * table a caller cannot do without (the interpreter's own). */
+/* pst__module_symtab() for the table a caller cannot do without (the
+ * interpreter's own): one still queued is taken off the queue and built
+ * here (not after the tables queued before it), one under way is waited
+ * for. */
 const struct pst__symtab *pst__module_symtab_wait(struct pst__module *m);
 
 /* The separate debug file whose symbols pst__module_symtab() merged in

@@ -121,7 +121,7 @@ static const struct symcache *symbolise(struct pst__native_sampler *ns,
   if (c->ip == ip && c->name && c->full == full)
     return c;
   err = pst__unwinder_symbol(ns->unw, ip, 0, &func, &off, &path);
-  /* The interpreter's table is waited for: merging needs its names. */
+  /* The interpreter's table is built now: merging needs its names. */
   if (err == -EINPROGRESS && path && !strcmp(path, ns->interp_path))
     err = pst__unwinder_symbol(ns->unw, ip, 1, &func, &off, &path);
   c->ip = ip;
