@@ -32,6 +32,7 @@ def marker_line(name):
 
 
 CALLBACK = marker_line("CALLBACK_LINE")
+CALLBACK_DEF = marker_line("CALLBACK_DEF")
 CALLER = marker_line("CALLER_LINE")
 SLEEP = marker_line("SLEEP_LINE")
 
@@ -77,11 +78,13 @@ def check_sorter(th):
     if not cb:
         return None
     i_cb = cb[0]
-    # Any line of py_compare's body ("x = 0" to "return"); nearly all
+    # Any line of py_compare from its "def" (a frame just entered, still
+    # at its RESUME: a debug build's lltrace check runs there, and CPython
+    # gives that instruction the def's line) to "return"; nearly all
     # samples fall on the loop's two lines.
-    if not CALLBACK - 2 <= fr[i_cb]["line"] <= CALLBACK + 1:
+    if not CALLBACK_DEF <= fr[i_cb]["line"] <= CALLBACK + 1:
         return "callback at line %d, not in %d-%d: %s" % (
-            fr[i_cb]["line"], CALLBACK - 2, CALLBACK + 1, fmt(fr))
+            fr[i_cb]["line"], CALLBACK_DEF, CALLBACK + 1, fmt(fr))
     q = [i for i, f in enumerate(fr) if i > i_cb and f["kind"] == "native"
          and re.search(r"qsort|msort", f["name"])]
     caller = [i for i, f in enumerate(fr) if f["kind"] == "python" and

@@ -15,7 +15,7 @@ CMP = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_int),
                        ctypes.POINTER(ctypes.c_int))
 
 
-def py_compare(a, b):
+def py_compare(a, b):  # CALLBACK_DEF
     x = 0
     for i in range(3000):
         x += i  # CALLBACK_LINE
