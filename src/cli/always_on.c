@@ -277,9 +277,9 @@ int pst__always_start(struct pst__always *a, const struct pst__sampler_opts *o,
   }
   if (!a->url)
     return 0;
-  if (pst__push_check_url(a->url, why, sizeof(why))) {
+  if ((err = pst__push_check_url(a->url, why, sizeof(why)))) {
     fprintf(stderr, "pystitch: error: --push %s: %s\n", a->url, why);
-    return PST_EXIT_USAGE;
+    return err == -ENOPKG ? PST_EXIT_ERROR : PST_EXIT_USAGE;
   }
   if ((rc = secrets(a)))
     return rc;

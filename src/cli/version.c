@@ -1,9 +1,9 @@
 /* version.c: `pystitch --version`: the version, how this binary was built
  * (static or not, architecture, C library) and the library behind each
  * feature, with the version linked in (read at run time where the library
- * says it, else the headers' at build time). */
+ * says it, else the headers' at build time). libcurl is loaded to be
+ * named (a shared build opens it only when --push or this asks). */
 #include <capstone/capstone.h>
-#include <curl/curl.h>
 #include <curses.h>
 #include <elfutils/version.h>
 #include <gnu/libc-version.h>
@@ -17,6 +17,7 @@
 #include <zlib.h>
 
 #include "cli/cli.h"
+#include "push/curl_api.h"
 
 #ifdef PST_STATIC_BINARY
 #define PST_LINKING "static (no shared library needed at run time)"
@@ -25,7 +26,9 @@
 #endif
 
 int pst__cli_version(void) {
-  const curl_version_info_data *curl = curl_version_info(CURLVERSION_NOW);
+  const struct pst__curl *cu = pst__curl();
+  const curl_version_info_data *curl =
+      cu ? cu->version_info(CURLVERSION_NOW) : NULL;
   const struct scmp_version *sc = seccomp_version();
   int cs_major = 0, cs_minor = 0;
 
@@ -43,10 +46,19 @@ int pst__cli_version(void) {
   printf("sampler: libuv %s\n", uv_version_string());
   printf("pprof: protobuf-c %s, zlib %s\n", protobuf_c_version(),
          zlibVersion());
-  printf("--push: libcurl %s, %s (%s)\n", curl->version,
-         curl->ssl_version ? curl->ssl_version : "no TLS",
-         (curl->features & CURL_VERSION_ASYNCHDNS) ? "resolver thread"
-                                                   : "blocking resolver");
+  if (curl)
+    printf("--push: libcurl %s, %s (%s)%s\n", curl->version,
+           curl->ssl_version ? curl->ssl_version : "no TLS",
+           (curl->features & CURL_VERSION_ASYNCHDNS) ? "resolver thread"
+                                                     : "blocking resolver",
+#ifdef PST_STATIC_BINARY
+           ""
+#else
+           ", loaded when used"
+#endif
+    );
+  else
+    printf("--push: unavailable: %s\n", pst__curl_why());
   printf("top: %s\n", curses_version());
   printf("dump --merge: jansson %s\n", JANSSON_VERSION);
   printf("sandbox: libseccomp %u.%u.%u, libcap\n", sc ? sc->major : 0,

@@ -1,6 +1,5 @@
 /* push.c: the Pyroscope ingest client: profiles to requests, a bounded
  * queue, and the sender thread (libcurl) with its retries. */
-#include <curl/curl.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -10,6 +9,7 @@
 #include <unistd.h>
 
 #include "output/writer.h"
+#include "push/curl_api.h"
 #include "push/push.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -19,6 +19,10 @@
 #define BACKOFF_MAX_S 30.0
 #define VALUE_MAX 120 /* bytes of a label value kept */
 #define PROBE_DELAY_S 0.5
+
+/* libcurl's table, set by the first pst__push_unavailable() (the CLI's
+ * check of --push, before any thread of ours is started). */
+static const struct pst__curl *cu;
 
 /* One profile to send: the query string and the gzipped pprof. */
 struct item {
@@ -282,7 +286,7 @@ int pst__push_profile(void *push, const struct pst__profile *prof,
   until = span->until_unix_ns / 1000000000ULL;
   if (until <= from)
     until = from + 1;
-  esc = curl_easy_escape(NULL, name, 0);
+  esc = cu->easy_escape(NULL, name, 0);
   it = calloc(1, sizeof(*it));
   if (!esc || !it ||
       asprintf(&query,
@@ -297,7 +301,7 @@ int pst__push_profile(void *push, const struct pst__profile *prof,
   it->body = (unsigned char *)buf;
   it->len = len;
   it->samples = span->samples;
-  curl_free(esc);
+  cu->free(esc);
   esc = NULL;
   if (!ps->started) {
     if (pthread_create(&ps->thread, NULL, sender, ps)) {
@@ -315,7 +319,7 @@ int pst__push_profile(void *push, const struct pst__profile *prof,
 
 fail:
   ps->st.make_errors++;
-  curl_free(esc);
+  cu->free(esc);
   if (it)
     free(it->query);
   free(it);
@@ -371,47 +375,47 @@ static int send_one(struct pst__push *ps, CURL *h, const struct item *it,
     snprintf(why, len, "out of memory");
     return -1;
   }
-  mime = curl_mime_init(h);
-  part = curl_mime_addpart(mime);
-  curl_mime_name(part, "profile");
-  curl_mime_filename(part, "profile.pprof");
-  curl_mime_type(part, "application/octet-stream");
-  curl_mime_data(part, (const char *)it->body, it->len);
+  mime = cu->mime_init(h);
+  part = cu->mime_addpart(mime);
+  cu->mime_name(part, "profile");
+  cu->mime_filename(part, "profile.pprof");
+  cu->mime_type(part, "application/octet-stream");
+  cu->mime_data(part, (const char *)it->body, it->len);
   if (ps->tenant_hdr)
-    hdrs = curl_slist_append(hdrs, ps->tenant_hdr);
+    hdrs = cu->slist_append(hdrs, ps->tenant_hdr);
   if (ps->bearer_hdr)
-    hdrs = curl_slist_append(hdrs, ps->bearer_hdr);
-  curl_easy_reset(h);
-  curl_easy_setopt(h, CURLOPT_URL, url);
-  curl_easy_setopt(h, CURLOPT_MIMEPOST, mime);
-  curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-  curl_easy_setopt(h, CURLOPT_USERAGENT, "pystitch/" PACKAGE_VERSION);
-  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(ps->o.timeout_s * 1000));
-  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
-                   (long)(ps->o.timeout_s < 5 ? ps->o.timeout_s * 1000 : 5000));
-  curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-  curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
-  curl_easy_setopt(h, CURLOPT_XFERINFODATA, ps);
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, &ans);
-  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    hdrs = cu->slist_append(hdrs, ps->bearer_hdr);
+  cu->easy_reset(h);
+  cu->easy_setopt(h, CURLOPT_URL, url);
+  cu->easy_setopt(h, CURLOPT_MIMEPOST, mime);
+  cu->easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+  cu->easy_setopt(h, CURLOPT_USERAGENT, "pystitch/" PACKAGE_VERSION);
+  cu->easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  cu->easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(ps->o.timeout_s * 1000));
+  cu->easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+                  (long)(ps->o.timeout_s < 5 ? ps->o.timeout_s * 1000 : 5000));
+  cu->easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+  cu->easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+  cu->easy_setopt(h, CURLOPT_XFERINFODATA, ps);
+  cu->easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+  cu->easy_setopt(h, CURLOPT_WRITEDATA, &ans);
+  cu->easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
   if (ps->basic) {
-    curl_easy_setopt(h, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
-    curl_easy_setopt(h, CURLOPT_USERPWD, ps->basic);
+    cu->easy_setopt(h, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
+    cu->easy_setopt(h, CURLOPT_USERPWD, ps->basic);
   }
   if (ps->ca)
-    curl_easy_setopt(h, CURLOPT_CAINFO, ps->ca);
-  rc = curl_easy_perform(h);
+    cu->easy_setopt(h, CURLOPT_CAINFO, ps->ca);
+  rc = cu->easy_perform(h);
   if (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE) {
     snprintf(why, len,
              "%s (CA certificates from %s; --push-ca FILE names "
              "others)",
-             curl_easy_strerror(rc), ps->ca ? ps->ca : "libcurl's default");
+             cu->easy_strerror(rc), ps->ca ? ps->ca : "libcurl's default");
   } else if (rc != CURLE_OK) {
-    snprintf(why, len, "%s", curl_easy_strerror(rc));
+    snprintf(why, len, "%s", cu->easy_strerror(rc));
   } else {
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    cu->easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
     if (status >= 200 && status < 300)
       ret = 0;
     else
@@ -419,10 +423,10 @@ static int send_one(struct pst__push *ps, CURL *h, const struct item *it,
     if (status >= 400 && status < 500 && status != 408 && status != 429)
       ret = 1;
   }
-  curl_easy_setopt(h, CURLOPT_MIMEPOST, NULL);
-  curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
-  curl_mime_free(mime);
-  curl_slist_free_all(hdrs);
+  cu->easy_setopt(h, CURLOPT_MIMEPOST, NULL);
+  cu->easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
+  cu->mime_free(mime);
+  cu->slist_free_all(hdrs);
   free(url);
   return ret;
 }
@@ -446,27 +450,27 @@ static void probe(struct pst__push *ps, CURL *h) {
   double t = ps->o.timeout_s < 3 ? ps->o.timeout_s : 3;
   CURLcode rc;
 
-  curl_easy_setopt(h, CURLOPT_URL, ps->url);
-  curl_easy_setopt(h, CURLOPT_CONNECT_ONLY, 1L);
-  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)(t * 1000));
-  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-  rc = curl_easy_perform(h);
+  cu->easy_setopt(h, CURLOPT_URL, ps->url);
+  cu->easy_setopt(h, CURLOPT_CONNECT_ONLY, 1L);
+  cu->easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  cu->easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)(t * 1000));
+  cu->easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+  rc = cu->easy_perform(h);
   if (rc != CURLE_OK) {
     pst__warn("push: %s cannot be reached now (%s); recording goes on, and "
               "up to %d profiles are kept until it answers",
-              ps->where, curl_easy_strerror(rc), ps->o.queue_max);
+              ps->where, cu->easy_strerror(rc), ps->o.queue_max);
     pthread_mutex_lock(&ps->mu);
     ps->failing = 1;
     pthread_mutex_unlock(&ps->mu);
   }
-  curl_easy_reset(h);
+  cu->easy_reset(h);
 }
 
 static void *sender(void *arg) {
   struct pst__push *ps = arg;
   double backoff = BACKOFF_MIN_S;
-  CURL *h = curl_easy_init();
+  CURL *h = cu->easy_init();
   char why[160];
 
   int quit;
@@ -524,49 +528,61 @@ static void *sender(void *arg) {
     backoff = backoff * 2 > BACKOFF_MAX_S ? BACKOFF_MAX_S : backoff * 2;
   }
   pthread_mutex_unlock(&ps->mu);
-  curl_easy_cleanup(h);
+  cu->easy_cleanup(h);
   return NULL;
 }
 
 /* ---- setup ---- */
 
+const char *pst__push_unavailable(void) {
+  if (!cu)
+    cu = pst__curl();
+  return cu ? NULL : pst__curl_why();
+}
+
 int pst__push_check_url(const char *url, char *why, size_t len) {
-  CURLU *u = curl_url();
+  const char *no = pst__push_unavailable();
+  CURLU *u;
   char *scheme = NULL, *host = NULL;
   int err = -EINVAL;
 
+  if (no) {
+    snprintf(why, len, "%s", no);
+    return -ENOPKG;
+  }
+  u = cu->url();
   if (!u) {
     snprintf(why, len, "out of memory");
     return -ENOMEM;
   }
-  if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK)
+  if (cu->url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK)
     snprintf(why, len, "not a URL (want http://HOST[:PORT])");
-  else if (curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+  else if (cu->url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
            (strcmp(scheme, "http") && strcmp(scheme, "https")))
     snprintf(why, len, "the scheme must be http or https");
-  else if (curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK || !*host)
+  else if (cu->url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK || !*host)
     snprintf(why, len, "no host in the URL");
   else if (strchr(url, '?') || strchr(url, '#'))
     snprintf(why, len, "no query or fragment: pystitch adds /ingest?...");
   else
     err = 0;
-  curl_free(scheme);
-  curl_free(host);
-  curl_url_cleanup(u);
+  cu->free(scheme);
+  cu->free(host);
+  cu->url_cleanup(u);
   return err;
 }
 
 /* The ingest endpoint of base (its path kept as a prefix), with and
  * without user info. */
 static int endpoint(struct pst__push *ps, const char *base) {
-  CURLU *u = curl_url();
+  CURLU *u = cu->url();
   char *path = NULL, *full = NULL, *bare = NULL, *np = NULL;
   int err = -ENOMEM;
 
   if (!u)
     return -ENOMEM;
-  if (curl_url_set(u, CURLUPART_URL, base, 0) != CURLUE_OK ||
-      curl_url_get(u, CURLUPART_PATH, &path, 0) != CURLUE_OK) {
+  if (cu->url_set(u, CURLUPART_URL, base, 0) != CURLUE_OK ||
+      cu->url_get(u, CURLUPART_PATH, &path, 0) != CURLUE_OK) {
     err = -EINVAL;
     goto out;
   }
@@ -575,21 +591,21 @@ static int endpoint(struct pst__push *ps, const char *base) {
     np = NULL;
     goto out;
   }
-  if (curl_url_set(u, CURLUPART_PATH, np, 0) != CURLUE_OK ||
-      curl_url_get(u, CURLUPART_URL, &full, 0) != CURLUE_OK ||
-      curl_url_set(u, CURLUPART_USER, NULL, 0) != CURLUE_OK ||
-      curl_url_set(u, CURLUPART_PASSWORD, NULL, 0) != CURLUE_OK ||
-      curl_url_get(u, CURLUPART_URL, &bare, 0) != CURLUE_OK)
+  if (cu->url_set(u, CURLUPART_PATH, np, 0) != CURLUE_OK ||
+      cu->url_get(u, CURLUPART_URL, &full, 0) != CURLUE_OK ||
+      cu->url_set(u, CURLUPART_USER, NULL, 0) != CURLUE_OK ||
+      cu->url_set(u, CURLUPART_PASSWORD, NULL, 0) != CURLUE_OK ||
+      cu->url_get(u, CURLUPART_URL, &bare, 0) != CURLUE_OK)
     goto out;
   ps->url = strdup(full);
   ps->where = strdup(bare);
   err = ps->url && ps->where ? 0 : -ENOMEM;
 out:
   free(np);
-  curl_free(path);
-  curl_free(full);
-  curl_free(bare);
-  curl_url_cleanup(u);
+  cu->free(path);
+  cu->free(full);
+  cu->free(bare);
+  cu->url_cleanup(u);
   return err;
 }
 
@@ -646,7 +662,7 @@ int pst__push_new(const struct pst__push_opts *o, struct pst__push **out) {
   if (pst__push_check_url(o->url, why, sizeof(why)) || o->queue_max < 1 ||
       o->nlabels > PST_PUSH_LABELS_MAX || o->timeout_s <= 0)
     return -EINVAL;
-  if (curl_global_init(CURL_GLOBAL_DEFAULT))
+  if (cu->global_init(CURL_GLOBAL_DEFAULT))
     return -ENOMEM;
   ps = calloc(1, sizeof(*ps));
   if (!ps)

@@ -67,8 +67,12 @@ struct pst__push_stats {
   char last_error[160]; /* the last failure, "" if none */
 };
 
+/* NULL when libcurl is there, else why not in one line (a shared build
+ * loads it on this first call: push/curl_api.h). */
+const char *pst__push_unavailable(void);
+
 /* 0, or -EINVAL with a one-line reason in why (not a URL, a scheme other
- * than http/https, no host). */
+ * than http/https, no host), or -ENOPKG (no libcurl, the reason too). */
 int pst__push_check_url(const char *url, char *why, size_t len);
 
 /* Checks an application name or a label key/value given by the user:

@@ -858,6 +858,7 @@ void pst__py_batch_exit(struct pst__py_batch *b) {
   free(b->rok);
   free(b->rof);
   free(b->stage);
+  free(b->plan_key);
   free(b->iov);
   free(b->off);
   free(b->ok);
@@ -1153,7 +1154,24 @@ static int by_group_addr(const void *a, const void *b) {
  * lie in pages the pieces touch: mapped). -ENOMEM. */
 static int plan_ranges(struct pst__py_batch *b) {
   size_t stage = 0;
+  int same = b->plan_n == b->n;
 
+  b->plan_n = 0; /* valid again only once this plan is made */
+  if (pst__array_reserve((void **)&b->plan_key, &b->plan_key_cap, b->n,
+                         sizeof(*b->plan_key)))
+    return -ENOMEM;
+  for (size_t i = 0; i < b->n; i++) {
+    struct pst__py_plan_key k = {b->iov[i].addr, b->iov[i].len, b->group[i],
+                                 0};
+    if (same && memcmp(&b->plan_key[i], &k, sizeof(k)))
+      same = 0;
+    b->plan_key[i] = k;
+  }
+  if (same && b->n) { /* order, rof, riov and stage hold as they are */
+    b->plan_n = b->n;
+    b->plans_reused++;
+    return 0;
+  }
   if (pst__array_reserve((void **)&b->order, &b->order_cap, b->n,
                          sizeof(*b->order)) ||
       pst__array_reserve((void **)&b->rof, &b->rof_cap, b->n,
@@ -1188,6 +1206,7 @@ static int plan_ranges(struct pst__py_batch *b) {
     b->riov[r].buf = b->stage + stage;
     stage += (b->riov[r].len + 7) & ~(size_t)7;
   }
+  b->plan_n = b->n;
   return 0;
 }
 
@@ -1206,6 +1225,8 @@ int pst__py_batch_read(struct pst__mem *mem, struct pst__py_batch *b) {
     return got;
   b->ranges_read += b->nranges;
   b->pieces_read += b->n;
+  for (size_t r = 0; r < b->nranges; r++)
+    b->bytes_read += b->riov[r].len;
   for (size_t i = 0; i < b->n; i++) {
     const struct pst__mem_iov *r = &b->riov[b->rof[i]];
     b->ok[i] = b->rok[b->rof[i]];

@@ -86,6 +86,11 @@ struct pst__py_hint {
  * moved, or that the batch cannot tell (the walk had to read more, or the
  * top frame is outside what was re-read): then the caller reads a
  * pst__py_check. Owned by the caller (one per target), reused per tick. */
+struct pst__py_plan_key {
+  uint64_t addr, len;
+  uint32_t group, pad;
+};
+
 struct pst__py_batch {
   struct pst__mem_iov *iov; /* pieces; buf set by pst__py_batch_read() */
   size_t *off;              /* each piece's offset in arena */
@@ -105,6 +110,12 @@ struct pst__py_batch {
   size_t nranges, rcap, order_cap, rof_cap, group_cap;
   uint8_t *stage; /* the ranges' bytes */
   size_t stage_cap;
+  /* The last plan's pieces (address, length, group): a tick that asks
+   * for the same pieces as the one before (a steady stack) reads the
+   * same ranges, not sorted and merged again. */
+  struct pst__py_plan_key *plan_key;
+  size_t plan_n, plan_key_cap;
+  uint64_t plans_reused; /* for the benchmarks */
   /* Code headers, shared: group 0 holds one piece per code object (the
    * threads' hints name the same ones), found through an open-addressing
    * table of piece indices; code_piece lists, per thread in turn, the
@@ -115,7 +126,8 @@ struct pst__py_batch {
    * every thread's pieces and again after them (pst__py_batch_gil). */
   size_t gil_pre, gil_post;
   uint64_t ranges_read; /* for the benchmarks: ranges read, */
-  uint64_t pieces_read; /* and the pieces they held */
+  uint64_t pieces_read; /* and the pieces they held, */
+  uint64_t bytes_read;  /* and the bytes of the ranges */
 };
 
 /* One thread's part of a batch (indices into it; PST_PY_NOPIECE when a

@@ -170,11 +170,13 @@ void pst_target_close(struct pst_target *t) {
   if (!t)
     return;
   if (t->batch.pieces_read)
-    pst__debug("process %d: %llu pieces read as %llu ranges, %llu walks "
-               "checked by their batch, %llu needing none (the GIL did not "
-               "move)",
+    pst__debug("process %d: %llu pieces read as %llu ranges (%llu bytes; "
+               "%llu plans as the tick's before), %llu walks checked by "
+               "their batch, %llu needing none (the GIL did not move)",
                (int)t->pid, (unsigned long long)t->batch.pieces_read,
                (unsigned long long)t->batch.ranges_read,
+               (unsigned long long)t->batch.bytes_read,
+               (unsigned long long)t->batch.plans_reused,
                (unsigned long long)t->batch_checks,
                (unsigned long long)t->gil_checks);
   if (t->gate_ticks)

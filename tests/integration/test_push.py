@@ -187,6 +187,42 @@ def check_basic(interp):
         t.stop()
 
 
+def curl_mapped(args):
+    """Whether a running `record ARGS` has libcurl mapped, 1 s in."""
+    p = start_record(args)
+    try:
+        time.sleep(1.0)
+        with open("/proc/%d/maps" % p.pid) as f:
+            return "libcurl" in f.read()
+    finally:
+        p.terminate()
+        p.communicate(timeout=30)
+
+
+def check_curl_on_demand(interp):
+    """A shared build maps libcurl (and its ~30 libraries) only when
+    --push asks for it: every other run starts without their cost."""
+    if "static" in pystitch(["--version"], 10).stdout.decode().split(
+            "\n")[1]:
+        return None
+    t = Spin(interp)
+    recv = pushrecv.Receiver()
+    try:
+        out = os.path.join(TMP, "curl.pprof")
+        plain = curl_mapped(["-p", str(t.pid), "-d", "5", "-o", out])
+        pushed = curl_mapped(["-p", str(t.pid), "-d", "5", "--push",
+                              recv.url, "-o", out])
+        print("# libcurl mapped: %s without --push, %s with it" %
+              (plain, pushed))
+        if plain or not pushed:
+            return "libcurl mapped without --push: %s, with it: %s" % (
+                plain, pushed)
+        return ""
+    finally:
+        recv.stop()
+        t.stop()
+
+
 def check_failing(interp, mode, bad_s, timeout="2"):
     """The server answers `mode` for bad_s seconds, then takes profiles:
     everything made arrives once, the sampler keeps its rate."""
@@ -568,6 +604,7 @@ def main():
     print("# interpreter %s" % interp.label)
     run("push: every interval once, labels, counts add up", check_basic,
         interp)
+    run("push: libcurl loaded only by --push", check_curl_on_demand, interp)
     run("push: server answers 500, then takes profiles", check_failing,
         interp, "500", 2.0)
     run("push: server answers 429, then takes profiles", check_failing,
