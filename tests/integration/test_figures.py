@@ -497,14 +497,16 @@ def check_rate_warning(interp):
         t.stop()
 
 
-def policy_of(pid):
+def policy_of(pid, field=41):
     """{tid: scheduling policy} of pid's threads (stat field 41: 0 normal,
-    1 FIFO, 2 RR, 3 batch, 5 idle)."""
+    1 FIFO, 2 RR, 3 batch, 5 idle), or another field of their stat (19:
+    the nice value)."""
     out = {}
     for tid in os.listdir("/proc/%d/task" % pid):
         try:
             with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
-                out[int(tid)] = int(f.read().rsplit(")", 1)[1].split()[38])
+                out[int(tid)] = int(
+                    f.read().rsplit(")", 1)[1].split()[field - 3])
         except (IOError, ValueError, IndexError):
             pass
     return out
@@ -514,7 +516,9 @@ def check_sched(interp):
     """--realtime: the sampling thread under SCHED_FIFO while it records,
     the threads it starts (the push sender) not, and -v says so; without
     CAP_SYS_NICE a warning and the default; by default a 0.1 ms slice
-    where the kernel has custom slices (6.12+), else "default"."""
+    where the kernel has custom slices (6.12+) and nice -10 for the loop
+    thread alone (the sender at 0), without CAP_SYS_NICE the slice
+    alone."""
     t = pytargets.Target(interp, "many.py", ["4", "5", "1"])
     recv = pushrecv.Receiver()
     out = os.path.join(TMP, "sched.folded")
@@ -543,17 +547,40 @@ def check_sched(interp):
                 or "sampling thread: SCHED_FIFO" in err:
             return "--realtime without CAP_SYS_NICE: exit %s: %s" % (
                 r.returncode, err)
-        r = pystitch(["record", "-p", str(t.pid), "-d", "0.6", "-v", "-f",
-                      "folded", "-o", out])
-        err = r.stderr.decode(errors="replace")
         rel = tuple(int(x) for x in re.findall(r"\d+",
                                                os.uname().release)[:2])
-        want = "0.1 ms slice" if rel >= (6, 12) else "default"
-        if r.returncode != 0 or "sampling thread: %s" % want not in err:
+        slice_ = rel >= (6, 12)
+        # By default: nice -10 for the loop thread alone (CAP_SYS_NICE),
+        # the threads it starts at the default.
+        p = subprocess.Popen([PST, "record", "-p", str(t.pid), "-d", "2.5",
+                              "-v", "--push", recv.url, "--push-interval",
+                              "1", "-f", "folded", "-o", out],
+                             stderr=subprocess.PIPE)
+        time.sleep(1.8)
+        nices = policy_of(p.pid, 19)
+        _, err = p.communicate(timeout=30)
+        err = err.decode(errors="replace")
+        want = "0.1 ms slice, nice -10" if slice_ else "nice -10"
+        if p.returncode != 0 or "sampling thread: %s\n" % want not in err:
             return "default (kernel %s): exit %s, want %r: %s" % (
-                os.uname().release, r.returncode, want, err)
+                os.uname().release, p.returncode, want, err)
+        others = [tid for tid in nices if tid != p.pid]
+        if nices.get(p.pid) != -10 or not others or \
+                any(nices[tid] != 0 for tid in others):
+            return "default: nice values %s (the loop thread is %d: want " \
+                "-10, the others 0)" % (nices, p.pid)
+        # Without CAP_SYS_NICE: the slice alone.
+        r = pystitch(["record", "-p", str(t.pid), "-d", "0.6", "-v", "-f",
+                      "folded", "-o", out],
+                     wrapper=["setpriv", "--bounding-set", "-sys_nice", "--"])
+        err = r.stderr.decode(errors="replace")
+        want2 = "0.1 ms slice" if slice_ else "default"
+        if r.returncode != 0 or "sampling thread: %s\n" % want2 not in err:
+            return "without CAP_SYS_NICE (kernel %s): exit %s, want %r: %s" \
+                % (os.uname().release, r.returncode, want2, err)
         print("# --realtime: loop thread FIFO, %d others normal; default: "
-              "%s" % (len(others), want))
+              "%s (%d others at nice 0); without CAP_SYS_NICE: %s" % (
+                  len(others), want, len(others), want2))
         return ""
     finally:
         recv.stop()
