@@ -47,7 +47,8 @@
   X(url_set)
 
 struct pst__curl {
-#define PST_CURL_MEMBER(f) __typeof__(curl_##f) *f;
+/* A member's name cannot be parenthesised. */
+#define PST_CURL_MEMBER(f) __typeof__(curl_##f) *f; /* NOLINT */
   PST_CURL_FUNCS(PST_CURL_MEMBER)
 #undef PST_CURL_MEMBER
 };

@@ -1161,8 +1161,7 @@ static int plan_ranges(struct pst__py_batch *b) {
                          sizeof(*b->plan_key)))
     return -ENOMEM;
   for (size_t i = 0; i < b->n; i++) {
-    struct pst__py_plan_key k = {b->iov[i].addr, b->iov[i].len, b->group[i],
-                                 0};
+    struct pst__py_plan_key k = {b->iov[i].addr, b->iov[i].len, b->group[i], 0};
     if (same && memcmp(&b->plan_key[i], &k, sizeof(k)))
       same = 0;
     b->plan_key[i] = k;
