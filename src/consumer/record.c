@@ -7,6 +7,7 @@
 
 #include "consumer/record.h"
 #include "util/dmcache.h"
+#include "util/hash.h"
 
 #define STACK_MAX 1100 /* frames per sample incl. synthetic roots */
 
@@ -33,6 +34,8 @@ struct rproc {
   const char *root;  /* "process PID ...", interned in the profile */
   struct tmap *tm;
   size_t ntm;
+  struct pst__hash tm_ids;  /* tm's entries by tid (5000 threads: a scan
+                               per sample was half of pystitch's time) */
   struct pst__dmcache memo; /* struct memo, by source pointer */
 };
 
@@ -124,9 +127,16 @@ static void proc_end(void *ctx, const struct pst__sample_proc *p, void *data) {
   (void)p;
   if (rp) {
     free(rp->tm);
+    pst__hash_exit(&rp->tm_ids);
     pst__dmcache_exit(&rp->memo);
   }
   free(rp);
+}
+
+static int tm_eq(const void *ctx, uint32_t id, const void *key) {
+  const struct rproc *rp = ctx;
+
+  return rp->tm[id].tid == *(const pid_t *)key;
 }
 
 /* The profile thread of x (registered again when its name changed). */
@@ -135,13 +145,12 @@ static struct tmap *prof_thread(struct pst__record_consumer *c,
   struct tmap *m = NULL, *nm;
   const char *root;
   char troot[128];
+  uint64_t h = pst__hash_u64((uint64_t)x->tid);
+  int64_t id = pst__hash_find(&rp->tm_ids, h, tm_eq, rp, &x->tid);
   int pt;
 
-  for (size_t i = 0; i < rp->ntm; i++)
-    if (rp->tm[i].tid == x->tid) {
-      m = &rp->tm[i];
-      break;
-    }
+  if (id >= 0)
+    m = &rp->tm[id];
   if (m && !strcmp(m->name, x->name))
     return m;
   snprintf(troot, sizeof(troot), "thread %d \"%s\"", (int)x->tid, x->name);
@@ -154,6 +163,8 @@ static struct tmap *prof_thread(struct pst__record_consumer *c,
     if (!nm)
       return NULL;
     rp->tm = nm;
+    if (pst__hash_insert(&rp->tm_ids, h, (uint32_t)rp->ntm))
+      return NULL;
     m = &rp->tm[rp->ntm++];
     m->tid = x->tid;
   }

@@ -64,6 +64,13 @@ struct pst__tthread {
   struct pst__py_hint hint;         /* what the last walk read, and whose thread
                               state it must still be (frame.c) */
   struct pst__py_exc exc; /* PST_SAMPLE_EXCEPTION: this tick's exception */
+  /* Its last Python stack (at pool + i * PST_TARGET_FRAMES_MAX): as of
+   * the GIL words in pst_target.still (sample.c), while kept = 1. */
+  int kept;
+  uint64_t kept_epoch;
+  size_t kept_n;
+  int kept_truncated;
+  uint64_t kept_tstate;
 };
 
 struct pst_target {
@@ -101,11 +108,23 @@ struct pst_target {
    * GIL rule's verdicts counted against the checks' (tests). */
   int gil_verify;
   uint64_t gil_agreed, gil_disagreed;
-  uint64_t gil_predict;    /* the GIL's last holder, as last read: its thread
+  uint64_t gil_predict; /* the GIL's last holder, as last read: its thread
                            gets a check planned (pst__py_batch_gil) */
-  char role[64];           /* multiprocessing's name of the process */
-  struct pst_frame *probe; /* frames of the role's probe walk */
-  uint64_t role_obj;       /* the Process object it was read from */
+  /* The GIL rule across ticks (sample.c, still_words()): the GIL's
+   * {last_holder, switch_number} at which every kept stack held, valid
+   * while still_ok; the flags of that tick; stacks given again. */
+  int still_ok, still_flags;
+  uint64_t still_holder, still_switch, still_epoch;
+  uint64_t stacks_kept;
+  /* PYSTITCH_VERIFY_GIL_SKIP: a stack that would be kept is read all the
+   * same and compared with the kept one (its copy: vpool, vn per thread,
+   * SIZE_MAX for none); the verdicts. */
+  struct pst_frame *vpool;
+  size_t *vn, vpool_cap, vn_cap;
+  uint64_t still_agreed, still_disagreed;
+  char role[64];                  /* multiprocessing's name of the process */
+  struct pst_frame *probe;        /* frames of the role's probe walk */
+  uint64_t role_obj;              /* the Process object it was read from */
   struct pst__py_thread_ent *reg; /* the thread registry, as last read */
   struct pst__py_name_ref *refs;  /* per thread, for the rename check */
   uint8_t *changed;

@@ -248,6 +248,7 @@ enum action {
   SKIP,          /* left out, not read: skipped 1, no frames */
   GONE,          /* its stat file reads nothing: it ended */
   NO_STATE,      /* no Python state and nothing else to read */
+  KEPT,          /* READ_PYTHON given its kept stack (still_words()) */
 };
 
 /* The one place that decides which threads are read, from the flags and
@@ -512,8 +513,10 @@ static void mark_gc(struct pst_target *t, int gil_err, uint64_t gil) {
       runs = attached(t, i);
     else
       runs = !gil_err && gil && th->tstate == gil;
-    if (runs && !th->error && !th->skipped && th->nframes)
+    if (runs && !th->error && !th->skipped && th->nframes) {
       gc_marker(th);
+      t->threads[i].kept = 0; /* its slot now holds the marker too */
+    }
   }
 }
 
@@ -534,6 +537,13 @@ static int tick_arrays(struct pst_target *t) {
       pst__array_reserve((void **)&t->acts, &t->acts_cap, t->nthreads + 1,
                          sizeof(*t->acts)))
     return -ENOMEM;
+  if (t->gil_verify) {
+    if (pst__array_reserve((void **)&t->vn, &t->vn_cap, t->nthreads + 1,
+                           sizeof(*t->vn)))
+      return -ENOMEM;
+    for (size_t i = 0; i < t->nthreads; i++)
+      t->vn[i] = SIZE_MAX;
+  }
   return 0;
 }
 
@@ -564,15 +574,126 @@ int pst__target_rewalk(struct pst_target *t, pid_t tid) {
     struct pst__tthread *x = &t->threads[i];
     if (x->th.tid != tid)
       continue;
-    if (!x->th.tstate || (enum action)t->acts[i] != READ_PYTHON)
+    if (!x->th.tstate || ((enum action)t->acts[i] != READ_PYTHON &&
+                          (enum action)t->acts[i] != KEPT))
       return -ENOENT;
     t->py.err_addr = 0;
     x->th.error = 0;
+    x->kept = 0;
     n = walk_thread(t, x, 0, 1, &thread_obj);
     settle(t, i, n, thread_obj);
     return n;
   }
   return -ENOENT;
+}
+
+/* The GIL rule across ticks. Under a GIL a thread's Python stack changes
+ * only while it holds the GIL, and a thread that takes the GIL from
+ * another increments switch_number (take_gil): when the GIL's
+ * {last_holder, switch_number} read now are those a quiet batch read
+ * before and after its pieces (pst__py_batch_gil_quiet), no thread but
+ * last_holder has run Python code since that batch, and every other
+ * thread's stack is the one it read then: kept, given again without a
+ * read. A chain of such ticks is an epoch; a tick that cannot prove it
+ * (the GIL moved, nothing read, a refresh since, other flags) begins a
+ * new one, and only stacks read in the current epoch are kept. Not with
+ * --native or --blocking (the native stack moves without the GIL), never
+ * for the holder. Under PYSTITCH_VERIFY_GIL_SKIP a stack that would be
+ * kept is read and checked all the same, and compared with the kept one
+ * (verify_kept()). Its limit: a thread that writes another thread's
+ * frame memory itself (ctypes) while no other thread takes the GIL is
+ * seen only once the GIL changes hands or the threads are refreshed.
+ * Returns 1, with *holder, when the kept stacks hold. */
+#define GIL_SWITCH 2 /* {last_holder, locked, switch_number}: the third */
+
+static int still_words(struct pst_target *t, int flags, uint64_t gil_at,
+                       uint64_t *holder) {
+  uint64_t w[3];
+
+  if (!t->still_ok || flags != t->still_flags ||
+      (flags & (PST_SAMPLE_NATIVE | PST_SAMPLE_BLOCKING)) ||
+      pst__mem_read(&t->mem, gil_at, w, sizeof(w)) || w[0] != t->still_holder ||
+      w[GIL_SWITCH] != t->still_switch)
+    return 0;
+  *holder = w[0];
+  return 1;
+}
+
+/* Thread i given its kept stack (its frames are still at its slot of
+ * the pool): settle() of a walk of kept_n frames. */
+static void settle_kept(struct pst_target *t, size_t i) {
+  struct pst__tthread *x = &t->threads[i];
+
+  x->th.nframes = x->kept_n;
+  x->th.truncated = x->kept_truncated;
+  pst__tthread_set_name(t, x, 0);
+  t->view[i] = x->th;
+  t->stacks_kept++;
+}
+
+/* PYSTITCH_VERIFY_GIL_SKIP: thread i's kept stack copied before it is
+ * read again (vn[i] = its length), or -ENOMEM. */
+static int verify_save(struct pst_target *t, size_t i) {
+  const struct pst__tthread *x = &t->threads[i];
+
+  if (pst__array_reserve((void **)&t->vpool, &t->vpool_cap,
+                         t->nthreads * PST_TARGET_FRAMES_MAX,
+                         sizeof(*t->vpool)))
+    return -ENOMEM;
+  memcpy(t->vpool + i * PST_TARGET_FRAMES_MAX, x->th.frames,
+         x->kept_n * sizeof(*t->vpool));
+  t->vn[i] = x->kept_n;
+  return 0;
+}
+
+static int same_frame(const struct pst_frame *a, const struct pst_frame *b) {
+  return a->kind == b->kind && a->line == b->line &&
+         !strcmp(a->name, b->name) && !strcmp(a->filename, b->filename);
+}
+
+/* The verdict on thread i's kept stack: read again, it is the same
+ * (moved = 0 and the walk as kept) or it moved. Kept stacks hold at the
+ * instant the GIL's words were read before the batch (still_words());
+ * only when the batch saw the same words is the read again of the same
+ * instant (held): else the GIL moved in between, and nothing is told. */
+static void verify_kept(struct pst_target *t, size_t i, int moved, int held) {
+  const struct pst_thread *v = &t->view[i];
+  const struct pst_frame *k = t->vpool + i * PST_TARGET_FRAMES_MAX;
+  size_t n = t->vn[i];
+  int same = !moved && !v->error && v->nframes == n;
+
+  if (!held) {
+    t->vn[i] = SIZE_MAX;
+    return;
+  }
+
+  for (size_t f = 0; same && f < n; f++)
+    same = same_frame(&v->frames[f], &k[f]);
+  if (same) {
+    t->still_agreed++;
+  } else {
+    t->still_disagreed++;
+    pst__debug("thread %d: its kept stack (%zu frames, top %s:%d) is not "
+               "the one read again (%s%zu frames, top %s:%d)",
+               (int)v->tid, n, n ? k[0].name : "-", n ? k[0].line : 0,
+               moved ? "it moved while read; before that: " : "", v->nframes,
+               v->nframes ? v->frames[0].name : "-",
+               v->nframes ? v->frames[0].line : 0);
+  }
+  t->vn[i] = SIZE_MAX;
+}
+
+/* After a walk settled from the batch alone: its stack is kept. */
+static void keep(struct pst_target *t, size_t i) {
+  struct pst__tthread *x = &t->threads[i];
+
+  if (t->view[i].error)
+    return;
+  x->kept = 1;
+  x->kept_epoch = t->still_epoch;
+  x->kept_n = t->view[i].nframes;
+  x->kept_truncated = t->view[i].truncated;
+  x->kept_tstate = x->th.tstate;
 }
 
 int pst_target_sample(struct pst_target *t, int flags,
@@ -583,7 +704,8 @@ int pst_target_sample(struct pst_target *t, int flags,
   int32_t gc = 0; /* the collector's flag (an int in the target) */
   uint64_t gc_at, gil_at, holder = 0;
   size_t gc_piece = PST_PY_NOPIECE;
-  int gil_batch, quiet = 0;
+  int gil_batch, quiet = 0, still = 0, held = 0;
+  uint64_t still_holder = 0;       /* with still: the GIL's holder, not kept */
   int cold_skip = 0;               /* the gate of mode cpu: hot threads only */
   uint64_t now = 0, cpu_clock = 0; /* and the process's CPU clock */
 
@@ -617,6 +739,10 @@ int pst_target_sample(struct pst_target *t, int flags,
   gil_batch = pst__py_gil_words(&t->py, &t->mem, &gil_at) == 0;
   if (gil_batch)
     pst__py_batch_gil(&t->batch, gil_at);
+  still = gil_batch && still_words(t, flags, gil_at, &still_holder);
+  if (!still)
+    t->still_epoch++; /* what was kept before proves nothing now */
+  t->still_ok = 0;    /* until this tick's batch proves it */
   if (state_read && (flags & PST_SAMPLE_ON_CPU)) {
     now = pst__now_ns();
     cold_skip = !gate_all(t, now, &cpu_clock);
@@ -628,6 +754,9 @@ int pst_target_sample(struct pst_target *t, int flags,
     struct pst__native_req req;
     int n;
 
+    int kept = x->kept && x->kept_epoch == t->still_epoch;
+
+    x->kept = 0; /* again below, where its slot of the pool is left as is */
     begin_thread(t, i, flags, state_read, cold_skip, gil_err, gil);
     if (check_alive && th->tstate && !alive(x))
       th->state = 'X';
@@ -642,9 +771,11 @@ int pst_target_sample(struct pst_target *t, int flags,
       t->acts[i] = SKIP;
     }
     switch ((enum action)t->acts[i]) {
+    case KEPT: /* not from decide() */
     case SKIP: /* left out by the flags: not read at all */
       th->skipped = 1;
       settle(t, i, 0, 0);
+      x->kept = kept; /* its frames are untouched */
       continue;
     case GONE:
       settle(t, i, -ESRCH, 0);
@@ -690,6 +821,20 @@ int pst_target_sample(struct pst_target *t, int flags,
       /* read as it holds still, like a running one */
       __attribute__((fallthrough));
     case READ_PYTHON:
+      if (still && kept && x->kept_tstate == th->tstate &&
+          th->tstate != still_holder && t->acts[i] == READ_PYTHON) {
+        if (!t->gil_verify) {
+          x->kept = 1;
+          t->acts[i] = KEPT;
+          settle_kept(t, i);
+          continue;
+        }
+        if (verify_save(t, i)) { /* read as if it were not kept */
+          t->acts[i] = SKIP;
+          settle(t, i, -ENOMEM, 0);
+          continue;
+        }
+      }
       if ((!gil_batch || t->gil_verify || th->tstate == t->gil_predict
                ? pst__py_prefetch_add
                : pst__py_prefetch_add_unchecked)(&t->py, &t->batch, th->tstate,
@@ -706,14 +851,28 @@ int pst_target_sample(struct pst_target *t, int flags,
     gate_rebase(t, now, cpu_clock);
   /* One syscall for the first read and the check of every running
    * thread. */
-  if (nbatch || gc_piece != PST_PY_NOPIECE)
+  if (nbatch || gc_piece != PST_PY_NOPIECE || still)
     got = pst__py_batch_read(&t->mem, &t->batch);
   if (got < 0 || pst__py_batch_copy(&t->batch, gc_piece, &gc, sizeof(gc)))
     gc = 0;
   if (gil_batch && got >= 0) {
+    uint64_t post[3];
     quiet = pst__py_batch_gil_quiet(&t->batch, &holder);
     if (pst__py_batch_copy(&t->batch, t->batch.gil_post, &t->gil_predict, 8))
       t->gil_predict = 0;
+    /* The kept stacks hold at these words when the batch saw the GIL
+     * still and, on a tick that kept stacks, at the words it kept them
+     * by. */
+    if (quiet &&
+        !pst__py_batch_copy(&t->batch, t->batch.gil_post, post, sizeof(post)) &&
+        (!still ||
+         (post[0] == t->still_holder && post[GIL_SWITCH] == t->still_switch))) {
+      held = still;
+      t->still_ok = 1;
+      t->still_flags = flags;
+      t->still_holder = post[0];
+      t->still_switch = post[GIL_SWITCH];
+    }
   }
   /* Second pass: walk each from its copies; its check was in the batch,
    * or is read for all such threads in one more syscall. */
@@ -734,6 +893,8 @@ int pst_target_sample(struct pst_target *t, int flags,
                                 &x->th.truncated,
                                 x->pyname[0] ? NULL : &thread_obj, top);
     if (moving(n)) { /* the retry path checks its own walks */
+      if (t->gil_verify && t->vn[i] != SIZE_MAX)
+        verify_kept(t, i, 1, held);
       t->torn_retries++;
       n = walk_thread(t, x, 0, TORN_RETRIES, &thread_obj);
       n = read_stopped_again(t, x, flags, n, &thread_obj);
@@ -761,6 +922,10 @@ int pst_target_sample(struct pst_target *t, int flags,
       else
         t->batch_checks++;
       settle_walk(t, i, n, thread_obj);
+      if (t->gil_verify && t->vn[i] != SIZE_MAX)
+        verify_kept(t, i, 0, held);
+      if (t->acts[i] == READ_PYTHON)
+        keep(t, i);
       continue;
     }
     /* The batch cannot tell (the walk read more after it, or the top
@@ -777,6 +942,8 @@ int pst_target_sample(struct pst_target *t, int flags,
       settle_pending(t, &p);
       continue;
     }
+    if (t->gil_verify && t->vn[i] != SIZE_MAX)
+      verify_kept(t, i, 1, held);
     t->torn_retries++; /* moved */
     n = walk_thread(t, x, 0, TORN_RETRIES, &thread_obj);
     n = read_stopped_again(t, x, flags, n, &thread_obj);

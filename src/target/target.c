@@ -179,6 +179,10 @@ void pst_target_close(struct pst_target *t) {
                (unsigned long long)t->batch.plans_reused,
                (unsigned long long)t->batch_checks,
                (unsigned long long)t->gil_checks);
+  if (t->stacks_kept)
+    pst__debug("process %d: %llu stacks given again (the GIL did not change "
+               "hands since they were read)",
+               (int)t->pid, (unsigned long long)t->stacks_kept);
   if (t->gate_ticks)
     pst__debug("process %d: mode cpu read every thread's run time at %llu "
                "of %llu ticks (its CPU clock accounted for the others)",
@@ -189,6 +193,11 @@ void pst_target_close(struct pst_target *t) {
               "%llu disagreed",
               (int)t->pid, (unsigned long long)t->gil_agreed,
               (unsigned long long)t->gil_disagreed);
+  if (t->gil_verify)
+    pst__info("process %d: kept stacks verified: %llu read again the same, "
+              "%llu not",
+              (int)t->pid, (unsigned long long)t->still_agreed,
+              (unsigned long long)t->still_disagreed);
   pst__native_sampler_free(t->native); /* borrows t->mem */
   pst__resolver_free(t->resolver);
   pst__modcache_put(t->modcache);
@@ -200,6 +209,8 @@ void pst_target_close(struct pst_target *t) {
   free(t->threads);
   free(t->view);
   free(t->pool);
+  free(t->vpool);
+  free(t->vn);
   pst__py_batch_exit(&t->batch);
   free(t->pf);
   free(t->excp);

@@ -473,6 +473,16 @@ int pst_target_refresh(struct pst_target *t) {
         map_by_list(t, list->ts, list->tid_of, list->native, list->n, x->th.tid,
                     x->tp_err ? 0 : x->th.fsbase, &x->th.method);
   }
+  /* Kept stacks (sample.c) live in the threads' slots: they outlive a
+   * refresh that found the same threads, in the same order, with the same
+   * thread states. */
+  if (err || (size_t)n != t->nthreads)
+    t->still_ok = 0;
+  for (size_t k = 0; t->still_ok && k < t->nthreads; k++)
+    if (threads[k].th.tid != t->threads[k].th.tid ||
+        threads[k].starttime != t->threads[k].starttime ||
+        threads[k].th.tstate != t->threads[k].th.tstate)
+      t->still_ok = 0;
   for (size_t k = 0; k < t->nthreads; k++)
     pst__tthread_exit(&t->threads[k]);
   free(t->threads);
@@ -494,6 +504,7 @@ int pst_target_refresh(struct pst_target *t) {
     err = -ESRCH;
   return err ? err : n;
 nomem:
+  t->still_ok = 0;
   free(tids);
   free(old);
   free(listed);

@@ -369,7 +369,9 @@ def check_gil_rule(interp):
     check itself: with PYSTITCH_VERIFY_GIL_SKIP every thread is checked
     too, and every thread the rule would have left unchecked must have
     been found still by its check, while the callstorm threads' stacks
-    move all the time (walks redone for the holder)."""
+    move all the time (walks redone for the holder); and across ticks:
+    every stack kept because the GIL did not change hands since it was
+    read is read again and must be the same."""
     t = pytargets.Target(interp, "callstorm.py")
     try:
         wait_ready(t)
@@ -386,15 +388,72 @@ def check_gil_rule(interp):
             return "no verdicts in: %s" % err[-400:]
         agreed, disagreed = int(m.group(1)), int(m.group(2))
         moved = re.search(r"(\d+) walks redone", err)
+        k = re.search(r"kept stacks verified: (\d+) read again the same, "
+                      r"(\d+) not", err)
+        kept, kept_not = (int(k.group(1)), int(k.group(2))) if k else (0, 0)
         print("# %s: GIL rule: %d agreed, %d disagreed; %s walks redone "
-              "(the holder's stack moved)" % (
+              "(the holder's stack moved); kept stacks: %d the same read "
+              "again, %d not" % (
                   interp.label, agreed, disagreed,
-                  moved.group(1) if moved else 0))
+                  moved.group(1) if moved else 0, kept, kept_not))
         if disagreed:
             return "%d threads left unchecked by the rule had moved" % (
                 disagreed)
         if agreed < 1000:
             return "only %d verdicts: the rule was hardly used" % agreed
+        # Across ticks: a stack the rule keeps (the GIL did not change
+        # hands since it was read) is read again and must be the same.
+        if kept_not:
+            return "%d kept stacks were not the same read again" % kept_not
+        if kept < 1000:
+            return "only %d kept stacks verified: the rule across ticks " \
+                "was hardly used" % kept
+        return ""
+    finally:
+        t.stop()
+
+
+def check_kept_rewrite(interp):
+    """A kept stack (the GIL did not change hands since it was read: not
+    read again) does not outlive a write into its frame memory by another
+    thread: rewrite.py's writer, woken by the main thread (the GIL changes
+    hands), puts rewritten()'s code in the place of parked()'s in the
+    sleeping thread's frame halfway through; the sleeper, whose stack was
+    kept until then, shows rewritten from then on (its own run time
+    unchanged: it never wakes)."""
+    t = pytargets.Target(interp, "rewrite.py")
+    out = os.path.join(TMP, "rewrite.folded")
+    try:
+        wait_ready(t)
+        p = subprocess.Popen([PST, "record", "-p", str(t.pid), "-r", "200",
+                              "-d", "3", "--mode", "wall", "-f", "folded",
+                              "-o", out, "-vv"], stderr=subprocess.PIPE)
+        time.sleep(1.5)
+        os.kill(t.pid, signal.SIGUSR1)
+        done = t.readline(timeout=20).strip()
+        _, err = p.communicate(timeout=60)
+        err = err.decode("utf-8", "replace")
+        if p.returncode != 0 or done != "done":
+            return "exit %s, target said %r: %s" % (p.returncode, done,
+                                                     err[-300:])
+        m = re.search(r"(\d+) stacks given again", err)
+        kept = int(m.group(1)) if m else 0
+        before = after = 0
+        for frames, n in folded(out):
+            leaf = frames[-1].split(" ")[0]
+            if leaf == "parked":
+                before += n
+            elif leaf == "rewritten":
+                after += n
+        print("# %s: sleeper in parked %d samples, in rewritten %d after "
+              "the write; %d stacks kept" % (interp.label, before, after,
+                                            kept))
+        if kept < 100:
+            return "only %d stacks kept: the rule across ticks was not " \
+                "used" % kept
+        if not before or after < 0.3 * (before + after):
+            return "the write was not seen: %d samples before it, %d " \
+                "after (the kept stack outlived it)" % (before, after)
         return ""
     finally:
         t.stop()
@@ -676,6 +735,8 @@ def main():
             r"pyenv-3\.([7-9]|1[0-3])\.|container-3\.1[345]$", i.label)]:
         run("the GIL rule agrees with the torn-read check", check_gil_rule,
             interp)
+        run("a kept stack does not outlive a write to its frame",
+            check_kept_rewrite, interp)
     for interp in {id(i): i for i in local[:1] + local[-1:]}.values():
         run("proportions", check_proportions_twice, interp)
         run("torn reads never written", check_torn, interp)
