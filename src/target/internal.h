@@ -115,6 +115,7 @@ struct pst_target {
    * while still_ok; the flags of that tick; stacks given again. */
   int still_ok, still_flags;
   uint64_t still_holder, still_switch, still_epoch;
+  size_t holder_at; /* where the holder was last found (holder_known()) */
   uint64_t stacks_kept;
   /* PYSTITCH_VERIFY_GIL_SKIP: a stack that would be kept is read all the
    * same and compared with the kept one (its copy: vpool, vn per thread,

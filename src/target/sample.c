@@ -606,6 +606,28 @@ int pst__target_rewalk(struct pst_target *t, pid_t tid) {
  * Returns 1, with *holder, when the kept stacks hold. */
 #define GIL_SWITCH 2 /* {last_holder, locked, switch_number}: the third */
 
+/* Before 3.12 PyThreadState_Swap() changes the state a thread runs under
+ * without the GIL, and drop_gil() then sets last_holder to the state it
+ * dropped with while switch_number stays (a sub-interpreter's state
+ * swapped in and out on one thread): the thread may run Python code under
+ * its own state while last_holder names the other. So the holder stands
+ * for its thread only when it is the state of a thread of ours; else
+ * neither rule (within a batch, across ticks) holds. 3.12+ swaps through
+ * the GIL (take_gil). */
+static int holder_known(struct pst_target *t, uint64_t holder) {
+  if (t->py.lay.version >= 0x030c)
+    return 1;
+  if (t->holder_at < t->nthreads &&
+      t->threads[t->holder_at].th.tstate == holder)
+    return 1;
+  for (size_t i = 0; holder && i < t->nthreads; i++)
+    if (t->threads[i].th.tstate == holder) {
+      t->holder_at = i;
+      return 1;
+    }
+  return 0;
+}
+
 static int still_words(struct pst_target *t, int flags, uint64_t gil_at,
                        uint64_t *holder) {
   uint64_t w[3];
@@ -613,7 +635,7 @@ static int still_words(struct pst_target *t, int flags, uint64_t gil_at,
   if (!t->still_ok || flags != t->still_flags ||
       (flags & (PST_SAMPLE_NATIVE | PST_SAMPLE_BLOCKING)) ||
       pst__mem_read(&t->mem, gil_at, w, sizeof(w)) || w[0] != t->still_holder ||
-      w[GIL_SWITCH] != t->still_switch)
+      w[GIL_SWITCH] != t->still_switch || !holder_known(t, w[0]))
     return 0;
   *holder = w[0];
   return 1;
@@ -704,7 +726,7 @@ int pst_target_sample(struct pst_target *t, int flags,
   int32_t gc = 0; /* the collector's flag (an int in the target) */
   uint64_t gc_at, gil_at, holder = 0;
   size_t gc_piece = PST_PY_NOPIECE;
-  int gil_batch, quiet = 0, still = 0, held = 0;
+  int gil_batch, quiet = 0, still = 0, held = 0, read = 0;
   uint64_t still_holder = 0;       /* with still: the GIL's holder, not kept */
   int cold_skip = 0;               /* the gate of mode cpu: hot threads only */
   uint64_t now = 0, cpu_clock = 0; /* and the process's CPU clock */
@@ -851,13 +873,16 @@ int pst_target_sample(struct pst_target *t, int flags,
     gate_rebase(t, now, cpu_clock);
   /* One syscall for the first read and the check of every running
    * thread. */
-  if (nbatch || gc_piece != PST_PY_NOPIECE || still)
+  if (nbatch || gc_piece != PST_PY_NOPIECE || still) {
     got = pst__py_batch_read(&t->mem, &t->batch);
+    read = 1;
+  }
   if (got < 0 || pst__py_batch_copy(&t->batch, gc_piece, &gc, sizeof(gc)))
     gc = 0;
-  if (gil_batch && got >= 0) {
+  if (gil_batch && read && got >= 0) { /* words of this tick's batch */
     uint64_t post[3];
-    quiet = pst__py_batch_gil_quiet(&t->batch, &holder);
+    quiet =
+        pst__py_batch_gil_quiet(&t->batch, &holder) && holder_known(t, holder);
     if (pst__py_batch_copy(&t->batch, t->batch.gil_post, &t->gil_predict, 8))
       t->gil_predict = 0;
     /* The kept stacks hold at these words when the batch saw the GIL
