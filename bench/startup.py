@@ -7,33 +7,15 @@
 #                                 [--interp PATH]
 import argparse
 import os
-import resource
 import statistics
-import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
 import pytargets  # noqa: E402
+from tasks import timed  # noqa: E402 (bench/tasks.py: wall, CPU of a run)
 
 NEW = os.path.join(HERE, "..", "pystitch")
-
-
-def one(cmd):
-    """(CPU ms, wall ms) of one run of cmd, which must exit 0."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.monotonic()
-    r = subprocess.run(cmd, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.PIPE)
-    wall = time.monotonic() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if r.returncode != 0:
-        raise RuntimeError("%s: exit %d: %s" % (
-            " ".join(cmd), r.returncode, r.stderr.decode()[-300:]))
-    cpu = (after.ru_utime + after.ru_stime) - \
-        (before.ru_utime + before.ru_stime)
-    return cpu * 1e3, wall * 1e3
 
 
 def spread(xs):
@@ -69,9 +51,9 @@ def main():
             res = {b: ([], []) for b, _ in builds}
             for _ in range(a.runs):
                 for b, path in builds:
-                    cpu, wall = one([path] + args)
-                    res[b][0].append(cpu)
-                    res[b][1].append(wall)
+                    wall, cpu, _ = timed([path] + args)
+                    res[b][0].append(cpu * 1e3)
+                    res[b][1].append(wall * 1e3)
             line = "%-14s" % name
             for b, _ in builds:
                 line += "  %s: CPU %s ms, wall %s ms" % (
