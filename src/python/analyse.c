@@ -301,6 +301,57 @@ static int find_interp_head(struct pst__py *py, const struct pst__elf *e,
   return 0;
 }
 
+int pst__py_interps(struct pst__py *py, struct pst__mem *mem, uint64_t *interps,
+                    int max) {
+  uint64_t is;
+  int n = 0, err;
+
+  err = pst__mem_read_u64(mem, py->interp_head_addr, &is);
+  if (err)
+    return err;
+  while (is && n < max && n < PST_PY_INTERPS_MAX) {
+    for (int k = 0; k < n; k++)
+      if (interps[k] == is)
+        return -ELOOP; /* a cycle: read while the list changed, or garbage */
+    interps[n++] = is;
+    err = pst__mem_read_u64(mem, is + (uint64_t)py->lay.is_next, &is);
+    if (err)
+      return err;
+  }
+  return n;
+}
+
+/* The main interpreter. The list's head is the newest interpreter: a
+ * sub-interpreter's while one lives. With _PyRuntime (3.7+), its
+ * `interpreters` is {mutex, head, main, next_id} in every version: main is
+ * the word after head, checked by finding it in the list. 2.7 and 3.6 have
+ * only the list: main is its last (the oldest). */
+static int main_interp(struct pst__py *py, struct pst__mem *mem) {
+  uint64_t list[PST_PY_INTERPS_MAX] = {0}, main = 0;
+  int n, err;
+
+  n = pst__py_interps(py, mem, list, PST_PY_INTERPS_MAX);
+  if (n <= 0) {
+    py->interp = 0;
+    return n;
+  }
+  py->interp = list[n - 1];
+  if (!py->runtime)
+    return 0;
+  err = pst__mem_read_u64(mem, py->interp_head_addr + 8, &main);
+  if (err)
+    return err;
+  for (int k = 0; k < n; k++)
+    if (list[k] == main) {
+      py->interp = main;
+      return 0;
+    }
+  pst__warn("_PyRuntime.interpreters.main (0x%llx) is not in the list of "
+            "%d interpreters: the oldest of them is taken as the main one",
+            (unsigned long long)main, n);
+  return 0;
+}
+
 /* The type objects the registry reader checks objects against; 0 when a
  * symbol is absent (the check is then skipped). */
 static void object_types(struct pst__py *py, const struct syms *sy,
@@ -470,13 +521,13 @@ int pst__py_analyse_elf(struct pst__py *py, const struct pst__elf *e,
   py->tag_mask = py->version_hex >= 0x030e ? 7 : 0;
 
   if (py->runtime) {
-    err = pst__mem_read_u64(mem, py->runtime + (uint64_t)py->lay.rt_interp_head,
-                            &py->interp);
+    py->interp_head_addr = py->runtime + (uint64_t)py->lay.rt_interp_head;
   } else {
     err = find_interp_head(py, e, &sy, bias, mem, arch);
-    if (err == 0)
-      err = pst__mem_read_u64(mem, py->interp_head_addr, &py->interp);
+    if (err)
+      goto out;
   }
+  err = main_interp(py, mem);
   if (err)
     goto out;
   if (!py->interp) {

@@ -12,11 +12,15 @@
 
 int pst__py_tstates(struct pst__py *py, struct pst__mem *mem, uint64_t *tstates,
                     int max) {
+  return pst__py_tstates_of(py, mem, py->interp, tstates, max);
+}
+
+int pst__py_tstates_of(struct pst__py *py, struct pst__mem *mem,
+                       uint64_t interp, uint64_t *tstates, int max) {
   uint64_t ts;
   int n = 0, err;
 
-  err = pst__mem_read_u64(mem, py->interp + (uint64_t)py->lay.is_tstate_head,
-                          &ts);
+  err = pst__mem_read_u64(mem, interp + (uint64_t)py->lay.is_tstate_head, &ts);
   if (err)
     return err;
   while (ts && n < max && n < TSTATES_MAX) {

@@ -306,8 +306,8 @@ struct pst__py {
                                 unknown (its unicode values not shown) */
   uint64_t runtime;          /* &_PyRuntime (3.7+), else 0 */
   uint64_t runtime_size;     /* sizeof(_PyRuntimeState) when known */
-  uint64_t interp;           /* main PyInterpreterState */
-  uint64_t interp_head_addr; /* &interp_head (2.7, 3.6) */
+  uint64_t interp;           /* the main PyInterpreterState */
+  uint64_t interp_head_addr; /* &interpreters.head (3.7+), &interp_head */
   uint64_t tstate_current;   /* &_PyThreadState_Current (2.7, 3.6), else 0 */
   uint64_t code_type;        /* &PyCode_Type, to validate code objects */
   uint64_t key_addr;         /* &Py_tss_t._key or &autoTLSkey, 0 if none */
@@ -390,10 +390,20 @@ int pst__py_debug_offsets(struct pst__mem *mem, uint64_t runtime,
                           struct pst__py_layout *lay, uint64_t *runtime_size,
                           int *version_hex);
 
+#define PST_PY_INTERPS_MAX 64 /* interpreters looked at in one process */
+
+/* Reads the list of interpreters, newest first (the main one last), into
+ * interps (at most max). Returns the count or -errno (-ELOOP: a cycle). */
+int pst__py_interps(struct pst__py *py, struct pst__mem *mem, uint64_t *interps,
+                    int max);
+
 /* Reads the interpreter's thread-state list into tstates (at most max).
  * Returns the count or -errno. */
 int pst__py_tstates(struct pst__py *py, struct pst__mem *mem, uint64_t *tstates,
                     int max);
+/* The same for the interpreter at interp (a sub-interpreter). */
+int pst__py_tstates_of(struct pst__py *py, struct pst__mem *mem,
+                       uint64_t interp, uint64_t *tstates, int max);
 
 /* The PyThreadState holding the GIL, 0 if none, or -errno. */
 int pst__py_gil_holder(struct pst__py *py, struct pst__mem *mem,

@@ -68,6 +68,13 @@ struct pst__tthread {
    * the GIL words in pst_target.still (sample.c), while kept = 1. */
   int kept;
   uint64_t kept_epoch;
+  /* Sub-interpreters (threads.c, refresh): the interpreter of th.tstate
+   * (0: the main one), and this thread's state in another interpreter
+   * that it may be running in (0: none), whose frames go on top of
+   * th.tstate's (sample.c); inner_hint: its walks' (malloc'ed, owned). */
+  uint64_t interp;
+  uint64_t inner_tstate;
+  struct pst__py_hint *inner_hint;
   size_t kept_n;
   int kept_truncated;
   uint64_t kept_tstate;
@@ -121,6 +128,10 @@ struct pst_target {
    * same and compared with the kept one (its copy: vpool, vn per thread,
    * SIZE_MAX for none); the verdicts. */
   struct pst_frame *vpool;
+  struct pst_frame *inner_frames; /* a sub-interpreter's frames, stitched
+                                     on top (PST_TARGET_FRAMES_MAX) */
+  int subinterps;                 /* interpreters other than the main one
+                                     at the last refresh */
   size_t *vn, vpool_cap, vn_cap;
   uint64_t still_agreed, still_disagreed;
   char role[64];                  /* multiprocessing's name of the process */

@@ -188,10 +188,69 @@ static int truncated_marker(struct pst_thread *th, int n) {
   return n + 1;
 }
 
+/* What to do with one thread this tick. */
+enum action {
+  READ_PYTHON,   /* walk its Python stack */
+  READ_NATIVE,   /* --native: stop it, both stacks */
+  READ_HELD,     /* --native, a thread that may not be stopped (D, T): its
+                   stack holds still, so its Python stack is read as it
+                   runs, under a marker saying why no native frames */
+  READ_BLOCKING, /* --blocking: stop it, Python stack */
+  SKIP,          /* left out, not read: skipped 1, no frames */
+  GONE,          /* its stat file reads nothing: it ended */
+  NO_STATE,      /* no Python state and nothing else to read */
+  KEPT,          /* READ_PYTHON given its kept stack (still_words()) */
+};
+
+/* A thread that entered a sub-interpreter (inner_tstate, threads.c): the
+ * frames of its state there go on top of the n of its own, which end in
+ * the call that entered it (interp.exec(), run_string()). Walked and
+ * checked like a retried walk. A state that is gone (the run ended, -ESRCH:
+ * forgotten until the next refresh), empty or unreadable adds nothing.
+ * Returns the frames now in x->th.frames. */
+static int stitch_inner(struct pst_target *t, struct pst__tthread *x, int n) {
+  int m = PST_ETORN, truncated = 0;
+
+  if (!t->inner_frames && !(t->inner_frames = malloc(PST_TARGET_FRAMES_MAX *
+                                                     sizeof(*t->inner_frames))))
+    return n;
+  for (int attempt = 0; attempt < TORN_RETRIES; attempt++) {
+    struct pst__py_check c;
+    uint64_t before[2];
+    m = pst__py_walk(&t->py, &t->mem, x->inner_tstate, x->inner_hint, NULL,
+                     t->inner_frames, PST_TARGET_FRAMES_MAX, &truncated, NULL,
+                     before);
+    if (m < 0 && !moving(m))
+      break;
+    if (m < 0) {
+      t->torn_retries++;
+      continue;
+    }
+    pst__py_check_prepare(&t->py, x->inner_tstate, x->inner_hint, before, &c);
+    if (pst__py_check_done(&t->py, &t->mem, &c) == 1)
+      break;
+    t->torn_retries++;
+    m = PST_ETORN;
+  }
+  if (m == -ESRCH)
+    x->inner_tstate = 0;
+  if (m <= 0)
+    return n;
+  if ((size_t)m + (size_t)n > PST_TARGET_FRAMES_MAX) {
+    n = PST_TARGET_FRAMES_MAX - m;
+    x->th.truncated = 1;
+  }
+  memmove(x->th.frames + m, x->th.frames, (size_t)n * sizeof(*x->th.frames));
+  memcpy(x->th.frames, t->inner_frames, (size_t)m * sizeof(*x->th.frames));
+  return m + n;
+}
+
 /* Ends thread i's sample with walk result n (frames or error). */
 static void settle(struct pst_target *t, size_t i, int n, uint64_t thread_obj) {
   struct pst__tthread *x = &t->threads[i];
 
+  if (n >= 0 && x->inner_tstate && !x->th.skipped && t->acts[i] != READ_NATIVE)
+    n = stitch_inner(t, x, n);
   if (n >= 0 && x->th.truncated)
     n = truncated_marker(&x->th, n);
   if (n < 0) {
@@ -236,20 +295,6 @@ int pst_target_native_stats(const struct pst_target *t,
   pst__native_sampler_stats(t->native, out);
   return 0;
 }
-
-/* What to do with one thread this tick. */
-enum action {
-  READ_PYTHON,   /* walk its Python stack */
-  READ_NATIVE,   /* --native: stop it, both stacks */
-  READ_HELD,     /* --native, a thread that may not be stopped (D, T): its
-                   stack holds still, so its Python stack is read as it
-                   runs, under a marker saying why no native frames */
-  READ_BLOCKING, /* --blocking: stop it, Python stack */
-  SKIP,          /* left out, not read: skipped 1, no frames */
-  GONE,          /* its stat file reads nothing: it ended */
-  NO_STATE,      /* no Python state and nothing else to read */
-  KEPT,          /* READ_PYTHON given its kept stack (still_words()) */
-};
 
 /* The one place that decides which threads are read, from the flags and
  * what the thread's stat file and the GIL said. */
@@ -395,7 +440,10 @@ static void begin_thread(struct pst_target *t, size_t i, int flags,
     }
     th->idle = !th->cpu_ns;
   }
-  th->holds_gil = gil_err ? -1 : th->tstate && gil == th->tstate;
+  th->holds_gil =
+      gil_err ? -1
+              : th->tstate && (gil == th->tstate ||
+                               (x->inner_tstate && gil == x->inner_tstate));
   th->gc = 0;
   if (!(flags & PST_SAMPLE_EXCEPTION)) { /* else read_exceptions() did */
     th->exception = -1;
@@ -709,7 +757,9 @@ static void verify_kept(struct pst_target *t, size_t i, int moved, int held) {
 static void keep(struct pst_target *t, size_t i) {
   struct pst__tthread *x = &t->threads[i];
 
-  if (t->view[i].error)
+  /* Not a thread in or of a sub-interpreter: one with a GIL of its own
+   * (3.12+) runs while the main one stands still. */
+  if (t->view[i].error || x->inner_tstate || x->interp)
     return;
   x->kept = 1;
   x->kept_epoch = t->still_epoch;

@@ -210,6 +210,7 @@ void pst_target_close(struct pst_target *t) {
   free(t->view);
   free(t->pool);
   free(t->vpool);
+  free(t->inner_frames);
   free(t->vn);
   pst__py_batch_exit(&t->batch);
   free(t->pf);

@@ -72,6 +72,8 @@ void pst__tthread_exit(struct pst__tthread *x) {
   if (x->sysfd >= 0)
     close(x->sysfd);
   x->statfd = x->schedfd = x->sysfd = -1;
+  free(x->inner_hint);
+  x->inner_hint = NULL;
 }
 
 /* ---- mapping a thread to its PyThreadState ---- */
@@ -138,7 +140,7 @@ static uint64_t map_by_tp(struct pst_target *t, uint64_t tp, pid_t tid) {
 /* The interpreter's thread states with their ids, for the list fallback. */
 struct tstate_list {
   uint64_t ts[TSTATE_LIST_MAX], tid_of[TSTATE_LIST_MAX],
-      native[TSTATE_LIST_MAX];
+      native[TSTATE_LIST_MAX], interp[TSTATE_LIST_MAX];
   int n;
 };
 
@@ -154,6 +156,82 @@ static struct tstate_list *read_tstate_list(struct pst_target *t) {
                            &l->native[k], &interp))
       l->tid_of[k] = l->native[k] = 0;
   return l;
+}
+
+/* ---- sub-interpreters ---- */
+
+/* Every thread state of the interpreters other than the main one, with
+ * their ids and interpreters (newest interpreter first), or NULL. */
+static struct tstate_list *read_sub_tstates(struct pst_target *t,
+                                            const uint64_t *interps, int ni) {
+  struct tstate_list *l = calloc(1, sizeof(*l));
+
+  for (int k = 0; l && k < ni; k++) {
+    int m;
+    if (interps[k] == t->py.interp)
+      continue;
+    m = pst__py_tstates_of(&t->py, &t->mem, interps[k], l->ts + l->n,
+                           TSTATE_LIST_MAX - l->n);
+    for (int j = l->n; m > 0 && j < l->n + m; j++)
+      if (pst__py_tstate_ids(&t->py, &t->mem, l->ts[j], &l->tid_of[j],
+                             &l->native[j], &l->interp[j]) ||
+          l->interp[j] != interps[k])
+        l->tid_of[j] = l->native[j] = 0; /* matches no thread */
+    if (m > 0)
+      l->n += m;
+  }
+  return l;
+}
+
+/* With sub-interpreters: a thread with no state in the main interpreter
+ * is mapped to its state in another (a thread started there); one with a
+ * state in the main interpreter gets its state in another as inner_tstate,
+ * whose frames go on top of its own while it runs there (the newest
+ * interpreter's when there are several). Looked at every refresh: a
+ * sub-interpreter's run creates and deletes its thread state (3.12+). */
+static void map_subinterpreters(struct pst_target *t,
+                                struct pst__tthread *threads, size_t n) {
+  uint64_t interps[PST_PY_INTERPS_MAX] = {0};
+  struct tstate_list *l = NULL;
+  int ni;
+
+  ni = pst__py_interps(&t->py, &t->mem, interps, PST_PY_INTERPS_MAX);
+  t->subinterps = ni > 1 ? ni - 1 : 0;
+  if (ni > 1 && !(l = read_sub_tstates(t, interps, ni)))
+    ni = 0; /* -ENOMEM: none this refresh */
+  for (size_t i = 0; i < n; i++) {
+    struct pst__tthread *x = &threads[i];
+    enum pst_map_method method;
+    uint64_t tp = x->tp_err ? 0 : x->th.fsbase, ts = 0, interp = 0;
+
+    if (ni > 1) {
+      ts = map_by_list(t, l->ts, l->tid_of, l->native, l->n, x->th.tid, tp,
+                       &method);
+      for (int k = 0; ts && k < l->n; k++)
+        if (l->ts[k] == ts)
+          interp = l->interp[k];
+    }
+    if (!x->th.tstate && ts) { /* a thread of a sub-interpreter only */
+      x->th.tstate = ts;
+      x->th.method = method;
+      x->interp = interp;
+      x->hint.owner_interp = interp;
+      ts = 0;
+    } else if (x->interp) { /* mapped there already: nothing on top */
+      ts = 0;
+    }
+    if (ts != x->inner_tstate && ts) {
+      if (!x->inner_hint && !(x->inner_hint = malloc(sizeof(*x->inner_hint))))
+        ts = 0;
+      else
+        *x->inner_hint =
+            (struct pst__py_hint){.owner_interp = interp,
+                                  .owner_thread_id = tp,
+                                  .owner_native_id = x->hint.owner_native_id};
+    }
+    x->inner_tstate = ts;
+  }
+  free(l);
 }
 
 /* ---- names ---- */
@@ -443,6 +521,7 @@ int pst_target_refresh(struct pst_target *t) {
     if (k < t->nthreads) { /* known: move it over */
       *x = t->threads[k];
       t->threads[k].statfd = t->threads[k].schedfd = t->threads[k].sysfd = -1;
+      t->threads[k].inner_hint = NULL;                 /* moved over too */
       if (x->tp_err && pst__tthread_may_stop(state)) { /* retry a failed read */
         x->tp_err = read_tp(t, x->th.tid, state, &x->th.fsbase);
         x->held = x->tp_err ? 0 : state;
@@ -450,8 +529,10 @@ int pst_target_refresh(struct pst_target *t) {
     } else {
       pst__tthread_init(t, x, tids[i], state, starttime);
     }
+    if (!x->th.tstate)
+      x->interp = 0;
     /* Whose thread state a walk must find (pst__py_hint.owner_*). */
-    x->hint.owner_interp = t->py.interp;
+    x->hint.owner_interp = x->interp ? x->interp : t->py.interp;
     x->hint.owner_thread_id = x->tp_err ? 0 : x->th.fsbase;
     if (t->info.nspid == t->pid) /* else learnt at the first walk */
       x->hint.owner_native_id = (uint64_t)x->th.tid;
@@ -473,6 +554,8 @@ int pst_target_refresh(struct pst_target *t) {
         map_by_list(t, list->ts, list->tid_of, list->native, list->n, x->th.tid,
                     x->tp_err ? 0 : x->th.fsbase, &x->th.method);
   }
+  if (!err)
+    map_subinterpreters(t, threads, (size_t)n);
   /* Kept stacks (sample.c) live in the threads' slots: they outlive a
    * refresh that found the same threads, in the same order, with the same
    * thread states. */

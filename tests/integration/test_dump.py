@@ -632,6 +632,53 @@ def check_locals(interp):
         t.stop()
 
 
+def check_subinterp(interp):
+    """A sub-interpreter (subinterp.py): the main thread's frames there
+    (sub_sleep, <module> of <string>) on top of the call that entered it
+    (outer_call, <module>), in dump and in record's folded stacks; the main
+    interpreter's thread "w" in main_worker and the sub-interpreter's own
+    thread "sub-worker" in sub_worker."""
+    t = pytargets.Target(interp, "subinterp.py")
+    try:
+        line = t.readline().strip()
+        if line not in ("ready", "ready no-thread"):
+            return "target: %r" % line
+        time.sleep(0.3)
+        r = pystitch(["dump", "--json", "-p", str(t.pid)])
+        if r.returncode != 0:
+            return "dump: exit %d: %s" % (r.returncode, r.stderr)
+        d = json.loads(r.stdout.decode("utf-8"))
+        by = dict((th["name"], [f["name"].split(".")[-1]
+                                for f in th["frames"]])
+                  for th in d["threads"])
+        problems = []
+        main = by.get("MainThread", [])
+        if main[:4] != ["sub_sleep", "<module>", "outer_call", "<module>"]:
+            problems.append("MainThread: %s" % main)
+        if "main_worker" not in by.get("w", []):
+            problems.append("w: %s" % by.get("w"))
+        if line == "ready" and "sub_worker" not in by.get("sub-worker", []):
+            problems.append("sub-worker: %s (threads %s)" % (
+                by.get("sub-worker"), sorted(by)))
+        out = os.path.join(TMP, "subinterp-%d.folded" % t.pid)
+        r = pystitch(["record", "--idle", "-r", "200", "-d", "1", "-f",
+                      "folded", "-o", out, "-p", str(t.pid)])
+        if r.returncode != 0:
+            problems.append("record: exit %d: %s" % (r.returncode, r.stderr))
+        else:
+            with open(out, encoding="utf-8", errors="replace") as f:
+                stacks = [ln.rsplit(" ", 1)[0] for ln in f]
+            if not any(re.search(r"outer_call[^;]*;[^;]*<module>[^;]*;"
+                                 r"[^;]*sub_sleep", s) for s in stacks):
+                problems.append("record: no stack outer_call;<module>;"
+                                "sub_sleep in %s" % stacks[:6])
+            if line == "ready" and not any("sub_worker" in s for s in stacks):
+                problems.append("record: no sub_worker stack")
+        return "\n".join(problems)
+    finally:
+        t.stop()
+
+
 def check_merge_labels():
     """--merge of two hosts' saved dumps of an 8-rank job whose rank 3 hangs
     elsewhere, with rank 0's two DataLoader workers (which inherit its
@@ -688,6 +735,9 @@ def main():
         check("dump --json of non-UTF-8 names: " + interp.label,
               check_bad_names, interp)
         check("dump --locals: " + interp.label, check_locals, interp)
+        if not re.search(r"2\.7|3\.[67]\b", interp.label):
+            check("dump and record of a sub-interpreter: " + interp.label,
+                  check_subinterp, interp)
         if re.search(r"3\.7\b", interp.label):
             check("dump --async before 3.8: " + interp.label,
                   check_async_before, interp)
