@@ -321,34 +321,42 @@ int pst__py_interps(struct pst__py *py, struct pst__mem *mem, uint64_t *interps,
   return n;
 }
 
+#define INTERPS_WALK_MAX 4096 /* a longer list is a cycle or garbage */
+
 /* The main interpreter. The list's head is the newest interpreter: a
  * sub-interpreter's while one lives. With _PyRuntime (3.7+), its
  * `interpreters` is {mutex, head, main, next_id} in every version: main is
  * the word after head, checked by finding it in the list. 2.7 and 3.6 have
  * only the list: main is its last (the oldest). */
 static int main_interp(struct pst__py *py, struct pst__mem *mem) {
-  uint64_t list[PST_PY_INTERPS_MAX] = {0}, main = 0;
-  int n, err;
+  uint64_t is = 0, last = 0, main = 0;
+  int found = 0, err;
 
-  n = pst__py_interps(py, mem, list, PST_PY_INTERPS_MAX);
-  if (n <= 0) {
-    py->interp = 0;
-    return n;
+  if (py->runtime &&
+      (err = pst__mem_read_u64(mem, py->interp_head_addr + 8, &main)))
+    return err;
+  err = pst__mem_read_u64(mem, py->interp_head_addr, &is);
+  for (int k = 0; !err && is && k < INTERPS_WALK_MAX; k++) {
+    last = is;
+    found |= is == main;
+    err = pst__mem_read_u64(mem, is + (uint64_t)py->lay.is_next, &is);
   }
-  py->interp = list[n - 1];
-  if (!py->runtime)
-    return 0;
-  err = pst__mem_read_u64(mem, py->interp_head_addr + 8, &main);
   if (err)
     return err;
-  for (int k = 0; k < n; k++)
-    if (list[k] == main) {
+  if (is) { /* a cycle, or garbage */
+    pst__warn("the list of interpreters has more than %d: not read",
+              INTERPS_WALK_MAX);
+    return PST_EBADDATA;
+  }
+  py->interp = last; /* 0: none yet */
+  if (!py->runtime || !last || found) {
+    if (found)
       py->interp = main;
-      return 0;
-    }
+    return 0;
+  }
   pst__warn("_PyRuntime.interpreters.main (0x%llx) is not in the list of "
-            "%d interpreters: the oldest of them is taken as the main one",
-            (unsigned long long)main, n);
+            "interpreters: the oldest of them is taken as the main one",
+            (unsigned long long)main);
   return 0;
 }
 

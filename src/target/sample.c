@@ -249,7 +249,8 @@ static int stitch_inner(struct pst_target *t, struct pst__tthread *x, int n) {
 static void settle(struct pst_target *t, size_t i, int n, uint64_t thread_obj) {
   struct pst__tthread *x = &t->threads[i];
 
-  if (n >= 0 && x->inner_tstate && !x->th.skipped && t->acts[i] != READ_NATIVE)
+  if (n >= 0 && x->inner_tstate && !x->th.skipped &&
+      t->acts[i] != READ_NATIVE && t->acts[i] != READ_HELD)
     n = stitch_inner(t, x, n);
   if (n >= 0 && x->th.truncated)
     n = truncated_marker(&x->th, n);
@@ -894,7 +895,8 @@ int pst_target_sample(struct pst_target *t, int flags,
       __attribute__((fallthrough));
     case READ_PYTHON:
       if (still && kept && x->kept_tstate == th->tstate &&
-          th->tstate != still_holder && t->acts[i] == READ_PYTHON) {
+          th->tstate != still_holder && t->acts[i] == READ_PYTHON &&
+          !x->inner_tstate && !x->interp) {
         if (!t->gil_verify) {
           x->kept = 1;
           t->acts[i] = KEPT;
@@ -907,7 +909,9 @@ int pst_target_sample(struct pst_target *t, int flags,
           continue;
         }
       }
-      if ((!gil_batch || t->gil_verify || th->tstate == t->gil_predict
+      /* (a sub-interpreter's thread may run under a GIL of its own) */
+      if ((!gil_batch || t->gil_verify || th->tstate == t->gil_predict ||
+                   x->interp
                ? pst__py_prefetch_add
                : pst__py_prefetch_add_unchecked)(&t->py, &t->batch, th->tstate,
                                                  &x->hint, &t->pf[i])) {

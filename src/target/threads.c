@@ -564,7 +564,9 @@ int pst_target_refresh(struct pst_target *t) {
   for (size_t k = 0; t->still_ok && k < t->nthreads; k++)
     if (threads[k].th.tid != t->threads[k].th.tid ||
         threads[k].starttime != t->threads[k].starttime ||
-        threads[k].th.tstate != t->threads[k].th.tstate)
+        threads[k].th.tstate != t->threads[k].th.tstate ||
+        threads[k].inner_tstate != t->threads[k].inner_tstate ||
+        threads[k].interp != t->threads[k].interp)
       t->still_ok = 0;
   for (size_t k = 0; k < t->nthreads; k++)
     pst__tthread_exit(&t->threads[k]);
