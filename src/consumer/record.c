@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "consumer/record.h"
+#include "util/array.h"
 #include "util/dmcache.h"
 #include "util/hash.h"
 
@@ -33,7 +34,7 @@ struct rproc {
   unsigned role_gen; /* the process's role_gen the root was made with */
   const char *root;  /* "process PID ...", interned in the profile */
   struct tmap *tm;
-  size_t ntm;
+  size_t ntm, tm_cap;
   struct pst__hash tm_ids;  /* tm's entries by tid (5000 threads: a scan
                                per sample was half of pystitch's time) */
   struct pst__dmcache memo; /* struct memo, by source pointer */
@@ -142,7 +143,7 @@ static int tm_eq(const void *ctx, uint32_t id, const void *key) {
 /* The profile thread of x (registered again when its name changed). */
 static struct tmap *prof_thread(struct pst__record_consumer *c,
                                 struct rproc *rp, const struct pst_thread *x) {
-  struct tmap *m = NULL, *nm;
+  struct tmap *m = NULL;
   const char *root;
   char troot[128];
   uint64_t h = pst__hash_u64((uint64_t)x->tid);
@@ -159,10 +160,9 @@ static struct tmap *prof_thread(struct pst__record_consumer *c,
   if (!root || pt < 0)
     return NULL;
   if (!m) {
-    nm = realloc(rp->tm, (rp->ntm + 1) * sizeof(*nm));
-    if (!nm)
+    if (pst__array_reserve((void **)&rp->tm, &rp->tm_cap, rp->ntm + 1,
+                           sizeof(*rp->tm)))
       return NULL;
-    rp->tm = nm;
     if (pst__hash_insert(&rp->tm_ids, h, (uint32_t)rp->ntm))
       return NULL;
     m = &rp->tm[rp->ntm++];

@@ -32,7 +32,9 @@ struct pst__profile {
   struct pst__prof_process *procs;
   size_t nprocs;
   struct thread_runs *threads;
-  size_t nthreads;
+  size_t nthreads, threads_cap;
+  struct pst__hash thread_ids; /* (process, tid) -> thread (5000 threads:
+                                  a scan per new thread was 12M steps) */
 };
 
 /* ---- frames ---- */
@@ -153,6 +155,7 @@ void pst__profile_free(struct pst__profile *p) {
   free(p->procs);
   free(p->frames);
   pst__hash_exit(&p->frame_ids);
+  pst__hash_exit(&p->thread_ids);
   pst__hash_exit(&p->stack_ids);
   free(p->stack_data);
   free(p->stack_off);
@@ -199,6 +202,18 @@ int pst__profile_process_role(struct pst__profile *p, uint32_t proc,
   return 0;
 }
 
+struct thread_key {
+  uint32_t proc;
+  int tid;
+};
+
+static int thread_eq(const void *ctx, uint32_t id, const void *key) {
+  const struct pst__profile *p = ctx;
+  const struct thread_key *k = key;
+
+  return p->threads[id].t.process == k->proc && p->threads[id].t.tid == k->tid;
+}
+
 int pst__profile_thread(struct pst__profile *p, uint32_t proc, int tid,
                         const char *name) {
   const char *nm = pst__strtab_intern(p->strings, name ? name : "");
@@ -206,15 +221,18 @@ int pst__profile_thread(struct pst__profile *p, uint32_t proc, int tid,
 
   if (!nm)
     return -ENOMEM;
-  for (size_t i = 0; i < p->nthreads; i++)
-    if (p->threads[i].t.process == proc && p->threads[i].t.tid == tid) {
-      p->threads[i].t.name = nm;
-      return (int)i;
-    }
-  nt = realloc(p->threads, (p->nthreads + 1) * sizeof(*nt));
-  if (!nt)
+  struct thread_key key = {proc, tid};
+  uint64_t h = pst__hash_mix(pst__hash_u64(proc), (uint64_t)(uint32_t)tid);
+  int64_t id = pst__hash_find(&p->thread_ids, h, thread_eq, p, &key);
+
+  if (id >= 0) {
+    p->threads[id].t.name = nm;
+    return (int)id;
+  }
+  if (pst__array_reserve((void **)&p->threads, &p->threads_cap, p->nthreads + 1,
+                         sizeof(*nt)) ||
+      pst__hash_insert(&p->thread_ids, h, (uint32_t)p->nthreads))
     return -ENOMEM;
-  p->threads = nt;
   memset(&p->threads[p->nthreads], 0, sizeof(*nt));
   p->threads[p->nthreads].t = (struct pst__prof_thread){proc, tid, nm};
   return (int)p->nthreads++;

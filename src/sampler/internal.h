@@ -57,6 +57,7 @@ struct pst__open_job {
   struct pst__job job;
   uv_async_t *opened;
   pid_t pid;
+  int warm_flags; /* its first, unrecorded read's (warm(), sampler.c) */
   struct pst_target *t;
   int err;
   atomic_int finished;
