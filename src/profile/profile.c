@@ -217,23 +217,21 @@ static int thread_eq(const void *ctx, uint32_t id, const void *key) {
 int pst__profile_thread(struct pst__profile *p, uint32_t proc, int tid,
                         const char *name) {
   const char *nm = pst__strtab_intern(p->strings, name ? name : "");
-  struct thread_runs *nt;
-
-  if (!nm)
-    return -ENOMEM;
   struct thread_key key = {proc, tid};
   uint64_t h = pst__hash_mix(pst__hash_u64(proc), (uint64_t)(uint32_t)tid);
   int64_t id = pst__hash_find(&p->thread_ids, h, thread_eq, p, &key);
 
+  if (!nm)
+    return -ENOMEM;
   if (id >= 0) {
     p->threads[id].t.name = nm;
     return (int)id;
   }
   if (pst__array_reserve((void **)&p->threads, &p->threads_cap, p->nthreads + 1,
-                         sizeof(*nt)) ||
+                         sizeof(*p->threads)) ||
       pst__hash_insert(&p->thread_ids, h, (uint32_t)p->nthreads))
     return -ENOMEM;
-  memset(&p->threads[p->nthreads], 0, sizeof(*nt));
+  memset(&p->threads[p->nthreads], 0, sizeof(*p->threads));
   p->threads[p->nthreads].t = (struct pst__prof_thread){proc, tid, nm};
   return (int)p->nthreads++;
 }

@@ -721,8 +721,8 @@ static void attach_said(struct pst__rec *r, struct pst__entry *e, int err) {
  * so that stacks kept under the GIL (sample.c) carry on into the first
  * tick. */
 static int warm_flags(const struct pst__rec *r) {
-  return r->flags & (PST_SAMPLE_NATIVE | PST_SAMPLE_BLOCKING |
-                     PST_SAMPLE_ON_CPU | PST_SAMPLE_EXCEPTION)
+  return (r->flags & (PST_SAMPLE_NATIVE | PST_SAMPLE_BLOCKING |
+                      PST_SAMPLE_ON_CPU | PST_SAMPLE_EXCEPTION)) != 0
              ? PST_SAMPLE_NO_ACTIVITY
              : r->flags;
 }

@@ -132,6 +132,7 @@ struct pst_target {
                                      on top (PST_TARGET_FRAMES_MAX) */
   int subinterps;                 /* interpreters other than the main one
                                      at the last refresh */
+  size_t refreshes;               /* pst_target_refresh() calls */
   size_t *vn, vpool_cap, vn_cap;
   uint64_t still_agreed, still_disagreed;
   char role[64];                  /* multiprocessing's name of the process */

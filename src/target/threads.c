@@ -470,16 +470,21 @@ static int add_missed(struct pst_target *t, pid_t **tids, int n,
   return m;
 }
 
+#define CHECK_SLICE 1024 /* known threads whose liveness a refresh reads */
+
 int pst_target_refresh(struct pst_target *t) {
   struct tstate_list *list = NULL;
   struct pst__tthread *threads = NULL;
   struct tid_at *listed = NULL, *known = NULL;
   pid_t *tids = NULL, *old = NULL;
   int n, err = 0, alive = 0;
+  size_t slices;
 
   n = pst__proc_tasks(t->pid, &tids);
   if (n < 0)
     return n;
+  slices = t->nthreads / CHECK_SLICE + 1;
+  t->refreshes++;
   old = malloc((t->nthreads + 1) * sizeof(*old));
   listed = tid_index(tids, (size_t)n);
   if (!old || !listed)
@@ -505,10 +510,15 @@ int pst_target_refresh(struct pst_target *t) {
      * the same for a fifth of the cost, enough for a thread that is not
      * the leader (the only one that stays listed as a zombie) and whose
      * state letter is not needed (its thread pointer was read): 5000
-     * threads, 15 -> 4 ms a refresh. */
+     * threads, 15 -> 4 ms a refresh. A thread that ended is no longer
+     * listed; the read is for a tid reused by a new thread, and with
+     * more than CHECK_SLICE threads a refresh reads a slice of them in
+     * turn (5000 threads: each every 5th refresh, ~1 s; the read was 20 ms
+     * of a 25 ms refresh, which made the next tick late). */
     if (k < t->nthreads && tids[i] != t->pid && !t->threads[k].tp_err &&
         t->threads[k].schedfd >= 0 &&
-        pst__proc_schedstat_fd(t->threads[k].schedfd, &run, &wait) == 0) {
+        (k / CHECK_SLICE % slices != t->refreshes % slices ||
+         pst__proc_schedstat_fd(t->threads[k].schedfd, &run, &wait) == 0)) {
       state = t->threads[k].last_state ? t->threads[k].last_state : 'S';
       starttime = t->threads[k].starttime;
     } else if (k == t->nthreads ||
