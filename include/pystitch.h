@@ -102,6 +102,12 @@ struct pst_thread {
   int gc;                   /* PST_SAMPLE_GC: 1 when it runs the garbage
                            collector (its innermost Python frame has a
                            "<GC>" marker frame above it), else 0 */
+  uint64_t stack_gen;       /* which reading of the frames this is: a new
+                           value whenever they are read or changed; the
+                           value of an earlier sample of the same thread
+                           (and target) means the same frames, given again
+                           without a read (a stack kept under the GIL);
+                           0: none (not from a target's sample) */
 };
 
 /* What pystitch found when it analysed the target (for `pystitch info`). */

@@ -26,6 +26,11 @@ struct tmap {
   int prof_thread;
   char name[64];
   const char *root; /* "thread TID \"name\"", interned in the profile */
+  /* Its last sample's pst_thread.stack_gen and the profile's stack id it
+   * was added as (the roots included): a sample of the same generation
+   * (a stack kept under the GIL) is added by that id alone. 0: none. */
+  uint64_t last_gen;
+  uint32_t last_sid;
 };
 
 /* Per process, from proc_begin to proc_end. */
@@ -92,6 +97,8 @@ static int make_root(struct pst__record_consumer *c, struct rproc *rp,
   else
     snprintf(root, sizeof(root), "process %d %.240s", (int)p->pid, p->cmdline);
   rp->root = pst__profile_intern(c->prof, root);
+  for (size_t i = 0; i < rp->ntm; i++) /* the stacks' root changed */
+    rp->tm[i].last_gen = 0;
   rp->role_gen = p->role_gen;
   if (!rp->root || pst__profile_process_role(c->prof, (uint32_t)rp->prof_proc,
                                              p->role, (int)p->ppid))
@@ -170,6 +177,7 @@ static struct tmap *prof_thread(struct pst__record_consumer *c,
   }
   snprintf(m->name, sizeof(m->name), "%s", x->name);
   m->root = root;
+  m->last_gen = 0; /* its root changed */
   m->prof_thread = pt;
   return m;
 }
@@ -195,6 +203,7 @@ static int sample(void *ctx, const struct pst__sample *s) {
   struct pst__prof_frame *frames = c->frames;
   struct tmap *m;
   size_t k = 0;
+  int64_t sid;
 
   if (s->kind != PST_SK_STACK)
     return 0;
@@ -202,6 +211,9 @@ static int sample(void *ctx, const struct pst__sample *s) {
     return -ENOMEM;
   if (!(m = prof_thread(c, rp, x)))
     return -ENOMEM;
+  if (x->stack_gen && x->stack_gen == m->last_gen)
+    return pst__profile_add_stack(c->prof, (uint32_t)m->prof_thread,
+                                  m->last_sid, s->t_ns, s->weight_ns);
   if (c->view.process_roots)
     frames[k++] = (struct pst__prof_frame){rp->root, c->empty, 0};
   if (c->view.thread_roots)
@@ -215,8 +227,13 @@ static int sample(void *ctx, const struct pst__sample *s) {
     frames[k++] = (struct pst__prof_frame){name, file,
                                            c->view.by_function ? 0 : pf->line};
   }
-  return pst__profile_add_interned(c->prof, (uint32_t)m->prof_thread, frames, k,
-                                   s->t_ns, s->weight_ns);
+  sid = pst__profile_add_interned_id(c->prof, (uint32_t)m->prof_thread, frames,
+                                     k, s->t_ns, s->weight_ns);
+  if (sid < 0)
+    return (int)sid;
+  m->last_gen = x->stack_gen;
+  m->last_sid = (uint32_t)sid;
+  return 0;
 }
 
 const struct pst__consumer_ops pst__record_consumer_ops = {

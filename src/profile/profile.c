@@ -242,30 +242,48 @@ const char *pst__profile_intern(struct pst__profile *p, const char *s) {
   return pst__strtab_intern(p->strings, s ? s : "");
 }
 
-static int add(struct pst__profile *p, uint32_t thread,
-               const struct pst__prof_frame *frames, size_t n, uint64_t t_ns,
-               uint64_t weight_ns, int interned);
+static int64_t add(struct pst__profile *p, uint32_t thread,
+                   const struct pst__prof_frame *frames, size_t n,
+                   uint64_t t_ns, uint64_t weight_ns, int interned);
+static int add_run(struct pst__profile *p, uint32_t thread, uint32_t sid,
+                   uint64_t t_ns, uint64_t weight_ns);
 
 int pst__profile_add(struct pst__profile *p, uint32_t thread,
                      const struct pst__prof_frame *frames, size_t n,
                      uint64_t t_ns, uint64_t weight_ns) {
-  return add(p, thread, frames, n, t_ns, weight_ns, 0);
+  int64_t sid = add(p, thread, frames, n, t_ns, weight_ns, 0);
+  return sid < 0 ? (int)sid : 0;
 }
 
 int pst__profile_add_interned(struct pst__profile *p, uint32_t thread,
                               const struct pst__prof_frame *frames, size_t n,
                               uint64_t t_ns, uint64_t weight_ns) {
+  int64_t sid = add(p, thread, frames, n, t_ns, weight_ns, 1);
+  return sid < 0 ? (int)sid : 0;
+}
+
+int64_t pst__profile_add_interned_id(struct pst__profile *p, uint32_t thread,
+                                     const struct pst__prof_frame *frames,
+                                     size_t n, uint64_t t_ns,
+                                     uint64_t weight_ns) {
   return add(p, thread, frames, n, t_ns, weight_ns, 1);
 }
 
-static int add(struct pst__profile *p, uint32_t thread,
-               const struct pst__prof_frame *frames, size_t n, uint64_t t_ns,
-               uint64_t weight_ns, int interned) {
+int pst__profile_add_stack(struct pst__profile *p, uint32_t thread,
+                           uint32_t stack, uint64_t t_ns, uint64_t weight_ns) {
+  if (stack >= p->nstacks)
+    return -EINVAL;
+  return add_run(p, thread, stack, t_ns, weight_ns);
+}
+
+/* Adds the stack (frames, root first) to thread's runs; its stack id, or
+ * -errno. */
+static int64_t add(struct pst__profile *p, uint32_t thread,
+                   const struct pst__prof_frame *frames, size_t n,
+                   uint64_t t_ns, uint64_t weight_ns, int interned) {
   uint32_t ids[STACK_MAX];
-  struct thread_runs *tr;
-  struct pst__prof_run *last;
   int64_t sid;
-  uint32_t k;
+  int err;
 
   if (thread >= p->nthreads)
     return -EINVAL;
@@ -274,12 +292,25 @@ static int add(struct pst__profile *p, uint32_t thread,
   for (size_t i = 0; i < n; i++) {
     int64_t id = frame_id(p, &frames[i], interned);
     if (id < 0)
-      return (int)id;
+      return id;
     ids[i] = (uint32_t)id;
   }
   sid = stack_id(p, ids, n);
   if (sid < 0)
-    return (int)sid;
+    return sid;
+  err = add_run(p, thread, (uint32_t)sid, t_ns, weight_ns);
+  return err ? err : sid;
+}
+
+/* One sample of stack sid in thread's runs. 0 or -errno. */
+static int add_run(struct pst__profile *p, uint32_t thread, uint32_t sid,
+                   uint64_t t_ns, uint64_t weight_ns) {
+  struct thread_runs *tr;
+  struct pst__prof_run *last;
+  uint32_t k;
+
+  if (thread >= p->nthreads)
+    return -EINVAL;
   tr = &p->threads[thread];
   last = tr->n ? &tr->runs[tr->n - 1] : NULL;
   /* CPU time (mode cpu) comes in steps of the kernel's scheduler tick:
@@ -287,7 +318,7 @@ static int add(struct pst__profile *p, uint32_t thread,
   k = p->periods && p->period_ns && weight_ns > p->period_ns
           ? (uint32_t)(weight_ns / p->period_ns)
           : 1;
-  if (last && last->stack == (uint32_t)sid) {
+  if (last && last->stack == sid) {
     last->count += k;
     last->end_ns = t_ns;
     last->weight_ns += weight_ns;
@@ -295,8 +326,7 @@ static int add(struct pst__profile *p, uint32_t thread,
     if (pst__array_reserve((void **)&tr->runs, &tr->cap, tr->n + 1,
                            sizeof(*tr->runs)))
       return -ENOMEM;
-    tr->runs[tr->n++] =
-        (struct pst__prof_run){(uint32_t)sid, k, t_ns, t_ns, weight_ns};
+    tr->runs[tr->n++] = (struct pst__prof_run){sid, k, t_ns, t_ns, weight_ns};
   }
   p->samples += k;
   return 0;

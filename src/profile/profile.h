@@ -83,6 +83,19 @@ int pst__profile_add_interned(struct pst__profile *p, uint32_t thread,
                               const struct pst__prof_frame *frames, size_t n,
                               uint64_t t_ns, uint64_t weight_ns);
 
+/* pst__profile_add_interned() that returns the stack's id (>= 0), or
+ * -errno. */
+int64_t pst__profile_add_interned_id(struct pst__profile *p, uint32_t thread,
+                                     const struct pst__prof_frame *frames,
+                                     size_t n, uint64_t t_ns,
+                                     uint64_t weight_ns);
+
+/* One more sample of the stack with id stack (as an _id call returned:
+ * its frames, roots included) for thread. 0, -EINVAL (no such stack or
+ * thread) or -ENOMEM. */
+int pst__profile_add_stack(struct pst__profile *p, uint32_t thread,
+                           uint32_t stack, uint64_t t_ns, uint64_t weight_ns);
+
 /* Read access for the writers. */
 /* What the weights are: 1, CPU time (sampling mode cpu, the default), 0,
  * wall time. Writers name their values after it. Once set to 1, a sample

@@ -124,6 +124,7 @@ struct pst_target {
   uint64_t still_holder, still_switch, still_epoch;
   size_t holder_at; /* where the holder was last found (holder_known()) */
   uint64_t stacks_kept;
+  uint64_t stack_gens; /* the last pst_thread.stack_gen given */
   /* PYSTITCH_VERIFY_GIL_SKIP: a stack that would be kept is read all the
    * same and compared with the kept one (its copy: vpool, vn per thread,
    * SIZE_MAX for none); the verdicts. */

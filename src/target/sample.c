@@ -261,6 +261,7 @@ static void settle(struct pst_target *t, size_t i, int n, uint64_t thread_obj) {
     x->th.nframes = (size_t)n;
     pst__tthread_set_name(t, x, thread_obj);
   }
+  x->th.stack_gen = ++t->stack_gens;
   t->view[i] = x->th;
 }
 
@@ -564,6 +565,7 @@ static void mark_gc(struct pst_target *t, int gil_err, uint64_t gil) {
       runs = !gil_err && gil && th->tstate == gil;
     if (runs && !th->error && !th->skipped && th->nframes) {
       gc_marker(th);
+      th->stack_gen = t->threads[i].th.stack_gen = ++t->stack_gens;
       t->threads[i].kept = 0; /* its slot now holds the marker too */
     }
   }
@@ -857,6 +859,7 @@ int pst_target_sample(struct pst_target *t, int flags,
       if (flags & PST_SAMPLE_MARK_NATIVE) { /* shown, as what it is */
         th->frames[0] = native_marker;
         th->nframes = 1;
+        th->stack_gen = ++t->stack_gens;
         t->view[i] = *th;
         continue;
       }

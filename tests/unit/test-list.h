@@ -18,7 +18,7 @@
 
 #define PST_UTIL_TESTS(X)                                                      \
   X(strtab_intern)                                                             \
-  X(profile_runs_and_dedup) X(hash_functions) X(hash_table) X(dmcache_slots)  \
+  X(profile_runs_and_dedup) X(profile_add_by_stack_id) X(hash_functions) X(hash_table) X(dmcache_slots)  \
   X(esc_controls) X(esc_bounds) X(esc_no_raw_controls) X(esc_cell_columns)                       \
   X(proc_cgroup_name) X(proc_maps_refused) X(proc_env_and_children)         \
   X(worker_jobs)

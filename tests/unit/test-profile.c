@@ -1,5 +1,9 @@
 /* test-profile.c: frames and stacks deduplicate, consecutive samples of a
- * stack merge into runs per thread, totals add up. */
+ * stack merge into runs per thread, totals add up; a stack added again by
+ * its id (a kept stack) counts as if added by its frames; threads are
+ * found again by (process, tid) among thousands. */
+#include <errno.h>
+
 #include "profile/profile.h"
 #include "task.h"
 
@@ -48,6 +52,38 @@ TEST_IMPL(profile_runs_and_dedup) {
   ASSERT_EQ(weights[runs[0].stack], 37);
   ASSERT_EQ(counts[1], 1);
   ASSERT_EQ(pst__profile_proc(p, 0)->world_size, 2);
+  pst__profile_free(p);
+  return 0;
+}
+
+TEST_IMPL(profile_add_by_stack_id) {
+  struct pst__profile *p = pst__profile_new(10000000);
+  const char *main_ = pst__profile_intern(p, "main");
+  const char *work = pst__profile_intern(p, "work");
+  const char *file = pst__profile_intern(p, "app.py");
+  struct pst__prof_frame a[] = {{main_, file, 10}, {work, file, 20}};
+  const struct pst__prof_run *runs;
+  int64_t sid;
+  size_t n;
+
+  ASSERT(p != NULL && main_ && work && file);
+  ASSERT_EQ(pst__profile_process(p, 100, "python app.py", -1, -1, -1), 0);
+  for (int tid = 1; tid <= 3000; tid++)
+    ASSERT_EQ(pst__profile_thread(p, 0, tid, "t"), tid - 1);
+  ASSERT_EQ(pst__profile_thread(p, 0, 2000, "renamed"), 1999);
+  ASSERT_STR_EQ(pst__profile_thread_at(p, 1999)->name, "renamed");
+  sid = pst__profile_add_interned_id(p, 5, a, 2, 0, 10);
+  ASSERT(sid >= 0);
+  ASSERT_EQ(pst__profile_add_stack(p, 5, (uint32_t)sid, 10, 10), 0);
+  ASSERT_EQ(pst__profile_add_stack(p, 5, (uint32_t)sid + 1, 20, 10), -EINVAL);
+  ASSERT_EQ(pst__profile_add_stack(p, 3000, (uint32_t)sid, 20, 10), -EINVAL);
+  ASSERT_EQ(pst__profile_add_interned_id(p, 5, a, 2, 20, 10), sid);
+  runs = pst__profile_runs(p, 5, &n);
+  ASSERT_EQ(n, 1);
+  ASSERT_EQ(runs[0].count, 3);
+  ASSERT_EQ(runs[0].end_ns, 20);
+  ASSERT_EQ(runs[0].weight_ns, 30);
+  ASSERT_EQ(pst__profile_samples(p), 3);
   pst__profile_free(p);
   return 0;
 }
