@@ -380,6 +380,16 @@ PST_API void pst_target_set_stop_deadline(struct pst_target *t,
 PST_API int pst_target_sample(struct pst_target *t, int flags,
                               const struct pst_thread **threads);
 
+/* Warms t up for sampling with flags: a refresh and two reads of every
+ * Python stack whose results are dropped (the first learns where each
+ * thread's frames are, the second reads them all in one batch, which is
+ * what later reads keep stacks from), so that the first sample is not a
+ * cold one (5000 threads: ~220 ms). Native threads are not named (the
+ * next refresh does, once the caller shared its module cache) and the
+ * figures the target reports count nothing of it. 0 or -errno (the
+ * refresh's). */
+PST_API int pst_target_warm(struct pst_target *t, int flags);
+
 /* Makes t use other's cache of opened modules (ELF files, their unwind
  * and symbol tables): a library mapped by many processes (libtorch in
  * every rank of a job) is then opened and its symbols read once for all.

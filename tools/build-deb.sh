@@ -1,6 +1,6 @@
 #!/bin/sh
 # build-deb.sh DIST: builds the Debian packages (debian/: pystitch,
-# libpystitch4, libpystitch-dev) for DIST (trixie or sid) with
+# libpystitch5, libpystitch-dev) for DIST (trixie or sid) with
 # `dpkg-buildpackage -us -uc -b` inside that release, checks them with
 # lintian, then installs the program alone with `apt-get install
 # ./pystitch_*.deb` in a fresh copy of the release's rootfs (its minbase
@@ -100,15 +100,15 @@ in_overlay "$base" "$fresh" "set -e; export DEBIAN_FRONTEND=noninteractive
   command -v pystitch && exit 3
   apt-get $apt_opts update -qq
   cd /pst/out
-  # The program alone, as the README says: it needs no libpystitch4.
+  # The program alone, as the README says: it needs no libpystitch5.
   apt-get $apt_opts install -y -qq --no-install-recommends ./pystitch_*.deb
-  dpkg-query -W -f='\${Status}' libpystitch4 2>/dev/null | grep -q installed &&
+  dpkg-query -W -f='\${Status}' libpystitch5 2>/dev/null | grep -q installed &&
     exit 4
   pystitch --version | head -n 2
   test -f /usr/lib/systemd/system/pystitch.service -o \
     -f /lib/systemd/system/pystitch.service
   apt-get $apt_opts install -y -qq --no-install-recommends \
-    ./libpystitch4_*.deb ./libpystitch-dev_*.deb
+    ./libpystitch5_*.deb ./libpystitch-dev_*.deb
   ls /usr/lib/*/pkgconfig/pystitch.pc /usr/include/pystitch.h
   py=\$(ls /usr/bin/python3* | grep -E 'python3[.][0-9]+\$' | head -n 1)
   \$py -c 'import time

@@ -230,7 +230,7 @@ static const struct reg_int *cached_int(const struct pst__py_reg *r,
   return NULL;
 }
 
-static const struct reg_int *sort_base;
+static _Thread_local const struct reg_int *sort_base;
 
 static int cmp_addr(const void *a, const void *b) {
   uint64_t x = sort_base[*(const int *)a].addr,
@@ -239,7 +239,8 @@ static int cmp_addr(const void *a, const void *b) {
 }
 
 /* Rebuilds r->by_addr for r->ints (qsort has no context argument: a
- * file-static base; the reader is not thread-safe anyway). */
+ * thread-local base, as targets are refreshed on the loop and warmed on
+ * the engine's worker at once). */
 static void index_ints(struct pst__py_reg *r) {
   if (r->nints <= 0)
     return; /* qsort's base may be NULL then, which it must not be */

@@ -713,10 +713,10 @@ static void attach_said(struct pst__rec *r, struct pst__entry *e, int err) {
 
 /* The first read of a process is cold: each thread's walk follows its
  * frames one read at a time and every code object is new (5000 threads:
- * ~220 ms, 22 periods at 100 Hz). A process opened is read once, Python
- * stacks only, nothing recorded, before its first tick: its ticks start
- * from warm hints and code cache. On the worker for a process found while
- * sampling, before the clock starts for the given pids. With the
+ * ~220 ms, 22 periods at 100 Hz). A process opened is warmed up
+ * (pst_target_warm(): read twice, nothing recorded) before its first
+ * tick: on the worker for a process found while sampling, before the
+ * clock starts for the given pids. With the
  * recording's own flags when they stop no thread and spend no CPU credit,
  * so that stacks kept under the GIL (sample.c) carry on into the first
  * tick. */
@@ -727,16 +727,6 @@ static int warm_flags(const struct pst__rec *r) {
              : r->flags;
 }
 
-static void warm(struct pst_target *t, int flags) {
-  const struct pst_thread *th;
-
-  /* Twice: the first read learns each thread's hints, the second reads
-   * from them in one batch, which is what keeps stacks. */
-  if (pst_target_refresh(t) >= 0)
-    for (int k = 0; k < 2; k++)
-      (void)pst_target_sample(t, flags, &th);
-}
-
 /* The worker's side of an open (struct pst__open_job). */
 static void open_job(struct pst__job *j) {
   struct pst__open_job *o =
@@ -744,7 +734,7 @@ static void open_job(struct pst__job *j) {
 
   o->err = pst_target_open(o->pid, &o->t);
   if (!o->err)
-    warm(o->t, o->warm_flags);
+    (void)pst_target_warm(o->t, o->warm_flags);
   atomic_store_explicit(&o->finished, 1, memory_order_release);
   uv_async_send(o->opened);
 }
@@ -1009,7 +999,7 @@ int pst__sampler_run(const struct pst__sampler_opts *o,
   }
   for (size_t i = 0; i < r.n; i++)
     if (r.e[i]->t)
-      warm(r.e[i]->t, warm_flags(&r));
+      (void)pst_target_warm(r.e[i]->t, warm_flags(&r));
   /* The loop's clock was read at its init, before the attach (which can
    * take seconds: a thread pointer per thread): read again, so that
    * --duration counts from the first tick, not from the init. */

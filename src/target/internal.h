@@ -72,6 +72,8 @@ struct pst__tthread {
    * (0: the main one), and this thread's state in another interpreter
    * that it may be running in (0: none), whose frames go on top of
    * th.tstate's (sample.c); inner_hint: its walks' (malloc'ed, owned). */
+  int recheck; /* a sample found it gone: the next refresh reads its
+                  liveness, whatever its slice */
   uint64_t interp;
   uint64_t inner_tstate;
   struct pst__py_hint *inner_hint;
@@ -134,6 +136,7 @@ struct pst_target {
   int subinterps;                 /* interpreters other than the main one
                                      at the last refresh */
   size_t refreshes;               /* pst_target_refresh() calls */
+  int warming;                    /* in pst_target_warm()'s refresh */
   size_t *vn, vpool_cap, vn_cap;
   uint64_t still_agreed, still_disagreed;
   char role[64];                  /* multiprocessing's name of the process */

@@ -846,13 +846,19 @@ int pst_target_sample(struct pst_target *t, int flags,
       t->acts[i] = SKIP;
     }
     switch ((enum action)t->acts[i]) {
-    case KEPT: /* not from decide() */
-    case SKIP: /* left out by the flags: not read at all */
+    case KEPT:   /* not from decide() */
+    case SKIP: { /* left out by the flags: not read at all */
+      uint64_t gen = th->stack_gen;
       th->skipped = 1;
       settle(t, i, 0, 0);
-      x->kept = kept; /* its frames are untouched */
+      x->kept = kept; /* its frames are untouched: so is their generation
+                         (the view's is new: it shows none) */
+      th->stack_gen = gen;
       continue;
+    }
     case GONE:
+      x->recheck = 1; /* its tid may be a new thread's: the next refresh
+                         reads (threads.c) */
       settle(t, i, -ESRCH, 0);
       continue;
     case NO_STATE:
@@ -1036,6 +1042,32 @@ int pst_target_sample(struct pst_target *t, int flags,
   pst__target_update_role(t);
   *threads = t->view;
   return (int)t->nthreads;
+}
+
+int pst_target_warm(struct pst_target *t, int flags) {
+  const struct pst_thread *th;
+  /* The figures pst_target_close() and the sampler report. */
+  const uint64_t saved[] = {
+      t->torn_retries, t->exact_rereads, t->batch_checks,
+      t->gil_checks,   t->gil_agreed,    t->gil_disagreed,
+      t->stacks_kept,  t->still_agreed,  t->still_disagreed};
+  int err;
+
+  t->warming = 1; /* no native thread named (threads.c) */
+  err = pst_target_refresh(t);
+  t->warming = 0;
+  for (int k = 0; err >= 0 && k < 2; k++)
+    (void)pst_target_sample(t, flags, &th);
+  t->torn_retries = saved[0];
+  t->exact_rereads = saved[1];
+  t->batch_checks = saved[2];
+  t->gil_checks = saved[3];
+  t->gil_agreed = saved[4];
+  t->gil_disagreed = saved[5];
+  t->stacks_kept = saved[6];
+  t->still_agreed = saved[7];
+  t->still_disagreed = saved[8];
+  return err < 0 ? err : 0;
 }
 
 int pst_target_snapshot(struct pst_target *t,

@@ -483,7 +483,9 @@ int pst_target_refresh(struct pst_target *t) {
   n = pst__proc_tasks(t->pid, &tids);
   if (n < 0)
     return n;
-  slices = t->nthreads / CHECK_SLICE + 1;
+  slices = (t->nthreads + CHECK_SLICE - 1) / CHECK_SLICE;
+  if (!slices)
+    slices = 1;
   t->refreshes++;
   old = malloc((t->nthreads + 1) * sizeof(*old));
   listed = tid_index(tids, (size_t)n);
@@ -517,7 +519,8 @@ int pst_target_refresh(struct pst_target *t) {
      * of a 25 ms refresh, which made the next tick late). */
     if (k < t->nthreads && tids[i] != t->pid && !t->threads[k].tp_err &&
         t->threads[k].schedfd >= 0 &&
-        (k / CHECK_SLICE % slices != t->refreshes % slices ||
+        ((k / CHECK_SLICE % slices != t->refreshes % slices &&
+          !t->threads[k].recheck) ||
          pst__proc_schedstat_fd(t->threads[k].schedfd, &run, &wait) == 0)) {
       state = t->threads[k].last_state ? t->threads[k].last_state : 'S';
       starttime = t->threads[k].starttime;
@@ -530,6 +533,7 @@ int pst_target_refresh(struct pst_target *t) {
       k = t->nthreads;
     if (k < t->nthreads) { /* known: move it over */
       *x = t->threads[k];
+      x->recheck = 0; /* read above */
       t->threads[k].statfd = t->threads[k].schedfd = t->threads[k].sysfd = -1;
       t->threads[k].inner_hint = NULL;                 /* moved over too */
       if (x->tp_err && pst__tthread_may_stop(state)) { /* retry a failed read */
@@ -590,7 +594,8 @@ int pst_target_refresh(struct pst_target *t) {
   free(known);
   if (!err) {
     refresh_names(t);
-    name_native(t);
+    if (!t->warming)
+      name_native(t);
     probe_role(t);
   }
   /* An exited process stays listed until its parent reaps it: with no
