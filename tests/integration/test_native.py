@@ -189,35 +189,64 @@ def check_record(interp, lib):
         t.stop()
 
 
+def task_cpu(pid):
+    """tid -> utime + stime (clock ticks) of each thread of pid."""
+    out = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            out[int(tid)] = int(fields[11]) + int(fields[12])
+        except (IOError, IndexError, ValueError):
+            pass
+    return out
+
+
 def check_native_only(interp, lib):
     """Without --native, a thread with no Python state that burns CPU in C
     is still seen: its own thread root with one [native thread] frame,
-    sampled about as often as it runs (it spins: >= 40% of the ticks),
-    and counted in the summary."""
+    sampled as often as it ran (mode cpu at 100 Hz: a sample per 10 ms of
+    its CPU time, which the kernel counts in /proc over the same window,
+    a little longer than the recording), and counted in the summary."""
     t = pytargets.Target(interp, "native.py", [lib_for(interp, lib)])
     out = os.path.join(TMP, "native-only.folded")
+    hz = os.sysconf("SC_CLK_TCK")
     try:
         if t.readline().strip() != "ready":
             return "target did not start"
+        before = task_cpu(t.pid)
         r = pystitch(["record", "-p", str(t.pid), "--threads", "-d", "2",
                       "-r", "100", "-f", "folded", "-o", out])
+        after = task_cpu(t.pid)
         err = r.stderr.decode()
         if r.returncode != 0:
             return "record exited %d: %s" % (r.returncode, err)
-        ticks = 200
-        native = 0
+        native, tids = 0, set()
         for stack, count in pytargets.folded(out):
             if stack[-1] == "[native thread]":
                 if len(stack) != 2 or not stack[0].startswith("thread "):
                     return "native-only stack %s" % stack
                 native += count
+                tids.add(int(stack[0].split()[1]))
         m = re.search(r"(\d+) samples of threads without Python state", err)
         if not m or int(m.group(1)) != native:
             return "summary does not count the %d [native thread] samples: "\
                 "%s" % (native, err)
-        if native < 0.4 * ticks:
-            return "%d [native thread] samples in ~%d ticks" % (native, ticks)
-        print("# %s: %d [native thread] samples" % (interp.label, native))
+        if len(tids) != 1:
+            return "[native thread] samples in threads %s" % sorted(tids)
+        # (the thread root's tid: the host's, or the target namespace's)
+        tid = tids.pop()
+        if tid not in after:
+            host = dict((ns, h) for h, ns in t.ns_tid_map().items())
+            tid = host.get(tid, -1)
+        ran = (after.get(tid, 0) - before.get(tid, 0)) * 100.0 / hz
+        if ran < 20:
+            return "the spinning thread ran %.0f periods of 10 ms in 2 s" % ran
+        if not 0.6 * ran <= native <= 1.15 * ran + 3:
+            return "%d [native thread] samples for %.0f periods of CPU " \
+                "time" % (native, ran)
+        print("# %s: %d [native thread] samples, %.0f periods of CPU time" %
+              (interp.label, native, ran))
         return ""
     finally:
         t.stop()
