@@ -133,8 +133,6 @@ struct pst_target {
   struct pst_frame *vpool;
   struct pst_frame *inner_frames; /* a sub-interpreter's frames, stitched
                                      on top (PST_TARGET_FRAMES_MAX) */
-  int subinterps;                 /* interpreters other than the main one
-                                     at the last refresh */
   size_t refreshes;               /* pst_target_refresh() calls */
   int warming;                    /* in pst_target_warm()'s refresh */
   size_t *vn, vpool_cap, vn_cap;

@@ -196,7 +196,6 @@ static void map_subinterpreters(struct pst_target *t,
   int ni;
 
   ni = pst__py_interps(&t->py, &t->mem, interps, PST_PY_INTERPS_MAX);
-  t->subinterps = ni > 1 ? ni - 1 : 0;
   if (ni > 1 && !(l = read_sub_tstates(t, interps, ni)))
     ni = 0; /* -ENOMEM: none this refresh */
   for (size_t i = 0; i < n; i++) {
